@@ -1,0 +1,57 @@
+# The two commands a user needs: `make demo` and `make test`. Everything else is a step of those.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
+# Debian packages the lab and the benchmarks need (the tools run natively and, bit-identical,
+# inside the containers built from them).
+APT_PACKAGES := docker.io iperf3 openssh-server openssh-client iproute2 iptables kmod procps \
+	psmisc util-linux iputils-ping python3-venv ca-certificates
+
+.PHONY: setup demo test test-unit test-lab lint lab-up lab-down lab-status jupyter clean-data
+
+setup: .make/apt.stamp .make/venv.stamp ## install apt packages and the Python environment (idempotent)
+
+.make/apt.stamp: Makefile
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing: $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends $$missing >/dev/null; \
+	fi
+	@mkdir -p .make && touch $@
+
+.make/venv.stamp: pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@mkdir -p .make && touch $@
+
+demo: setup ## install, bring up the lab, run the pipeline on params.yaml's profile (quick)
+	$(PY) -m pipeline.lab up
+	dvc repro
+	@echo
+	@echo "Figures: figures/throughput/   Tables: reports/tables/throughput.md (.csv, .tex)"
+	@echo "Executed notebooks: reports/executed/   Raw data: data/raw/throughput/"
+
+test: setup ## the whole suite, as CI runs it (needs root: it brings the lab up and down)
+	$(PY) -m pytest tests
+
+test-unit: setup
+	$(PY) -m pytest tests -m "not lab"
+
+lint: setup
+	$(PY) -m ruff check pipeline tests
+
+lab-up: setup
+	$(PY) -m pipeline.lab up
+
+lab-down: setup
+	$(PY) -m pipeline.lab down
+
+lab-status: setup
+	$(PY) -m pipeline.lab status
+
+jupyter: setup ## JupyterLab on the study with the project's kernel
+	$(VENV)/bin/jupyter lab --allow-root --no-browser --ip 127.0.0.1 notebooks/

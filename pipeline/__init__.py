@@ -1,0 +1,1 @@
+"""The container-overhead study: lab, collection and analysis code used by the notebooks."""

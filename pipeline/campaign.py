@@ -1,0 +1,419 @@
+"""The campaign loop: every mode of a benchmark, in a seeded random order per run, resumable.
+
+For each run (block) 1..R the (mode, path) pairs are measured in a fresh random permutation,
+each with a flagged warm-up before its measured windows. Each finished (run, mode, path) is
+written at once as its own pair of parquet parts (samples, then the runs row that commits
+them), so an interrupted campaign resumes where it stopped and never measures a pair twice.
+Everything the campaign starts is labelled and removed on success, error and Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline import hostfacts, images, inventory, schema
+from pipeline.benchmarks import BENCHMARKS, Benchmark, ToolOutputError, Window
+from pipeline.modes import MODES, Context, Mode, ModeUnavailable, Workload
+from pipeline.modes.base import cleanup_host, leftovers
+from pipeline.remote import Pool, RemoteError
+
+WARMUP_CONNECT_BUDGET_S = 30.0  # a server that accepts nothing within this is a failed start
+
+
+class CampaignError(RuntimeError):
+    """The campaign stopped; what is saved stays saved and `dvc repro` resumes from it."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    runs: int
+    seconds: float  # measured window
+    omit_seconds: float  # discarded at the start of each window (TCP slow start)
+    warmup_seconds: float
+    reps: int = 1  # measured windows per (run, mode, path)
+
+
+@dataclass(frozen=True)
+class Step:
+    run: int
+    order: int
+    mode: str
+    path: str
+
+    @property
+    def stem(self) -> str:
+        return f"run-{self.run:03d}_{self.mode}_{self.path}"
+
+
+def plan(benchmark: Benchmark, modes: list[str]) -> list[tuple[str, str]]:
+    """Every (mode, path) the benchmark measures, native first on each path it needs."""
+    pairs = [(m, p) for m in modes for p in MODES[m].paths if p in benchmark.paths]
+    needed = {p for _, p in pairs}
+    baselines = [("native", p) for p in benchmark.paths if p in needed]
+    return baselines + [pair for pair in pairs if pair not in baselines]
+
+
+def schedule(pairs: list[tuple[str, str]], runs: int, seed: int) -> list[Step]:
+    """A seeded random permutation of the pairs for each run; the same seed, the same order."""
+    steps = []
+    for run in range(1, runs + 1):
+        rng = np.random.default_rng([seed, run])
+        for order, index in enumerate(rng.permutation(len(pairs))):
+            mode, path = pairs[index]
+            steps.append(Step(run, order, mode, path))
+    return steps
+
+
+def campaign_id(environment: str, benchmark: str, profile: Profile, pairs, seed: int) -> str:
+    key = json.dumps([environment, benchmark, asdict(profile), pairs, seed], sort_keys=True)
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+class Dataset:
+    """The benchmark's raw directory for one environment: parts while collecting, then tables."""
+
+    def __init__(self, root: Path, campaign: str) -> None:
+        self.root = root
+        self.parts = root / "parts" / campaign
+        self.logs = root / "logs" / campaign
+
+    def done(self) -> set[tuple[int, str, str]]:
+        keys = set()
+        for f in self.parts.glob("run-*.runs.parquet"):
+            row = pq.read_table(f, columns=["run", "mode", "path"]).to_pylist()[0]
+            keys.add((row["run"], row["mode"], row["path"]))
+        return keys
+
+    def save(self, step: Step, samples: list[dict], run_row: dict) -> None:
+        # samples first: a runs part is the commit marker that makes them count
+        schema.write_table(
+            schema.to_table(samples, schema.SAMPLES), self.parts / f"{step.stem}.samples.parquet"
+        )
+        schema.write_table(
+            schema.to_table([run_row], schema.RUNS), self.parts / f"{step.stem}.runs.parquet"
+        )
+
+    def save_hosts(self, run: int, rows: list[dict]) -> None:
+        path = self.parts / f"hosts-run-{run:03d}.parquet"
+        schema.write_table(schema.to_table(rows, schema.HOSTS), path)
+
+    def has_hosts(self, run: int) -> bool:
+        return (self.parts / f"hosts-run-{run:03d}.parquet").exists()
+
+    def consolidate(self) -> dict[str, int]:
+        """Write samples/runs/hosts.parquet for this campaign from its committed parts."""
+        runs_files = sorted(self.parts.glob("run-*.runs.parquet"))
+        sample_files = [f.with_name(f.name.replace(".runs.", ".samples.")) for f in runs_files]
+        counts = {}
+        for name, files in (
+            ("runs", runs_files),
+            ("samples", sample_files),
+            ("hosts", sorted(self.parts.glob("hosts-run-*.parquet"))),
+        ):
+            tables = [pq.read_table(f, schema=schema.TABLES[name]) for f in files]
+            table = pa.concat_tables(tables) if tables else schema.to_table([], schema.TABLES[name])
+            schema.write_table(table, self.root / f"{name}.parquet")
+            counts[name] = table.num_rows
+        return counts
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """DVC and papermill stop a stage with SIGTERM; clean up exactly as for Ctrl-C."""
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _fmt_duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+class Campaign:
+    def __init__(
+        self,
+        benchmark: Benchmark,
+        inv: inventory.Inventory,
+        profile: Profile,
+        out_dir: Path,
+        seed: int,
+        modes: list[str] | None = None,
+        log: Callable[[str], None] = print,
+    ) -> None:
+        selected = modes or list(MODES)
+        if inv.modes is not None:
+            selected = [m for m in selected if m in inv.modes]
+        unknown = [m for m in selected if m not in MODES]
+        if unknown:
+            raise CampaignError(f"unknown mode(s) {unknown}; known: {sorted(MODES)}")
+        self.benchmark = benchmark
+        self.inv = inv
+        self.profile = profile
+        self.seed = seed
+        self.log = log
+        self.pairs = plan(benchmark, selected)
+        self.id = campaign_id(inv.environment, benchmark.name, profile, self.pairs, seed)
+        self.data = Dataset(Path(out_dir), self.id)
+        self.steps = schedule(self.pairs, profile.runs, seed)
+        self.workload = Workload(
+            name=benchmark.name,
+            argv=tuple(benchmark.server_argv()),
+            port=benchmark.port,
+            udp=benchmark.server_needs_udp,
+        )
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def run(self) -> dict[str, int]:
+        done = self.data.done()
+        todo = [s for s in self.steps if (s.run, s.mode, s.path) not in done]
+        self.log(
+            f"campaign {self.id}: {self.benchmark.name} on {self.inv.environment}, "
+            f"{self.profile.runs} runs x {len(self.pairs)} (mode, path) pairs; "
+            f"{len(self.steps) - len(todo)} already measured, {len(todo)} to go"
+        )
+        if todo:
+            with Pool(self.inv) as pool, _sigterm_as_interrupt():
+                ctx = Context(inventory=self.inv, pool=pool, campaign=self.id)
+                try:
+                    self._prepare(ctx)
+                    self._measure_all(ctx, todo)
+                except KeyboardInterrupt:
+                    self.log("interrupted: cleaning up; what was measured is saved")
+                    raise
+                except (RemoteError, OSError) as exc:
+                    saved = len(self.data.done())
+                    raise CampaignError(
+                        f"{exc}\n\nThe campaign stopped. {saved} of {len(self.steps)} "
+                        f"measurements are saved under {self.data.parts}; fix the problem above "
+                        "and run `dvc repro` again to resume (for the embedded lab, "
+                        "`python -m pipeline.lab up` repairs dead daemons)."
+                    ) from exc
+                finally:
+                    self._cleanup(ctx)
+        counts = self.data.consolidate()
+        self.log(f"campaign {self.id}: wrote {counts} to {self.data.root}")
+        return counts
+
+    def _prepare(self, ctx: Context) -> None:
+        hosts = self._hosts()
+        for host in hosts:  # fail early and clearly on an unreachable host
+            ctx.pool[host.name].run("true", timeout=30)
+        self._cleanup(ctx)  # leftovers of an earlier, killed campaign
+        binaries = list(self.benchmark.binaries)
+        for host in self.inv.servers:
+            ctx.images[host.name] = images.ensure(ctx.pool[host.name], binaries)
+            self.log(f"  tool image on {host.name}: {ctx.images[host.name].tag}")
+        self.client_hashes = {
+            h.name: images.binary_hashes(ctx.pool[h.name], binaries)
+            for h in hosts
+            if h.name not in ctx.images
+        }
+        version = ctx.pool[self.inv.servers[0].name].run(self.benchmark.version_argv())
+        self.tool_version = version.stdout.splitlines()[0].strip()
+
+    def _hosts(self) -> list[inventory.Host]:
+        hosts = list(self.inv.servers) + [self.inv.dc_client]
+        if self.inv.internet_client is not None and "internet" in {p for _, p in self.pairs}:
+            hosts.append(self.inv.internet_client)
+        return hosts
+
+    def _measure_all(self, ctx: Context, todo: list[Step]) -> None:
+        started = time.monotonic()
+        for index, step in enumerate(todo, start=1):
+            if not self.data.has_hosts(step.run):
+                self.data.save_hosts(step.run, self._host_rows(ctx, step.run))
+            samples, row = self._measure(ctx, step)
+            self.data.save(step, samples, row)
+            elapsed = time.monotonic() - started
+            left = elapsed / index * (len(todo) - index)
+            self.log(
+                f"[{index:>3}/{len(todo)}] run {step.run}/{self.profile.runs} "
+                f"{step.mode} ({step.path}): {self._headline(row, samples)}   "
+                f"elapsed {_fmt_duration(elapsed)}, ~{_fmt_duration(left)} left"
+            )
+
+    def _headline(self, row: dict, samples: list[dict]) -> str:
+        if row["status"] != "ok":
+            return f"{row['status']}: {row['reason']}"
+        metric = self.benchmark.summary_metric
+        values = [s["value"] for s in samples if not s["warmup"] and s["metric"] == metric]
+        return f"{metric} {self.benchmark.format_value(float(np.median(values)))}"
+
+    def _host_rows(self, ctx: Context, run: int) -> list[dict]:
+        rows = []
+        for host in self._hosts():
+            facts = hostfacts.gather(ctx.pool[host.name], host.address)
+            facts.update(
+                environment=self.inv.environment,
+                campaign=self.id,
+                run=run,
+                host=host.name,
+                role=self.inv.role_of(host.name),
+            )
+            rows.append(facts)
+        return rows
+
+    def _measure(self, ctx: Context, step: Step) -> tuple[list[dict], dict]:
+        mode: Mode = MODES[step.mode]
+        row = {
+            "environment": self.inv.environment,
+            "campaign": self.id,
+            "benchmark": self.benchmark.name,
+            "run": step.run,
+            "order": step.order,
+            "mode": step.mode,
+            "path": step.path,
+            "tool": self.benchmark.tool,
+            "tool_version": self.tool_version,
+            "started_at": pd.Timestamp.now(tz="UTC"),
+        }
+        reason = mode.available(ctx, step.path)
+        if reason:
+            return [], self._finish(row, "skipped", reason)
+        try:
+            deployment = mode.start(ctx, self.workload)
+        except ModeUnavailable as exc:
+            return [], self._finish(row, "skipped", str(exc))
+        samples: list[dict] = []
+        try:
+            client = deployment.client_host(self.inv, step.path)
+            address = deployment.target(step.path)
+            row.update(server_host=deployment.server.name, client_host=client.name)
+            if mode.needs_image:
+                image = ctx.image(deployment.server)
+                row.update(image=image.tag, image_digest=image.digest)
+                row["binary_sha256"] = image.sha256_of(self.benchmark.binaries[0])
+            else:
+                row["binary_sha256"] = self._native_sha(ctx, deployment.server.name)
+            warm = Window(self.profile.warmup_seconds, 0.0)
+            raw, command = self._run_client(ctx, deployment, client, address, warm, retry=True)
+            self._keep_log(step, 0, raw)
+            samples += self._records(step, 0, self.benchmark.parse(raw))
+            for rep in range(1, self.profile.reps + 1):
+                window = Window(self.profile.seconds, self.profile.omit_seconds)
+                raw, command = self._run_client(ctx, deployment, client, address, window)
+                row["raw_log"] = self._keep_log(step, rep, raw)
+                samples += self._records(step, rep, self.benchmark.parse(raw))
+            row["command"] = command
+        except ToolOutputError as exc:
+            return [], self._finish(row, "failed", str(exc))
+        finally:
+            deployment.stop()
+        return samples, self._finish(row, "ok", "")
+
+    def _native_sha(self, ctx: Context, host: str) -> str:
+        hashes = self.client_hashes.get(host)
+        if hashes is None:  # a server: its image build hashed the same binary
+            return ctx.images[host].sha256_of(self.benchmark.binaries[0])
+        return hashes[self.benchmark.binaries[0]]
+
+    def _run_client(self, ctx, deployment, client, address, window, retry=False):
+        argv = self.benchmark.client_argv(address, window)
+        command = deployment.client_command(argv)
+        timeout = window.seconds + window.omit_seconds + 60
+        deadline = time.monotonic() + WARMUP_CONNECT_BUDGET_S
+        while True:
+            result = ctx.pool[client.name].run(command, timeout=timeout, check=False)
+            raw = result.stdout
+            if not (retry and self.benchmark.is_connect_error(raw)):
+                break
+            if time.monotonic() > deadline:
+                raise ToolOutputError(
+                    f"server never accepted connections within {WARMUP_CONNECT_BUDGET_S:.0f} s"
+                )
+            time.sleep(0.3)
+        if result.status != 0 and not raw.strip():
+            raise ToolOutputError(
+                f"{self.benchmark.tool} on {client.name} exited {result.status}: "
+                f"{result.stderr.strip()[-400:]}"
+            )
+        return raw, f"{client.name}$ {command}"
+
+    def _keep_log(self, step: Step, rep: int, raw: str) -> str:
+        path = self.data.logs / f"{step.stem}_rep{rep}.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(raw)
+        return str(path.relative_to(self.data.root))
+
+    def _records(self, step: Step, rep: int, samples) -> list[dict]:
+        return [
+            {
+                "environment": self.inv.environment,
+                "campaign": self.id,
+                "benchmark": self.benchmark.name,
+                "metric": s.metric,
+                "unit": s.unit,
+                "mode": step.mode,
+                "path": step.path,
+                "run": step.run,
+                "rep": rep,
+                "sample": s.sample,
+                "value": s.value,
+                "warmup": rep == 0,
+                "t_ns": s.t_ns,
+            }
+            for s in samples
+        ]
+
+    @staticmethod
+    def _finish(row: dict, status: str, reason: str) -> dict:
+        return {**row, "status": status, "reason": reason, "ended_at": pd.Timestamp.now(tz="UTC")}
+
+    def _cleanup(self, ctx: Context) -> None:
+        for host in self._hosts():
+            try:
+                cleanup_host(ctx, host)
+            except RemoteError as exc:  # report, and go on cleaning the other hosts
+                self.log(f"cleanup on {host.name} failed: {exc}")
+
+    def leftovers(self, ctx: Context) -> dict[str, list[str]]:
+        return {h.name: leftovers(ctx, h) for h in self._hosts()}
+
+
+def collect(
+    benchmark: str,
+    inventory_file: str | Path,
+    raw_dir: str | Path,
+    profile: Profile,
+    seed: int,
+    modes: list[str] | None = None,
+    wan: dict | None = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, int]:
+    """Run (or resume) one benchmark's campaign on one inventory; returns table row counts."""
+    inv = inventory.load(inventory_file, known_modes=MODES, check_files=False)
+    if inv.lab:
+        from pipeline import lab
+
+        log("bringing up the embedded lab (idempotent)")
+        lab.up(lab.WanProfile(**wan) if wan else None)
+    inv = inventory.load(inventory_file, known_modes=MODES)  # now the key files must exist
+    campaign = Campaign(
+        BENCHMARKS[benchmark](), inv, profile, Path(raw_dir) / benchmark / inv.environment,
+        seed, modes, log,
+    )  # fmt: skip
+    return campaign.run()

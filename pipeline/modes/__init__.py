@@ -1,0 +1,27 @@
+"""Execution modes by name. A new mode is a module here and one line in MODES."""
+
+from pipeline.modes.base import Context, Deployment, Mode, ModeUnavailable, Workload
+from pipeline.modes.docker_bridge import DockerBridge
+from pipeline.modes.docker_host import DockerHost
+from pipeline.modes.docker_nat import DockerNat
+from pipeline.modes.docker_proxy import DockerProxy
+from pipeline.modes.macvlan import Macvlan
+from pipeline.modes.native import Native
+from pipeline.modes.swarm_ingress import SwarmIngress
+from pipeline.modes.swarm_overlay import SwarmOverlay
+
+MODES: dict[str, Mode] = {
+    mode.name: mode
+    for mode in (
+        Native(),
+        DockerHost(),
+        DockerBridge(),
+        DockerNat(),
+        DockerProxy(),
+        SwarmOverlay(),
+        SwarmIngress(),
+        Macvlan(),
+    )
+}
+
+__all__ = ["MODES", "Context", "Deployment", "Mode", "ModeUnavailable", "Workload"]

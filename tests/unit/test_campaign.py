@@ -1,0 +1,85 @@
+"""Campaign planning, scheduling and resumable storage, without hosts."""
+
+from collections import Counter
+
+import pandas as pd
+
+from pipeline import hostfacts, images
+from pipeline.benchmarks.throughput import Throughput
+from pipeline.campaign import Dataset, Profile, Step, campaign_id, plan, schedule
+from pipeline.modes import MODES
+
+
+def test_plan_has_a_native_baseline_on_every_path_it_uses():
+    pairs = plan(Throughput(), list(MODES))
+    assert ("native", "dc") in pairs and ("native", "local") in pairs
+    assert ("docker-proxy", "local") in pairs and ("docker-proxy", "dc") not in pairs
+    assert len(pairs) == len(set(pairs))
+    assert {m for m, _ in pairs} == set(MODES)
+
+
+def test_schedule_is_seeded_random_and_complete_per_run():
+    pairs = plan(Throughput(), list(MODES))
+    a, b = schedule(pairs, 4, seed=7), schedule(pairs, 4, seed=7)
+    assert a == b
+    assert schedule(pairs, 4, seed=8) != a
+    per_run = Counter(s.run for s in a)
+    assert set(per_run.values()) == {len(pairs)}
+    orders = [tuple((s.mode, s.path) for s in a if s.run == r) for r in range(1, 5)]
+    assert len(set(orders)) > 1, "every run got the same order: not randomised per run"
+    for r in range(1, 5):
+        assert sorted(s.order for s in a if s.run == r) == list(range(len(pairs)))
+
+
+def test_campaign_id_changes_with_the_profile():
+    pairs = plan(Throughput(), ["native"])
+    p1, p2 = Profile(2, 2, 0, 1), Profile(3, 2, 0, 1)
+    assert campaign_id("lab", "throughput", p1, pairs, 1) == campaign_id("lab", "throughput", p1, pairs, 1)
+    assert campaign_id("lab", "throughput", p1, pairs, 1) != campaign_id("lab", "throughput", p2, pairs, 1)
+
+
+def _sample(step, value):
+    return {"environment": "lab", "campaign": "c", "benchmark": "throughput",
+            "metric": "tcp_throughput_received", "unit": "bit/s", "mode": step.mode,
+            "path": step.path, "run": step.run, "rep": 1, "sample": 0, "value": value,
+            "warmup": False, "t_ns": None}
+
+
+def _row(step):
+    now = pd.Timestamp.now(tz="UTC")
+    return {"environment": "lab", "campaign": "c", "benchmark": "throughput", "run": step.run,
+            "order": step.order, "mode": step.mode, "path": step.path, "status": "ok",
+            "reason": "", "started_at": now, "ended_at": now}
+
+
+def test_dataset_commits_by_runs_part_and_consolidates_without_duplicates(tmp_path):
+    data = Dataset(tmp_path, "c")
+    s1, s2 = Step(1, 0, "native", "dc"), Step(1, 1, "docker-host", "dc")
+    data.save(s1, [_sample(s1, 1e9)], _row(s1))
+    data.save(s2, [_sample(s2, 2e9)], _row(s2))
+    # a crash between the samples part and its runs part leaves an orphan that must not count
+    s3 = Step(2, 0, "native", "dc")
+    from pipeline import schema
+    schema.write_table(schema.to_table([_sample(s3, 9e9)], schema.SAMPLES),
+                       data.parts / f"{s3.stem}.samples.parquet")
+    assert data.done() == {(1, "native", "dc"), (1, "docker-host", "dc")}
+    data.save(s1, [_sample(s1, 1e9)], _row(s1))  # re-saving replaces, never appends
+    counts = data.consolidate()
+    assert counts["runs"] == 2 and counts["samples"] == 2
+    samples = pd.read_parquet(tmp_path / "samples.parquet")
+    assert sorted(samples.value) == [1e9, 2e9]
+
+
+def test_hostfacts_parse_types_and_missing_values():
+    facts = hostfacts.parse("kernel=6.1.0\ncpu_count=2\nmtu=n/a\nmem_total_bytes=1024\n"
+                            "ipvs=no (CONFIG_IP_VS is not set)\ngarbage line\ngovernor=\n")
+    assert facts == {"kernel": "6.1.0", "cpu_count": 2, "mtu": None, "mem_total_bytes": 1024,
+                     "ipvs": "no (CONFIG_IP_VS is not set)", "governor": "n/a"}
+
+
+def test_image_build_output_parse():
+    text = ("binary 3f0a  /usr/bin/iperf3\n".replace("  ", " ")
+            + "image container-overhead/tools:abc sha256:def\n")
+    image = images.parse_build_output("node1", text)
+    assert image.tag == "container-overhead/tools:abc" and image.digest == "sha256:def"
+    assert image.sha256_of("/usr/bin/iperf3") == "3f0a"
