@@ -1,0 +1,210 @@
+"""The pipeline end to end on the embedded lab: `dvc repro` on the smoke profile, in a copy of
+the repository, then the DVC caching contract and an interrupted-and-resumed campaign.
+
+Needs root (it brings the lab up). The copy keeps the user's data, params and DVC cache alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pipeline.benchmarks.throughput import Throughput
+from pipeline.campaign import plan
+from pipeline.modes import MODES
+from pipeline.modes.base import LABEL, PID_DIR
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+
+pytestmark = [
+    pytest.mark.lab,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root"),
+    pytest.mark.skipif(shutil.which("dockerd") is None, reason="dockerd is not installed"),
+]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
+
+
+def _set_param(workdir: Path, pattern: str, replacement: str) -> None:
+    params = workdir / "params.yaml"
+    text, n = re.subn(pattern, replacement, params.read_text(), flags=re.M)
+    assert n == 1, f"{pattern!r} not found exactly once in params.yaml"
+    params.write_text(text)
+
+
+def dvc(workdir: Path, *args: str, timeout: float = 1200) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        ["dvc", *args], cwd=workdir, env=_env(), capture_output=True, text=True, timeout=timeout
+    )
+    print(result.stdout[-4000:], result.stderr[-4000:])
+    return result
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    """A copy of the repository's files (as a clone would have them) on the smoke profile."""
+    dest = tmp_path_factory.mktemp("repo")
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout.split("\0")
+    for name in filter(None, listed):
+        src = ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
+    _set_param(dest, r"^profile: \*\w+$", "profile: *smoke")
+    return dest
+
+
+def _raw(workdir: Path) -> Path:
+    return workdir / "data" / "raw" / "throughput" / "lab"
+
+
+def _node_docker(node: str, *args: str) -> str:
+    from pipeline.lab import RUN_DIR
+
+    sock = f"unix://{RUN_DIR}/{node}/docker.sock"
+    return subprocess.run(
+        ["docker", "-H", sock, *args], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+
+
+def _leftovers() -> list[str]:
+    found = []
+    for node in ("node1", "node2", "node3"):
+        for kind in (["ps", "-aq"], ["network", "ls", "-q"]):
+            ids = _node_docker(node, *kind, "--filter", f"label={LABEL}").split()
+            found += [f"{node}: {kind[0]} {i}" for i in ids]
+    servers = subprocess.run(["pgrep", "-af", "iperf3 --server"], capture_output=True, text=True)
+    found += [f"process: {line}" for line in servers.stdout.splitlines()]
+    found += [str(p) for p in Path(PID_DIR).glob("*/*.pid")]
+    return found
+
+
+def test_smoke_repro_measures_every_mode(workdir):
+    started = time.monotonic()
+    result = dvc(workdir, "repro")
+    print(f"smoke dvc repro: {time.monotonic() - started:.0f} s")
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    runs = pd.read_parquet(_raw(workdir) / "runs.parquet")
+    samples = pd.read_parquet(_raw(workdir) / "samples.parquet")
+    hosts = pd.read_parquet(_raw(workdir) / "hosts.parquet")
+    pairs = plan(Throughput(), list(MODES))
+    assert len(runs) == 2 * len(pairs), "smoke profile: every (mode, path) once per run"
+    assert not runs.duplicated(["run", "mode", "path"]).any()
+    assert set(runs["mode"]) == set(MODES)
+
+    skipped = runs[runs.status == "skipped"]
+    assert set(skipped["mode"]) == {"swarm-ingress"}, runs[["mode", "status", "reason"]]
+    assert skipped["reason"].str.contains("IPVS").all()
+    failed = runs[runs.status == "failed"]
+    assert failed.empty, failed[["mode", "reason"]]
+
+    ok = runs[runs.status == "ok"]
+    assert ok["binary_sha256"].str.fullmatch(r"[0-9a-f]{64}").all()
+    containers = ok[ok["mode"] != "native"]
+    assert containers["image_digest"].str.startswith("sha256:").all()
+    # the image holds the very binary the native mode runs
+    assert containers["binary_sha256"].nunique() == 1
+    assert set(containers["binary_sha256"]) == set(ok.loc[ok["mode"] == "native", "binary_sha256"])
+    for raw_log in ok["raw_log"]:
+        assert (_raw(workdir) / raw_log).stat().st_size > 1000
+
+    received = samples[samples.metric == "tcp_throughput_received"]
+    assert received.groupby(["run", "mode", "path", "rep"]).size().eq(1).all()
+    assert set(received.loc[received.warmup, "rep"]) == {0}
+    measured = received[~received.warmup]
+    assert len(measured) == len(ok)
+    per_mode = measured.groupby(["mode", "path"])["value"].median()
+    native = per_mode[("native", "dc")]
+    assert 1e8 < native < 1e12, f"native dc throughput {native} bit/s is not plausible"
+    ratio_host = per_mode[("docker-host", "dc")] / native
+    assert 0.5 < ratio_host < 1.5, f"docker-host / native = {ratio_host:.2f}"
+    assert ((per_mode / native) < 3).all() and ((per_mode / native) > 0.02).all()
+
+    facts = hosts.drop_duplicates("host").set_index("host")
+    assert set(facts.index) >= {"node1", "node2", "node3", "dc-client"}
+    assert facts.loc["node2", "hostname"] == "node2"
+    assert facts.loc["node1", "storage_driver"] not in ("", "n/a", None)
+    assert facts.loc["node1", "ipvs"].startswith("no")
+
+    table = (workdir / "reports" / "tables" / "throughput.md").read_text()
+    for label in ("n/a", "IPVS"):
+        assert label in table
+    for suffix in (".svg", ".png"):
+        assert list((workdir / "figures" / "throughput").glob(f"*{suffix}")), suffix
+    assert not _leftovers()
+
+
+def test_second_repro_does_nothing(workdir):
+    result = dvc(workdir, "repro")
+    assert result.returncode == 0
+    assert "Running stage" not in result.stdout
+    assert "up to date" in result.stdout
+
+
+def test_analysis_parameter_reruns_only_analysis(workdir):
+    _set_param(workdir, r"^  n_boot: \d+", "  n_boot: 1500")
+    result = dvc(workdir, "repro")
+    assert result.returncode == 0
+    ran = re.findall(r"Running stage '([^']+)'", result.stdout)
+    assert ran == ["summarise-throughput"]
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_interrupted_campaign_resumes_without_loss_or_duplicates(workdir):
+    _set_param(workdir, r"^  seed: 20261121", "  seed: 424242")  # a new campaign
+    proc = subprocess.Popen(
+        ["dvc", "repro", "collect-throughput@lab"], cwd=workdir, env=_env(),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )
+    parts_root = _raw(workdir) / "parts"
+    earlier = {d.name for d in parts_root.iterdir()}
+    deadline = time.monotonic() + 600
+    new: list[Path] = []
+    while time.monotonic() < deadline and proc.poll() is None:
+        new = [p for p in parts_root.glob("*/run-*.runs.parquet") if p.parent.name not in earlier]
+        if len(new) >= 3:
+            break
+        time.sleep(0.5)
+    assert proc.poll() is None, "the campaign ended before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
+    output, _ = proc.communicate(timeout=300)
+    print(output[-3000:])
+    assert proc.returncode != 0
+    assert not _leftovers(), "the interrupted campaign left containers, networks or processes"
+
+    campaign_dir = new[0].parent
+    saved = {p: _digest(p) for p in campaign_dir.glob("run-*.parquet")}
+    n_saved = len(list(campaign_dir.glob("run-*.runs.parquet")))
+    assert n_saved >= 3
+
+    result = dvc(workdir, "repro")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"{n_saved} already measured" in result.stdout
+    for path, digest in saved.items():  # nothing measured before was measured again
+        assert _digest(path) == digest, f"{path.name} was rewritten on resume"
+    runs = pd.read_parquet(_raw(workdir) / "runs.parquet")
+    assert len(runs) == 2 * len(plan(Throughput(), list(MODES)))
+    assert not runs.duplicated(["run", "mode", "path"]).any()
+    assert runs["campaign"].nunique() == 1 and runs["campaign"].iloc[0] == campaign_dir.name
+    assert not _leftovers()
