@@ -1,0 +1,508 @@
+"""Summarise the iperf3 TCP throughput benchmark: one row per (environment, mode, path).
+
+The per-run value is iperf3's receiver-side total of the measured window
+(``tcp_throughput_received``): what actually arrived, not what the sender pushed into its
+socket buffer. Each mode is compared with native on the *same path* (``docker-proxy`` is
+measured over localhost, so its baseline is native over localhost), as a ratio of medians
+across runs with a cluster-bootstrap interval that resamples runs (blocks).
+
+Modes that were skipped or failed stay in every output with their reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from pipeline import figures, schema, stats
+
+BENCHMARK = "throughput"
+METRIC = "tcp_throughput_received"
+BASELINE = "native"
+PATH_ORDER = ["dc", "local", "internet"]
+PATH_LABELS = {"dc": "datacenter", "local": "localhost", "internet": "internet"}
+
+# What the reader of the article should picture for each row, in the words of the 002 article.
+SCENARIOS: dict[tuple[str, str], str] = {
+    ("native", "dc"): "Native (host network)",
+    ("native", "local"): "Native (localhost)",
+    ("native", "internet"): "Native (over the internet)",
+    ("docker-host", "dc"): "Docker host network",
+    ("docker-bridge", "dc"): "Docker bridge (container address)",
+    ("docker-nat", "dc"): "Docker published port (NAT)",
+    ("docker-proxy", "local"): "Docker proxy (localhost)",
+    ("macvlan", "dc"): "Docker macvlan",
+    ("swarm-overlay", "dc"): "Swarm overlay (container on another node)",
+    ("swarm-overlay-mtu", "dc"): "Swarm overlay, MTU tuned (container on another node)",
+    ("swarm-ingress", "dc"): "Swarm ingress (routing mesh)",
+}
+
+SUMMARY_COLUMNS = [
+    "environment",
+    "mode",
+    "path",
+    "scenario",
+    "status",
+    "reason",
+    "n_runs",
+    "n_runs_planned",
+    "median_gbps",
+    "median_lo_gbps",
+    "median_hi_gbps",
+    "median_coverage",
+    "median_ci_reached",
+    "baseline",
+    "ratio",
+    "ratio_lo",
+    "ratio_hi",
+    "ratio_n_runs",
+    "impact_pct",
+    "impact_lo_pct",
+    "impact_hi_pct",
+    "confidence",
+    "n_boot",
+    "seed",
+]
+
+
+def scenario_label(mode: str, path: str) -> str:
+    """Human-readable row label: the 002 article's scenario names, with the path when unusual."""
+    if (mode, path) in SCENARIOS:
+        return SCENARIOS[(mode, path)]
+    base = figures.MODE_LABELS.get(mode, mode)
+    return base if path == "dc" else f"{base} ({PATH_LABELS.get(path, path)})"
+
+
+def load(raw_dir: Path | str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(samples, runs)`` of the throughput benchmark across every environment in ``raw_dir``."""
+    return (
+        schema.read_dataset(raw_dir, BENCHMARK, "samples"),
+        schema.read_dataset(raw_dir, BENCHMARK, "runs"),
+    )
+
+
+def per_run_throughput(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Per-run receiver-side throughput in Gbit/s, warm-ups excluded, runs with status ok only.
+
+    A failed run can leave partial samples behind; they describe a broken measurement and are
+    not analysed. Columns: environment, mode, path, run, value (Gbit/s).
+    """
+    per_run = stats.per_run_summary(samples, METRIC, how="median")
+    ok = runs.loc[runs["status"] == "ok", ["environment", "mode", "path", "run"]].drop_duplicates()
+    per_run = per_run.merge(ok, on=["environment", "mode", "path", "run"], how="inner")
+    per_run["value"] = per_run["value"] / 1e9
+    return per_run.sort_values(["environment", "mode", "path", "run"], ignore_index=True)
+
+
+def _row_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """Environment, then path (each baseline directly above its modes), then project mode order."""
+    key = frame.assign(
+        _p=frame["path"].map(lambda p: PATH_ORDER.index(p) if p in PATH_ORDER else 99),
+        _m=frame["mode"].map(figures.mode_rank),
+    )
+    return (
+        key.sort_values(["environment", "_p", "_m", "mode"])
+        .drop(columns=["_p", "_m"])
+        .reset_index(drop=True)
+    )
+
+
+def _status_and_reason(run_rows: pd.DataFrame, n_values: int) -> tuple[str, str | None]:
+    counts = run_rows["status"].value_counts()
+    n_planned = run_rows["run"].nunique()
+    reasons = [r for r in dict.fromkeys(run_rows.loc[run_rows["status"] != "ok", "reason"]) if r]
+    if n_values > 0:
+        n_failed = int(counts.get("failed", 0)) + int(counts.get("skipped", 0))
+        if n_failed:
+            why = "; ".join(reasons) if reasons else "no reason recorded"
+            return "ok", f"{n_failed} of {n_planned} runs not measured: {why}"
+        return "ok", None
+    if counts.get("failed", 0):
+        return "failed", "; ".join(reasons) or "failed, no reason recorded"
+    if counts.get("skipped", 0):
+        return "skipped", "; ".join(reasons) or "skipped, no reason recorded"
+    if counts.get("ok", 0):
+        return "no data", f"status ok but no {METRIC} samples"
+    return "missing", "no runs recorded"
+
+
+def summarise(
+    samples: pd.DataFrame,
+    runs: pd.DataFrame,
+    confidence: float = 0.95,
+    n_boot: int = 4000,
+    seed: int = 20261121,
+) -> pd.DataFrame:
+    """One row per (environment, mode, path) with the columns of ``SUMMARY_COLUMNS``.
+
+    ``median_*``: median across runs of the per-run throughput with a distribution-free
+    interval; when there are too few runs for ``confidence`` it is the range of the runs and
+    ``median_coverage`` (< confidence) says what it really covers. ``ratio*``: ratio of medians
+    to native on the same environment and path with a cluster-bootstrap percentile interval;
+    ``impact_*`` is the same as a percentage change (ratio - 1). The same ``seed`` is used for
+    every comparison, so every mode is resampled over the same bootstrap run sets.
+    """
+    per_run = per_run_throughput(samples, runs)
+    keys = ["environment", "mode", "path"]
+    cells = pd.concat([runs[keys], per_run[keys]]).drop_duplicates()
+    rows = []
+    for env, mode, path in cells.itertuples(index=False):
+        mine = per_run[
+            (per_run["environment"] == env) & (per_run["mode"] == mode) & (per_run["path"] == path)
+        ]
+        run_rows = runs[
+            (runs["environment"] == env) & (runs["mode"] == mode) & (runs["path"] == path)
+        ]
+        status, reason = _status_and_reason(run_rows, len(mine))
+        med = stats.quantile_ci(mine["value"].to_numpy(), 0.5, confidence)
+        row = {
+            "environment": env,
+            "mode": mode,
+            "path": path,
+            "scenario": scenario_label(mode, path),
+            "status": status,
+            "reason": reason,
+            "n_runs": med.n,
+            "n_runs_planned": int(max(run_rows["run"].nunique(), mine["run"].nunique())),
+            "median_gbps": med.point,
+            "median_lo_gbps": med.lo,
+            "median_hi_gbps": med.hi,
+            "median_coverage": med.coverage,
+            "median_ci_reached": med.reached,
+            "baseline": BASELINE,
+            "confidence": confidence,
+            "n_boot": n_boot,
+            "seed": seed,
+        }
+        if mode == BASELINE and med.n:
+            row.update(ratio=1.0, ratio_lo=1.0, ratio_hi=1.0, ratio_n_runs=med.n)
+        else:
+            pair = per_run[
+                (per_run["environment"] == env)
+                & (per_run["path"] == path)
+                & per_run["mode"].isin([mode, BASELINE])
+            ]
+            r = stats.ratio_ci(pair, mode, BASELINE, confidence, n_boot, seed)
+            row.update(ratio=r.ratio, ratio_lo=r.lo, ratio_hi=r.hi, ratio_n_runs=r.n_runs)
+            if med.n and not r.n_runs and status == "ok":
+                extra = f"no {BASELINE} baseline measured on path {path}"
+                row["reason"] = f"{reason}; {extra}" if reason else extra
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    for col, src in (
+        ("impact_pct", "ratio"),
+        ("impact_lo_pct", "ratio_lo"),
+        ("impact_hi_pct", "ratio_hi"),
+    ):
+        out[col] = (out[src] - 1.0) * 100.0
+    out["reason"] = [_text(r) or None for r in out["reason"]]
+    out["n_runs"] = out["n_runs"].astype("int64")
+    out["ratio_n_runs"] = out["ratio_n_runs"].astype("int64")
+    return _row_order(out)
+
+
+def _fmt_ci(point: float, lo: float, hi: float, digits: int) -> str | None:
+    if np.isnan(point):
+        return None
+    return f"{point:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def _fmt_signed_ci(point: float, lo: float, hi: float) -> str | None:
+    if np.isnan(point):
+        return None
+    return f"{point:+.1f} [{lo:+.1f}, {hi:+.1f}]"
+
+
+def _text(value) -> str:
+    return "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
+
+
+def _status_text(status: str, reason) -> str:
+    """``"skipped: why"`` without doubling the prefix when the reason already starts with it."""
+    reason = _text(reason)
+    return reason if reason.startswith(status) else f"{status}: {reason}".rstrip(": ")
+
+
+def _note(row: pd.Series) -> str:
+    parts = []
+    if row["status"] != "ok":
+        parts.append(_status_text(row["status"], row["reason"]))
+    else:
+        if row["mode"] == BASELINE:
+            parts.append("baseline for this path")
+        if _text(row["reason"]):
+            parts.append(_text(row["reason"]))
+        if not row["median_ci_reached"]:
+            parts.append(
+                f"throughput interval is the range of {row['n_runs']} runs "
+                f"(coverage {row['median_coverage']:.1%} < {row['confidence']:.0%})"
+            )
+    return "; ".join(parts)
+
+
+def article_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """The article's table: Scenario | Path | Throughput | % of native | Impact | Runs | Note.
+
+    Same shape as the 002 article's "Scenario | Throughput | Performance impact", with every
+    number carrying its interval. Rows that were not measured show n/a (missing) and the reason.
+    """
+    conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
+    ci = f"[{conf:.0%} CI]"
+    table = pd.DataFrame(
+        {
+            "Scenario": summary["scenario"],
+            "Path": summary["path"].map(lambda p: PATH_LABELS.get(p, p)),
+            f"Throughput Gbit/s {ci}": [
+                _fmt_ci(r.median_gbps, r.median_lo_gbps, r.median_hi_gbps, 2)
+                for r in summary.itertuples()
+            ],
+            f"% of native {ci}": [
+                "100 (baseline)"
+                if r.mode == BASELINE and r.n_runs
+                else _fmt_ci(100 * r.ratio, 100 * r.ratio_lo, 100 * r.ratio_hi, 1)
+                for r in summary.itertuples()
+            ],
+            f"Impact % {ci}": [
+                None
+                if r.mode == BASELINE
+                else _fmt_signed_ci(r.impact_pct, r.impact_lo_pct, r.impact_hi_pct)
+                for r in summary.itertuples()
+            ],
+            "Runs": [
+                f"{r.n_runs}"
+                if r.n_runs == r.n_runs_planned
+                else f"{r.n_runs} of {r.n_runs_planned}"
+                for r in summary.itertuples()
+            ],
+            "Note": [_note(row) for _, row in summary.iterrows()],
+        }
+    )
+    if summary["environment"].nunique() > 1:
+        table.insert(0, "Environment", summary["environment"].to_numpy())
+    # Native has no impact relative to itself: an empty cell rather than "n/a".
+    impact_col = f"Impact % {ci}"
+    table.loc[
+        (summary["mode"] == BASELINE).to_numpy() & (summary["n_runs"] > 0).to_numpy(), impact_col
+    ] = ""
+    return table
+
+
+def table_caption(summary: pd.DataFrame) -> str:
+    conf = float(summary["confidence"].iloc[0])
+    n_boot = int(summary["n_boot"].iloc[0])
+    return (
+        "iperf3 TCP throughput per execution mode (receiver-side total of each measured "
+        "window, warm-up excluded). Throughput: median across runs with a "
+        f"{conf:.0%} distribution-free (order-statistic) interval. % of native: ratio of medians "
+        f"to native on the same path, {conf:.0%} cluster-bootstrap percentile interval "
+        f"({n_boot} replicates resampling whole runs). Impact = ratio - 1. "
+        "Modes that could not run are listed with n/a and their reason."
+    )
+
+
+def _figure_frame(summary: pd.DataFrame) -> pd.DataFrame:
+    multi_env = summary["environment"].nunique() > 1
+    frame = summary.copy()
+    frame["row"] = [
+        f"{e}: {s}" if multi_env else s
+        for e, s in zip(frame["environment"], frame["scenario"], strict=True)
+    ]
+    frame["status_text"] = [
+        "" if st == "ok" else _status_text(st, r)
+        for st, r in zip(frame["status"], frame["reason"], strict=True)
+    ]
+    return frame
+
+
+def figure(summary: pd.DataFrame, per_run: pd.DataFrame) -> tuple[alt.HConcatChart, str]:
+    """Two panels sharing one row per scenario: median throughput, and ratio to native.
+
+    Returns the chart and its caption (what points and bars mean, and what was not measured).
+    """
+    frame = _figure_frame(summary)
+    order = frame["row"].tolist()
+    conf = float(summary["confidence"].iloc[0])
+    n_boot = int(summary["n_boot"].iloc[0])
+    color = alt.Color("mode:N", scale=figures.mode_scale(frame["mode"]), legend=None)
+    y = alt.Y("row:N", sort=order, title=None)
+    y_bare = alt.Y("row:N", sort=order, title=None, axis=alt.Axis(labels=False, ticks=False))
+    measured = frame[frame["n_runs"] > 0]
+    not_measured = frame[frame["status"] != "ok"]
+
+    runs_frame = per_run.merge(
+        frame[["environment", "mode", "path", "row"]], on=["environment", "mode", "path"]
+    )
+    base = alt.Chart(measured)
+    tput_max = float(np.nanmax(np.r_[measured["median_hi_gbps"], runs_frame["value"], 1.0]))
+    x_tput = alt.X(
+        "median_gbps:Q", title="Throughput (Gbit/s)", scale=alt.Scale(domain=[0, tput_max * 1.05])
+    )
+    left = alt.layer(
+        alt.Chart(runs_frame)
+        .mark_circle(size=22, color="#9a9a9a", opacity=0.7)
+        .encode(x=alt.X("value:Q"), y=y, tooltip=["run:O", alt.Tooltip("value:Q", format=".3f")]),
+        base.mark_rule(strokeWidth=2).encode(
+            x=alt.X("median_lo_gbps:Q"), x2="median_hi_gbps:Q", y=y, color=color
+        ),
+        base.mark_point(shape="diamond", size=110).encode(
+            x=x_tput,
+            y=y,
+            color=color,
+            tooltip=[
+                "scenario:N",
+                alt.Tooltip("median_gbps:Q", format=".3f"),
+                alt.Tooltip("median_lo_gbps:Q", format=".3f"),
+                alt.Tooltip("median_hi_gbps:Q", format=".3f"),
+                "n_runs:Q",
+            ],
+        ),
+        alt.Chart(not_measured)
+        .mark_text(align="left", dx=4, color="#b30000", fontStyle="italic", limit=300)
+        .encode(x=alt.datum(0), y=y, text="status_text:N"),
+    ).properties(title="Median throughput", width=340)
+
+    ratios = measured[measured["ratio_n_runs"] > 0]
+    lo = float(np.nanmin(np.r_[ratios["ratio_lo"], 1.0]))
+    hi = float(np.nanmax(np.r_[ratios["ratio_hi"], 1.0]))
+    pad = 0.05 * max(hi - lo, 0.1)
+    x_ratio = alt.X(
+        "ratio:Q",
+        title="Ratio to native on the same path",
+        scale=alt.Scale(domain=[max(0.0, lo - pad), hi + pad], zero=False),
+    )
+    rbase = alt.Chart(ratios)
+    right = alt.layer(
+        alt.Chart(pd.DataFrame({"one": [1.0]}))
+        .mark_rule(color="#555555", strokeDash=[4, 3])
+        .encode(x=alt.X("one:Q", scale=alt.Scale(domain=[max(0.0, lo - pad), hi + pad]))),
+        rbase.mark_rule(strokeWidth=2).encode(
+            x=alt.X("ratio_lo:Q"), x2="ratio_hi:Q", y=y_bare, color=color
+        ),
+        rbase.mark_point(shape="diamond", size=110).encode(
+            x=x_ratio,
+            y=y_bare,
+            color=color,
+            tooltip=[
+                "scenario:N",
+                alt.Tooltip("ratio:Q", format=".3f"),
+                alt.Tooltip("ratio_lo:Q", format=".3f"),
+                alt.Tooltip("ratio_hi:Q", format=".3f"),
+            ],
+        ),
+    ).properties(title="Relative to native", width=260)
+
+    # A forest-plot text column: the bars are often narrower than the diamonds, the numbers not.
+    frame["ratio_text"] = [
+        "baseline"
+        if m == BASELINE and n
+        else ("n/a" if np.isnan(v) else f"{100 * v:.1f}% [{100 * a:.1f}, {100 * b:.1f}]")
+        for m, n, v, a, b in zip(
+            frame["mode"],
+            frame["n_runs"],
+            frame["ratio"],
+            frame["ratio_lo"],
+            frame["ratio_hi"],
+            strict=True,
+        )
+    ]
+    numbers = (
+        alt.Chart(frame)
+        .mark_text(align="left", fontSize=12)
+        .encode(y=alt.Y("row:N", sort=order, axis=None), text="ratio_text:N")
+        .properties(title=f"% of native [{conf:.0%} CI]", width=150)
+    )
+    numbers = numbers.encode(x=alt.X(datum=0, scale=alt.Scale(domain=[0, 1]), axis=None))
+
+    chart = (
+        alt.hconcat(left, right, numbers, spacing=12)
+        .resolve_scale(y="shared", color="shared", x="independent")
+        .properties(title="iperf3 TCP throughput by execution mode")
+    )
+    skipped = [f"{r.scenario} ({r.reason})" for r in frame.itertuples() if r.status != "ok"]
+    short_ci = [r.scenario for r in measured.itertuples() if not r.median_ci_reached]
+    caption = (
+        "iperf3 TCP throughput by execution mode. Left: diamonds are the median across runs of "
+        "the per-run throughput (receiver-side total of the measured window, warm-up excluded), "
+        f"bars its {conf:.0%} distribution-free order-statistic interval, grey dots the "
+        "individual runs. Right: ratio of medians to native on the same path (docker-proxy is "
+        "compared with native over localhost); diamonds are the ratio, bars its "
+        f"{conf:.0%} cluster-bootstrap percentile interval ({n_boot} replicates resampling "
+        "whole runs), the dashed line marks parity with native."
+    )
+    if short_ci:
+        caption += (
+            f" Where there are too few runs for a {conf:.0%} interval of the median (here: "
+            + ", ".join(short_ci)
+            + "), the bar spans all runs and the table gives its actual coverage."
+        )
+    if skipped:
+        caption += " Not measured: " + "; ".join(skipped) + "."
+    return chart, caption
+
+
+def headline(summary: pd.DataFrame) -> str:
+    """Deterministic plain-text digest of the headline numbers (checked by nbval)."""
+    lines = []
+    for r in summary.itertuples():
+        if r.n_runs:
+            cov = "" if r.median_ci_reached else f" (coverage {r.median_coverage:.4f})"
+            lines.append(
+                f"{r.environment} {r.mode} {r.path}: {r.status}, {r.n_runs} runs, "
+                f"median {r.median_gbps:.3f} Gbit/s "
+                f"[{r.median_lo_gbps:.3f}, {r.median_hi_gbps:.3f}]{cov}, "
+                f"ratio {r.ratio:.4f} [{r.ratio_lo:.4f}, {r.ratio_hi:.4f}]"
+            )
+        else:
+            lines.append(f"{r.environment} {r.mode} {r.path}: {r.status}, n/a ({r.reason})")
+    return "\n".join(lines)
+
+
+def findings(summary: pd.DataFrame) -> str:
+    """Markdown sentences that interpret the summary: which modes cost throughput, and how much.
+
+    An overhead is only called one when the whole interval of the ratio lies below 1; an interval
+    that contains 1 is "not distinguishable from native here", which is not a proof of no
+    overhead (that needs the equivalence test against a pre-registered margin).
+    """
+    out = []
+    for r in summary.itertuples():
+        if r.mode == BASELINE:
+            continue
+        label = f"**{r.scenario}**"
+        if r.status != "ok":
+            out.append(f"- {label}: not measured ({r.reason}).")
+            continue
+        if not r.ratio_n_runs:
+            out.append(
+                f"- {label}: no native baseline on the {PATH_LABELS.get(r.path, r.path)} path."
+            )
+            continue
+        span = f"{100 * r.ratio:.1f}% of native [{100 * r.ratio_lo:.1f}, {100 * r.ratio_hi:.1f}]"
+        if r.ratio_hi < 1.0:
+            verdict = f"costs {-r.impact_pct:.1f}% of throughput ({span})"
+        elif r.ratio_lo > 1.0:
+            verdict = f"is faster than native ({span})"
+        else:
+            verdict = f"is not distinguishable from native with {r.ratio_n_runs} runs ({span})"
+        out.append(f"- {label} {verdict}.")
+    return "\n".join(out)
+
+
+def write_summary(
+    summary: pd.DataFrame, per_run: pd.DataFrame, processed_dir: Path | str
+) -> list[Path]:
+    """Write ``throughput_summary.parquet`` (+ ``.csv``) and ``throughput_per_run.parquet``."""
+    out = Path(processed_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [
+        out / "throughput_summary.parquet",
+        out / "throughput_summary.csv",
+        out / "throughput_per_run.parquet",
+    ]
+    summary.to_parquet(paths[0], index=False)
+    summary.to_csv(paths[1], index=False, lineterminator="\n")
+    per_run.to_parquet(paths[2], index=False)
+    return paths

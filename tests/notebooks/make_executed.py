@@ -1,0 +1,59 @@
+"""Regenerate the executed fixture copy of the throughput notebook (committed WITH outputs).
+
+    python tests/notebooks/make_executed.py
+
+nbval re-executes that copy and compares the cells marked ``# NBVAL_CHECK_OUTPUT`` with the
+outputs stored here, so regenerate it (and review the diff) whenever the notebook, the fixture
+or the statistics change on purpose. ``test_executed_copy_matches_source`` fails until you do.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import papermill
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = ROOT / "notebooks" / "analysis" / "20-summarise-throughput.ipynb"
+EXECUTED = ROOT / "tests" / "notebooks" / "20-summarise-throughput.fixture.ipynb"
+# Relative to the repository root (the notebook resolves them there). The outputs go under
+# reports/executed/, which git ignores, so re-running the copy leaves the tree clean.
+OUT = "reports/executed/fixture/throughput"
+PARAMETERS = {
+    "raw_dir": "tests/fixtures/raw",
+    "processed_dir": f"{OUT}/processed",
+    "figures_dir": f"{OUT}/figures",
+    "tables_dir": f"{OUT}/tables",
+    "confidence": 0.95,
+    "n_boot": 4000,
+    "seed": 20261121,
+}
+
+
+def execute(source: Path = SOURCE, output: Path = EXECUTED) -> Path:
+    papermill.execute_notebook(
+        str(source),
+        str(output),
+        parameters=PARAMETERS,
+        kernel_name="python3",
+        cwd=str(ROOT),
+        progress_bar=False,
+    )
+    nb = nbformat.read(output, as_version=4)
+    # Timings change on every run; dropping them keeps regenerations diff-free where nothing
+    # else changed.
+    nb.metadata.get("papermill", {}).update(start_time=None, end_time=None, duration=None)
+    for cell in nb.cells:
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            cell.id = "injected-parameters"  # papermill draws a random id
+            cell.source = cell.source.rstrip()  # its trailing blank line upsets ruff format
+        cell.metadata.pop("papermill", None)
+        cell.metadata.get("execution", {}).clear()
+        cell.metadata.pop("execution", None)
+    nbformat.write(nb, output)
+    return output
+
+
+if __name__ == "__main__":
+    print(execute())

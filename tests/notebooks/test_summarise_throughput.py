@@ -1,0 +1,216 @@
+"""Run notebooks/analysis/20-summarise-throughput.ipynb with papermill on the committed fixture
+and check its outputs against numbers computed here, independently, from the fixture files."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pandas as pd
+import papermill
+import pyarrow.parquet as pq
+import pytest
+from scipy import stats as st
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOK = ROOT / "notebooks" / "analysis" / "20-summarise-throughput.ipynb"
+FIXTURE = ROOT / "tests" / "fixtures" / "raw"
+LAB = FIXTURE / "throughput" / "lab"
+CONFIDENCE, N_BOOT, SEED = 0.95, 4000, 20261121
+IPVS_REASON = (
+    "skipped: kernel has no IPVS (ip_vs module missing), the Swarm routing mesh cannot work"
+)
+# What make_fixture.py put in, read by eye from its RECEIVED_GBPS table.
+KNOWN_MEDIANS = {
+    ("native", "dc"): 9.41,
+    ("docker-host", "dc"): 9.40,
+    ("docker-bridge", "dc"): 8.20,
+    ("docker-nat", "dc"): 8.05,
+    ("macvlan", "dc"): 9.315,
+    ("swarm-overlay", "dc"): 6.60,
+    ("native", "local"): 38.0,
+    ("docker-proxy", "local"): 6.80,
+}
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("summarise-throughput")
+    dirs = {name: out / name for name in ("processed", "figures", "tables")}
+    papermill.execute_notebook(
+        str(NOTEBOOK),
+        str(out / "executed.ipynb"),
+        parameters={
+            "raw_dir": str(FIXTURE),
+            "processed_dir": str(dirs["processed"]),
+            "figures_dir": str(dirs["figures"]),
+            "tables_dir": str(dirs["tables"]),
+            "confidence": CONFIDENCE,
+            "n_boot": N_BOOT,
+            "seed": SEED,
+        },
+        kernel_name="python3",
+        cwd=str(ROOT),
+        progress_bar=False,
+    )
+    return {"notebook": out / "executed.ipynb", **dirs}
+
+
+@pytest.fixture(scope="module")
+def summary(executed) -> pd.DataFrame:
+    return pd.read_parquet(executed["processed"] / "throughput_summary.parquet").set_index(
+        ["mode", "path"]
+    )
+
+
+@pytest.fixture(scope="module")
+def expected_per_run() -> pd.DataFrame:
+    """Per-run Gbit/s straight from the parquet files, without the pipeline package."""
+    samples = pq.read_table(LAB / "samples.parquet").to_pandas()
+    runs = pq.read_table(LAB / "runs.parquet").to_pandas()
+    measured = samples[(samples["metric"] == "tcp_throughput_received") & ~samples["warmup"]]
+    ok = runs.loc[runs["status"] == "ok", ["mode", "path", "run"]]
+    per_run = measured.merge(ok, on=["mode", "path", "run"])[["mode", "path", "run", "value"]]
+    per_run["value"] = per_run["value"] / 1e9
+    return per_run
+
+
+def _loop_bootstrap(mode_values: np.ndarray, base_values: np.ndarray) -> tuple[float, float]:
+    """Plain one-replicate-at-a-time bootstrap over runs, same seed and draw order."""
+    rng = np.random.default_rng(SEED)
+    n = len(mode_values)
+    ratios = []
+    for _ in range(N_BOOT):
+        idx = rng.integers(0, n, size=n)
+        ratios.append(np.median(mode_values[idx]) / np.median(base_values[idx]))
+    lo, hi = np.quantile(ratios, [(1 - CONFIDENCE) / 2, 1 - (1 - CONFIDENCE) / 2])
+    return float(lo), float(hi)
+
+
+def test_medians_and_their_intervals(summary, expected_per_run):
+    for (mode, path), known in KNOWN_MEDIANS.items():
+        values = np.sort(
+            expected_per_run.query("mode == @mode and path == @path")["value"].to_numpy()
+        )
+        row = summary.loc[(mode, path)]
+        assert row["median_gbps"] == pytest.approx(known, abs=1e-9)
+        assert row["median_gbps"] == pytest.approx(np.median(values), abs=1e-12)
+        assert row["n_runs"] == len(values)
+        # 4-5 runs cannot give a 95% interval for a median: the range, with its true coverage.
+        n = len(values)
+        assert not row["median_ci_reached"]
+        assert (row["median_lo_gbps"], row["median_hi_gbps"]) == (values[0], values[-1])
+        assert row["median_coverage"] == pytest.approx(
+            st.binom.cdf(n - 1, n, 0.5) - st.binom.cdf(0, n, 0.5)
+        )
+
+
+def test_ratios_and_bootstrap_intervals(summary, expected_per_run):
+    wide = expected_per_run.pivot_table(index="run", columns=["mode", "path"], values="value")
+    for (mode, path), _ in KNOWN_MEDIANS.items():
+        row = summary.loc[(mode, path)]
+        if mode == "native":
+            assert (row["ratio"], row["ratio_lo"], row["ratio_hi"]) == (1.0, 1.0, 1.0)
+            continue
+        pair = wide[[(mode, path), ("native", path)]].dropna().sort_index().to_numpy()
+        ratio = np.median(pair[:, 0]) / np.median(pair[:, 1])
+        lo, hi = _loop_bootstrap(pair[:, 0], pair[:, 1])
+        assert row["ratio"] == pytest.approx(ratio, rel=1e-12)
+        assert row["ratio_lo"] == pytest.approx(lo, rel=1e-12)
+        assert row["ratio_hi"] == pytest.approx(hi, rel=1e-12)
+        assert row["ratio_n_runs"] == len(pair)
+        assert row["impact_pct"] == pytest.approx(100 * (ratio - 1))
+    # The proxy is judged against native over localhost, not over the datacenter path.
+    assert summary.loc[("docker-proxy", "local"), "ratio"] == pytest.approx(6.80 / 38.0)
+    # macvlan failed in run 3: its ratio uses the 4 runs both modes have.
+    assert summary.loc[("macvlan", "dc"), "ratio_n_runs"] == 4
+    assert summary.loc[("macvlan", "dc"), "ratio"] == pytest.approx(9.315 / 9.405)
+
+
+def test_warmups_are_excluded(executed, summary):
+    samples = pq.read_table(LAB / "samples.parquet").to_pandas()
+    received = samples[samples["metric"] == "tcp_throughput_received"]
+    assert received["warmup"].sum() > 0  # the fixture does hold warm-ups...
+    bridge = received.query("mode == 'docker-bridge'")
+    with_warmups = np.median(bridge["value"]) / 1e9
+    # ...and counting them would move the median: the summary must not.
+    assert with_warmups != pytest.approx(8.20, abs=0.01)
+    assert summary.loc[("docker-bridge", "dc"), "median_gbps"] == pytest.approx(8.20)
+    per_run = pd.read_parquet(executed["processed"] / "throughput_per_run.parquet")
+    assert len(per_run) == 5 * 7 + 4  # 7 modes x 5 runs + macvlan's 4; no warm-up window
+    assert (per_run["value"] > 5.0).all()  # warm-ups are at 2 Gbit/s
+
+
+def test_skipped_mode_is_reported_not_dropped(executed, summary):
+    row = summary.loc[("swarm-ingress", "dc")]
+    assert row["status"] == "skipped"
+    assert row["reason"] == IPVS_REASON
+    assert row["n_runs"] == 0 and np.isnan(row["median_gbps"]) and np.isnan(row["ratio"])
+    table = pd.read_csv(executed["tables"] / "throughput.csv", keep_default_na=False)
+    ingress = table[table["Scenario"] == "Swarm ingress (routing mesh)"].iloc[0]
+    assert ingress["Throughput Gbit/s [95% CI]"] == "n/a"
+    assert ingress["% of native [95% CI]"] == "n/a"
+    assert ingress["Note"] == IPVS_REASON
+    md = (executed["tables"] / "throughput.md").read_text()
+    assert (
+        f"| Swarm ingress (routing mesh) | datacenter | n/a | n/a | n/a | 0 of 5 | {IPVS_REASON} |"
+        in md
+    )
+    caption = (executed["figures"] / "throughput.caption.md").read_text()
+    assert "Not measured: Swarm ingress (routing mesh)" in caption and "no IPVS" in caption
+
+
+def test_article_table_rows(executed):
+    table = pd.read_csv(executed["tables"] / "throughput.csv", keep_default_na=False)
+    bridge = table[table["Scenario"] == "Docker bridge (container address)"].iloc[0]
+    assert bridge["Throughput Gbit/s [95% CI]"] == "8.20 [8.15, 8.30]"
+    assert bridge["% of native [95% CI]"].startswith(f"{100 * 8.20 / 9.41:.1f} [")
+    assert bridge["Runs"] == "5"
+    assert "coverage 93.8%" in bridge["Note"]
+    macvlan = table[table["Scenario"] == "Docker macvlan"].iloc[0]
+    assert macvlan["Runs"] == "4 of 5" and "failed" in macvlan["Note"]
+    proxy = table[table["Scenario"] == "Docker proxy (localhost)"].iloc[0]
+    assert proxy["Path"] == "localhost"
+    assert list(table["Scenario"])[:1] == ["Native (host network)"]
+
+
+def test_figure_and_table_files_exist(executed):
+    figs, tabs = executed["figures"], executed["tables"]
+    svg = (figs / "throughput.svg").read_text()
+    assert svg.startswith("<svg") and "Docker proxy (localhost)" in svg
+    png = (figs / "throughput.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    spec = json.loads((figs / "throughput.vl.json").read_text())
+    assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/")
+    for suffix in ("md", "csv", "tex"):
+        assert (tabs / f"throughput.{suffix}").stat().st_size > 0
+    assert (tabs / "throughput.md").read_text().startswith("Table: ")
+    assert r"\begin{tabular}" in (tabs / "throughput.tex").read_text()
+
+
+def test_source_notebook_is_clean_and_thin():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code[0].metadata.get("tags") == ["parameters"]
+    for cell in code:
+        assert cell.outputs == [] and cell.execution_count is None, "commit it without outputs"
+        for node in ast.walk(ast.parse(cell.source)):
+            assert not isinstance(
+                node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
+            ), "logic belongs in pipeline/, not in the notebook"
+    params = ast.parse(code[0].source).body
+    assert {s.target.id for s in params} == {
+        "raw_dir",
+        "processed_dir",
+        "figures_dir",
+        "tables_dir",
+        "confidence",
+        "n_boot",
+        "seed",
+    }
+    for stmt in params:
+        assert isinstance(stmt, ast.AnnAssign | ast.Assign) and isinstance(stmt.value, ast.Constant)

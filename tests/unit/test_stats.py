@@ -1,0 +1,211 @@
+"""Known-answer tests for pipeline.stats."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as st
+
+from pipeline.stats import order_statistic_ranks, per_run_summary, quantile_ci, ratio_ci
+
+# --- order-statistic ranks -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("n", "ranks", "coverage"),
+    [
+        # Textbook values for the median at 95% (e.g. Conover, Practical Nonparametric Statistics).
+        (6, (1, 6), 1 - 2 / 64),
+        (10, (2, 9), 1 - 22 / 1024),
+        (20, (6, 15), None),
+    ],
+)
+def test_median_ranks_textbook(n, ranks, coverage):
+    lo, hi, cov = order_statistic_ranks(n, 0.5, 0.95)
+    assert (lo, hi) == ranks
+    expected = (
+        coverage
+        if coverage is not None
+        else st.binom.cdf(hi - 1, n, 0.5) - st.binom.cdf(lo - 1, n, 0.5)
+    )
+    assert cov == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("q", [0.5, 0.25, 0.9, 0.99])
+@pytest.mark.parametrize("n", [6, 7, 13, 30, 64, 101, 500])
+def test_ranks_are_the_tightest_equal_tailed_binomial_ranks(n, q):
+    conf = 0.95
+    lo, hi, cov = order_statistic_ranks(n, q, conf)
+    cdf = lambda k: st.binom.cdf(k, n, q)  # noqa: E731
+    assert 1 <= lo < hi <= n
+    assert cov == pytest.approx(cdf(hi - 1) - cdf(lo - 1), abs=1e-12)
+    if cov >= conf:
+        lower_tail, upper_tail = cdf(lo - 1), 1 - cdf(hi - 1)
+        pinned_lo, pinned_hi = lo == 1 and cdf(0) > 0.025, hi == n and 1 - cdf(n - 1) > 0.025
+        if not (pinned_lo or pinned_hi):
+            # Equal-tailed: each tail at most alpha/2, and no rank can move inwards.
+            assert lower_tail <= 0.025 + 1e-12 and upper_tail <= 0.025 + 1e-12
+            assert lo == n or cdf(lo) > 0.025
+            assert hi == 1 or 1 - cdf(hi - 2) > 0.025
+        else:
+            # One end pinned at the sample extreme: the other end is as tight as allowed.
+            if pinned_lo:
+                assert cdf(hi - 2) - cdf(0) < conf
+            if pinned_hi:
+                assert cdf(n - 1) - cdf(lo) < conf
+    else:
+        assert (lo, hi) == (1, n)
+
+
+@pytest.mark.parametrize("n", range(6, 120, 7))
+def test_median_ranks_agree_with_scipy_quantile_test(n):
+    x = np.arange(1.0, n + 1)
+    ci = st.quantile_test(x, q=float(np.median(x)), p=0.5).confidence_interval(0.95)
+    lo, hi, _ = order_statistic_ranks(n, 0.5, 0.95)
+    assert (lo, hi) == (int(ci.low), int(ci.high))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+def test_median_too_few_values_gives_range_and_true_coverage(n):
+    values = np.linspace(1.0, 2.0, n)[::-1]
+    ci = quantile_ci(values, 0.5, 0.95)
+    assert not ci.reached
+    assert (ci.lo, ci.hi) == (1.0, 2.0) if n > 1 else (ci.lo, ci.hi) == (1.0, 1.0)
+    # P(min <= median <= max) = 1 - 2 * 0.5**n for a continuous distribution.
+    assert ci.coverage == pytest.approx(1 - 2 * 0.5**n if n > 1 else 0.0)
+    assert ci.coverage < 0.95
+
+
+def test_quantile_ci_point_and_nan_handling():
+    ci = quantile_ci([4.0, 1.0, np.nan, 3.0, 2.0, 6.0, 5.0], 0.5)
+    assert ci.n == 6 and ci.point == 3.5 and (ci.lo, ci.hi) == (1.0, 6.0) and ci.reached
+    empty = quantile_ci([], 0.5)
+    assert empty.n == 0 and np.isnan(empty.point) and not empty.reached
+
+
+@pytest.mark.parametrize("n", [8, 15, 40])
+def test_quantile_ci_coverage_simulation(n):
+    rng = np.random.default_rng(20261121 + n)
+    sims = 2000
+    true_median = 1.0  # lognormal(0, s) has median exp(0) = 1
+    data = rng.lognormal(0.0, 0.5, size=(sims, n))
+    hits = 0
+    for row in data:
+        ci = quantile_ci(row, 0.5, 0.95)
+        hits += ci.lo <= true_median <= ci.hi
+    nominal = quantile_ci(data[0], 0.5, 0.95).coverage
+    assert nominal >= 0.95
+    # Three binomial standard errors below the exact coverage the function reports.
+    tol = 3 * np.sqrt(nominal * (1 - nominal) / sims)
+    assert hits / sims >= nominal - tol
+
+
+def test_quantile_ci_reported_coverage_is_honest_when_not_reached():
+    rng = np.random.default_rng(5)
+    data = rng.normal(size=(4000, 5))
+    hits = sum(quantile_ci(row).lo <= 0.0 <= quantile_ci(row).hi for row in data)
+    reported = quantile_ci(data[0]).coverage
+    assert reported == pytest.approx(0.9375)
+    assert abs(hits / 4000 - reported) < 3 * np.sqrt(reported * (1 - reported) / 4000)
+
+
+# --- ratio_ci ------------------------------------------------------------------------------
+
+
+def _per_run(mode_values, base_values, mode="docker-bridge", baseline="native"):
+    runs = np.arange(1, len(mode_values) + 1)
+    return pd.DataFrame(
+        {
+            "run": np.r_[runs, runs],
+            "mode": [mode] * len(runs) + [baseline] * len(runs),
+            "value": np.r_[mode_values, base_values],
+        }
+    )
+
+
+def test_ratio_ci_constant_ratio_is_degenerate_even_with_large_run_effects():
+    base = np.array([9.4, 3.1, 7.7, 12.0, 5.5, 9.9, 1.2])
+    r = ratio_ci(_per_run(0.8 * base, base), "docker-bridge", "native", n_boot=2000, seed=1)
+    assert r.ratio == pytest.approx(0.8)
+    assert r.lo == pytest.approx(0.8) and r.hi == pytest.approx(0.8)
+    assert r.n_runs == 7
+
+
+def test_ratio_ci_pairing_matters():
+    # Large between-run variation shared by both modes: resampling runs keeps it out of the
+    # ratio. An unpaired bootstrap would give a wide interval.
+    rng = np.random.default_rng(11)
+    run_effect = rng.lognormal(0, 0.3, 12)
+    base = 9.0 * run_effect * rng.lognormal(0, 0.01, 12)
+    mode = 7.2 * run_effect * rng.lognormal(0, 0.01, 12)
+    r = ratio_ci(_per_run(mode, base), "docker-bridge", seed=3)
+    assert r.lo < 0.8 < r.hi
+    assert r.hi - r.lo < 0.1
+
+
+def test_ratio_ci_is_deterministic_for_a_seed():
+    rng = np.random.default_rng(2)
+    df = _per_run(rng.normal(8, 0.3, 40), rng.normal(9.4, 0.3, 40))
+    a = ratio_ci(df, "docker-bridge", n_boot=500, seed=42)
+    b = ratio_ci(df, "docker-bridge", n_boot=500, seed=42)
+    c = ratio_ci(df, "docker-bridge", n_boot=500, seed=43)
+    assert a == b
+    assert (a.lo, a.hi) != (c.lo, c.hi)
+
+
+def test_ratio_ci_uses_only_runs_with_both_modes():
+    df = _per_run([8.0, 8.0, 8.0, 4.0], [10.0, 10.0, 10.0, np.nan])
+    df = df.dropna()
+    r = ratio_ci(df, "docker-bridge", seed=0)
+    assert r.n_runs == 3 and r.ratio == pytest.approx(0.8)
+    missing = ratio_ci(df, "macvlan", seed=0)
+    assert missing.n_runs == 0 and np.isnan(missing.ratio)
+
+
+def test_ratio_ci_rejects_unreduced_samples():
+    df = pd.concat([_per_run([8.0, 8.1], [9.0, 9.1])] * 2)
+    with pytest.raises(ValueError, match="one value per"):
+        ratio_ci(df, "docker-bridge")
+
+
+def test_ratio_ci_matches_scipy_bootstrap():
+    rng = np.random.default_rng(1)
+    n = 30
+    run_effect = rng.normal(0, 0.05, n)
+    base = 9.4 * np.exp(run_effect + rng.normal(0, 0.02, n))
+    mode = 0.85 * 9.4 * np.exp(run_effect + rng.normal(0, 0.02, n))
+    ours = ratio_ci(_per_run(mode, base), "docker-bridge", n_boot=20000, seed=3)
+    ref = st.bootstrap(
+        (mode, base),
+        lambda a, b, axis: np.median(a, axis=axis) / np.median(b, axis=axis),
+        paired=True,
+        vectorized=True,
+        method="percentile",
+        confidence_level=0.95,
+        n_resamples=20000,
+        rng=np.random.default_rng(5),
+    ).confidence_interval
+    assert ours.ratio == pytest.approx(np.median(mode) / np.median(base))
+    assert ours.lo == pytest.approx(ref.low, rel=5e-3)
+    assert ours.hi == pytest.approx(ref.high, rel=5e-3)
+
+
+# --- per_run_summary -----------------------------------------------------------------------
+
+
+def test_per_run_summary_excludes_warmup_and_reduces_per_run():
+    samples = pd.DataFrame(
+        {
+            "environment": "lab",
+            "mode": "native",
+            "path": "dc",
+            "metric": ["m", "m", "m", "m", "other"],
+            "run": [1, 1, 1, 2, 1],
+            "warmup": [True, False, False, False, False],
+            "value": [100.0, 1.0, 3.0, 5.0, 7.0],
+        }
+    )
+    out = per_run_summary(samples, "m")
+    assert out["run"].tolist() == [1, 2]
+    assert out["value"].tolist() == [2.0, 5.0]

@@ -1,0 +1,183 @@
+"""pipeline.tables, pipeline.figures and the table/figure builders of throughput_analysis."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipeline import figures, tables
+from pipeline import throughput_analysis as ta
+
+# --- tables --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def frame() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "Scenario": ["Docker bridge", "a|b", "Swarm ingress"],
+            "Impact %": ["-12.9 [-13.3, -12.1]", "50% & more_x", None],
+            "Runs": [5, 4, np.nan],
+        }
+    )
+
+
+def test_latex_escape_all_specials_once():
+    assert tables.latex_escape(r"50% & $x_1$ #{a}~^\ <b>") == (
+        r"50\% \& \$x\_1\$ \#\{a\}\textasciitilde{}\textasciicircum{}\textbackslash{} "
+        r"\textless{}b\textgreater{}"
+    )
+
+
+def test_markdown_table(frame):
+    md = tables.to_markdown(frame, "Caption: what it shows.")
+    lines = md.splitlines()
+    assert lines[0] == "Table: Caption: what it shows."
+    assert lines[1] == ""
+    assert lines[2] == "| Scenario | Impact % | Runs |"
+    assert lines[3] == "| :--- | :--- | ---: |"  # numbers right-aligned
+    assert lines[5] == r"| a\|b | 50% & more_x | 4.0 |"  # a pipe in a cell cannot split it
+    assert lines[6] == "| Swarm ingress | n/a | n/a |"
+    assert len(lines) == 7
+
+
+def test_latex_fragment(frame):
+    tex = tables.to_latex(frame, "Caption with 95% CI")
+    lines = tex.splitlines()
+    assert lines[0] == r"% Caption with 95% CI"
+    assert lines[1] == r"\begin{tabular}{llr}"
+    assert lines[3] == r"Scenario & Impact \% & Runs \\"
+    assert r"a|b & 50\% \& more\_x & 4.0 \\" in lines
+    assert lines[-1] == r"\end{tabular}"
+    assert tex.count(r"\\") == 4  # header + 3 rows
+
+
+def test_write_round_trips_csv(frame, tmp_path):
+    paths = tables.write(frame, tmp_path / "t", "demo", "A caption")
+    assert [p.name for p in paths] == ["demo.md", "demo.csv", "demo.tex"]
+    back = pd.read_csv(paths[1], keep_default_na=False)
+    assert back["Scenario"].tolist() == frame["Scenario"].tolist()
+    assert back["Impact %"].tolist()[2] == "n/a"
+
+
+# --- figures -------------------------------------------------------------------------------
+
+NETWORK_MODES = [
+    "native", "docker-host", "docker-bridge", "docker-nat", "docker-proxy", "swarm-overlay",
+    "macvlan", "swarm-ingress", "podman", "rootless-docker", "rootless-podman", "pasta",
+    "swarm-overlay-mtu",
+]  # fmt: skip
+
+
+def test_every_mode_has_one_order_and_one_colour():
+    assert set(NETWORK_MODES) <= set(figures.MODE_ORDER)
+    assert len(figures.MODE_ORDER) == len(set(figures.MODE_ORDER))
+    assert set(figures.MODE_ORDER) == set(figures.MODE_COLORS) == set(figures.MODE_LABELS)
+    colours = [figures.MODE_COLORS[m] for m in NETWORK_MODES]
+    assert len(set(colours)) == len(colours), "two network modes share a colour"
+    assert figures.MODE_ORDER[0] == "native"
+
+
+def test_mode_scale_follows_project_order_and_colours():
+    scale = figures.mode_scale(["swarm-overlay", "native", "something-new", "docker-bridge"])
+    assert scale.domain == ["native", "docker-bridge", "swarm-overlay", "something-new"]
+    assert scale.range == [
+        figures.MODE_COLORS["native"],
+        figures.MODE_COLORS["docker-bridge"],
+        figures.MODE_COLORS["swarm-overlay"],
+        figures.UNKNOWN_COLOR,
+    ]
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_save_writes_svg_png_spec_and_caption(tmp_path):
+    df = pd.DataFrame({"mode": ["native", "docker-bridge"], "gbps": [9.4, 8.2]})
+    chart = (
+        alt.Chart(df)
+        .mark_point()
+        .encode(
+            x="gbps:Q", y="mode:N", color=alt.Color("mode:N", scale=figures.mode_scale(df["mode"]))
+        )
+        .properties(width=200, height=80)
+    )
+    paths = figures.save(chart, tmp_path / "f", "demo", caption="Points: medians.")
+    assert [p.name for p in paths] == ["demo.svg", "demo.png", "demo.vl.json", "demo.caption.md"]
+    svg = paths[0].read_text()
+    assert svg.startswith("<svg") and "docker-bridge" in svg
+    width = float(svg.split('width="', 1)[1].split('"', 1)[0])
+    png_w, _ = _png_size(paths[1].read_bytes())
+    assert png_w == pytest.approx(2 * width, abs=2)  # rendered at scale 2
+    spec = json.loads(paths[2].read_text())
+    assert spec["config"]["font"] == figures.FONT  # the project theme is in the spec
+    assert paths[3].read_text() == "Points: medians.\n"
+
+
+# --- throughput table/figure builders on edge cases ----------------------------------------
+
+
+def _samples(rows):
+    return pd.DataFrame(
+        [
+            {"environment": "lab", "metric": ta.METRIC, "mode": m, "path": p, "run": r,
+             "warmup": False, "value": v * 1e9}
+            for m, p, r, v in rows
+        ]
+    )  # fmt: skip
+
+
+def _runs(rows):
+    return pd.DataFrame(
+        [{"environment": "lab", "mode": m, "path": p, "run": r, "status": s, "reason": why}
+         for m, p, r, s, why in rows]
+    )  # fmt: skip
+
+
+def test_summary_edge_cases_failed_and_no_baseline():
+    samples = _samples(
+        [("native", "dc", r, 9.0 + r / 100) for r in range(1, 8)]
+        + [("docker-bridge", "dc", r, 8.0 + r / 100) for r in range(1, 8)]
+        + [("docker-bridge", "internet", r, 0.1) for r in range(1, 8)]
+    )
+    runs = _runs(
+        [("native", "dc", r, "ok", None) for r in range(1, 8)]
+        + [("docker-bridge", "dc", r, "ok", None) for r in range(1, 8)]
+        + [("docker-bridge", "internet", r, "ok", None) for r in range(1, 8)]
+        + [("macvlan", "dc", r, "failed", "failed: parent NIC not found") for r in range(1, 8)]
+    )
+    s = ta.summarise(samples, runs, n_boot=500, seed=1).set_index(["mode", "path"])
+    bridge = s.loc[("docker-bridge", "dc")]
+    assert bridge["median_ci_reached"] and bridge["median_coverage"] >= 0.95  # 7 runs suffice
+    assert (bridge["median_lo_gbps"], bridge["median_hi_gbps"]) == (8.01, 8.07)
+    assert s.loc[("macvlan", "dc"), "status"] == "failed"
+    assert s.loc[("macvlan", "dc"), "reason"] == "failed: parent NIC not found"
+    internet = s.loc[("docker-bridge", "internet")]
+    assert internet["status"] == "ok" and np.isnan(internet["ratio"])
+    assert "no native baseline" in internet["reason"]
+    table = ta.article_table(s.reset_index())
+    assert table.columns.tolist() == [
+        "Scenario", "Path", "Throughput Gbit/s [95% CI]", "% of native [95% CI]",
+        "Impact % [95% CI]", "Runs", "Note",
+    ]  # fmt: skip
+    # Rows: datacenter path first (baseline on top), then internet.
+    assert table["Scenario"].tolist()[0] == "Native (host network)"
+    assert table["Path"].tolist()[-1] == "internet"
+    chart, caption = ta.figure(s.reset_index(), ta.per_run_throughput(samples, runs))
+    assert "Not measured: Docker macvlan (failed: parent NIC not found)" in caption
+    assert "Too few runs" not in caption and "too few runs" not in caption
+    chart.to_dict()  # a valid Vega-Lite spec
+
+
+def test_scenario_labels():
+    assert ta.scenario_label("docker-proxy", "local") == "Docker proxy (localhost)"
+    assert ta.scenario_label("swarm-overlay", "dc") == "Swarm overlay (container on another node)"
+    assert ta.scenario_label("podman", "internet") == "Podman (rootful) (internet)"
+    assert ta.scenario_label("brand-new", "dc") == "brand-new"
