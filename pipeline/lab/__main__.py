@@ -1,0 +1,86 @@
+"""`python -m pipeline.lab up | down | status`: drive the embedded lab from a shell."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+
+from pipeline.lab import emulator
+from pipeline.lab.commands import LabError
+from pipeline.lab.emulator import WanProfile
+from pipeline.lab.lifecycle import down, status, up
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m pipeline.lab", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    up_parser = commands.add_parser("up", help="bring the lab up (idempotent)")
+    defaults = WanProfile()
+    wan = up_parser.add_argument_group("WAN path to inet-client (one-way, each direction)")
+    wan.add_argument("--wan-delay-ms", type=float, help=f"default {defaults.delay_ms:g}")
+    wan.add_argument("--wan-jitter-ms", type=float, help=f"default {defaults.jitter_ms:g}")
+    wan.add_argument("--wan-jitter-dist", help=f"default {defaults.jitter_dist}")
+    wan.add_argument("--wan-loss-pct", type=float, help=f"default {defaults.loss_pct:g}")
+    wan.add_argument("--wan-seed", type=int, help=f"default {defaults.seed}")
+    commands.add_parser("down", help="remove everything `up` made")
+    commands.add_parser("status", help="health per component; non-zero exit if any is missing")
+    return parser.parse_args(argv)
+
+
+def wan_profile(args: argparse.Namespace) -> WanProfile | None:
+    """The profile the options ask for, starting from the one in use; None if no option."""
+    given = {
+        "delay_ms": args.wan_delay_ms,
+        "jitter_ms": args.wan_jitter_ms,
+        "jitter_dist": args.wan_jitter_dist,
+        "loss_pct": args.wan_loss_pct,
+        "seed": args.wan_seed,
+    }
+    given = {k: v for k, v in given.items() if v is not None}
+    if not given:
+        return None
+    base = emulator.saved_profile() or WanProfile()
+    return WanProfile(**{**base.__dict__, **given})
+
+
+def print_status() -> int:
+    health = status()
+    width = max(len(name) for name in health)
+    for name, healthy in health.items():
+        print(f"{name:<{width}}  {'ok' if healthy else 'MISSING'}")
+    profile = emulator.saved_profile()
+    if profile:
+        print(f"WAN profile: {profile}")
+    missing = [name for name, healthy in health.items() if not healthy]
+    if missing:
+        print(f"\n{len(missing)} component(s) missing; run `python -m pipeline.lab up`")
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="lab: %(message)s", stream=sys.stderr)
+    started = time.monotonic()
+    try:
+        if args.command == "up":
+            up(wan_profile(args))
+        elif args.command == "down":
+            down()
+        else:
+            return print_status()
+    except (LabError, ValueError, OSError) as exc:
+        print(f"lab {args.command} failed: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"lab {args.command} interrupted; `python -m pipeline.lab down` cleans up",
+              file=sys.stderr)  # fmt: skip
+        return 130
+    print(f"lab {args.command}: done in {time.monotonic() - started:.1f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

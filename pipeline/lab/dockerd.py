@@ -1,0 +1,108 @@
+"""One dockerd per Swarm node, each with its own data-root, exec-root, socket and hostname."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from pipeline.lab import processes
+from pipeline.lab.commands import LabError, in_netns, run, succeeds
+from pipeline.lab.topology import CGROUP_PARENT, Host
+
+READY_TIMEOUT_S = 30
+# dockerd gives containers this long to stop on SIGTERM before killing them (default 15).
+SHUTDOWN_TIMEOUT_S = 5
+# Lets a bridge-network container be dialled directly from the dc-client (docker-bridge mode).
+DOCKER_USER_RULE = ["DOCKER-USER", "-i", "eth0", "-o", "docker0", "-j", "ACCEPT"]
+
+
+def data_root(node: Host) -> Path:
+    return node.state_dir / "docker"
+
+
+def pidfile(node: Host) -> Path:
+    return node.run_dir / "docker.pid"
+
+
+def log_path(node: Host) -> Path:
+    return node.state_dir / "dockerd.log"
+
+
+def docker(node: Host, *args: str, timeout: float = 30) -> str:
+    """Run the docker CLI against this node's daemon; return its stdout."""
+    return run(["docker", "-H", node.docker_host, *args], timeout=timeout).stdout.strip()
+
+
+def write_daemon_config(node: Host) -> Path:
+    """A config file of our own, so /etc/docker/daemon.json cannot change the lab.
+
+    The key path keeps dockerd from creating /etc/docker/key.json in the root file system
+    and gives every node its own engine ID.
+    """
+    path = node.state_dir / "daemon.json"
+    path.write_text(json.dumps({"deprecated-key-path": str(node.state_dir / "key.json")}))
+    return path
+
+
+def command(node: Host) -> list[str | Path]:
+    dockerd = [
+        "dockerd",
+        "--config-file", write_daemon_config(node),
+        "--data-root", data_root(node),
+        "--exec-root", node.run_dir / "exec",
+        "--host", node.docker_host,
+        "--pidfile", pidfile(node),
+        "--bip", node.docker_bridge_ip,
+        "--cgroup-parent", f"/{CGROUP_PARENT}/{node.name}",
+        "--shutdown-timeout", str(SHUTDOWN_TIMEOUT_S),
+    ]  # fmt: skip
+    script = f"hostname {node.name}; exec " + " ".join(str(a) for a in dockerd)
+    # Own UTS namespace: `docker info` reports the node's name, not the machine's.
+    return in_netns(node.name, ["unshare", "--uts", "sh", "-c", script])
+
+
+def answers(node: Host) -> bool:
+    return succeeds(["docker", "-H", node.docker_host, "info", "--format", "{{.Name}}"], timeout=5)
+
+
+def start(node: Host) -> int:
+    """Launch the daemon detached; return its pid (readiness is checked by wait_ready)."""
+    node.state_dir.mkdir(parents=True, exist_ok=True)
+    node.run_dir.mkdir(parents=True, exist_ok=True)
+    pidfile(node).unlink(missing_ok=True)
+    return processes.spawn(command(node), log_path(node))
+
+
+def wait_ready(node: Host, pid: int) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not answers(node):
+        if not processes.alive(pid):
+            raise LabError(f"dockerd exited during start-up; see {log_path(node)}")
+        if time.monotonic() > deadline:
+            raise LabError(
+                f"dockerd did not answer within {READY_TIMEOUT_S} s; see {log_path(node)}"
+            )
+        time.sleep(0.2)
+    name = docker(node, "info", "--format", "{{.Name}}")
+    if name != node.name:
+        raise LabError(f"dockerd reports name {name!r}, expected {node.name!r}")
+
+
+def ensure_forwarding_rule(node: Host) -> None:
+    if not succeeds(in_netns(node.name, ["iptables", "-C", *DOCKER_USER_RULE])):
+        run(in_netns(node.name, ["iptables", "-I", *DOCKER_USER_RULE]))
+
+
+def stop_all(nodes: tuple[Host, ...]) -> None:
+    """SIGTERM every daemon at once (they stop their containers), SIGKILL after a bound."""
+    pids = [p for p in (processes.running_pid(pidfile(n), "dockerd") for n in nodes) if p]
+    processes.terminate(pids, timeout=SHUTDOWN_TIMEOUT_S + 15)
+
+
+def overlay_network_ids(node: Host) -> list[str]:
+    """IDs of the overlay networks the node knows; empty if its daemon does not answer."""
+    if not answers(node):
+        return []
+    out = docker(node, "network", "ls", "-q", "--no-trunc", "--filter", "driver=overlay")
+    return out.split()

@@ -1,0 +1,99 @@
+"""The embedded lab's fixed layout: hosts, addresses, names and paths.
+
+It must agree with `inventory/lab.yaml`, which is what the rest of the pipeline reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+STATE_DIR = Path("/var/lib/container-overhead-lab")
+RUN_DIR = Path("/run/container-overhead-lab")
+
+BRIDGE = "colab0"
+BRIDGE_ADDRESS = "10.77.0.1/24"
+LAB_SUBNET = "10.77.0.0/24"
+WAN_SUBNET = "10.78.0.0/24"
+WAN_ROUTER_ADDRESS = "10.77.0.30"
+WAN_ROUTER_TUN_ADDRESS = "10.78.0.1"
+WAN_TUN = "wan0"
+DOCKER_BRIDGES = "172.31.0.0/16"  # covers every node's docker0 subnet
+
+# Marks the one iptables rule the lab adds in the root namespace, so down() finds it.
+RULE_COMMENT = "container-overhead-lab"
+
+SWARM_ADDR_POOL = "10.201.0.0/16"
+OVERLAY_NETWORK = "lab-overlay"
+OVERLAY_SUBNET = "10.201.1.0/24"
+
+NETNS_DIR = Path("/run/netns")
+# Each node's dockerd puts its containers under this cgroup, so down() can find them.
+CGROUP_PARENT = "container-overhead-lab"
+
+SSH_DIR = STATE_DIR / "ssh"
+CLIENT_KEY = SSH_DIR / "id_ed25519"
+KNOWN_HOSTS = SSH_DIR / "known_hosts"
+AUTHORIZED_KEYS = SSH_DIR / "authorized_keys"
+
+# Paths outside the two lab directories that up() may create; listed here so down()
+# removes exactly what the lab made (see placeholders.py).
+CREATED_RECORD = STATE_DIR / "created-paths.json"
+
+
+@dataclass(frozen=True)
+class Host:
+    """One lab host: a network namespace with an address, maybe an sshd and a dockerd."""
+
+    name: str
+    address: str
+    node_index: int = 0  # 1..3 for Swarm nodes, 0 otherwise
+    on_bridge: bool = True  # inet-client sits behind the WAN path instead
+    runs_sshd: bool = True
+
+    @property
+    def is_node(self) -> bool:
+        return self.node_index > 0
+
+    @property
+    def netns(self) -> Path:
+        return NETNS_DIR / self.name
+
+    @property
+    def veth(self) -> str:
+        """Root-namespace end of the host's veth pair (kernel limit: 15 characters)."""
+        return f"co-{self.name}"
+
+    @property
+    def state_dir(self) -> Path:
+        return STATE_DIR / self.name
+
+    @property
+    def run_dir(self) -> Path:
+        return RUN_DIR / self.name
+
+    @property
+    def docker_socket(self) -> Path:
+        return self.run_dir / "docker.sock"
+
+    @property
+    def docker_host(self) -> str:
+        return f"unix://{self.docker_socket}"
+
+    @property
+    def docker_bridge_subnet(self) -> str:
+        return f"172.31.{self.node_index}.0/24"
+
+    @property
+    def docker_bridge_ip(self) -> str:
+        return f"172.31.{self.node_index}.1/24"
+
+
+NODES = tuple(Host(f"node{i}", f"10.77.0.1{i}", node_index=i) for i in (1, 2, 3))
+DC_CLIENT = Host("dc-client", "10.77.0.21")
+WAN_ROUTER = Host("wan-router", WAN_ROUTER_ADDRESS, runs_sshd=False)
+INET_CLIENT = Host("inet-client", "10.78.0.2", on_bridge=False)
+
+HOSTS = (*NODES, DC_CLIENT, WAN_ROUTER, INET_CLIENT)
+SSH_HOSTS = tuple(h for h in HOSTS if h.runs_sshd)
+MANAGER = NODES[0]
