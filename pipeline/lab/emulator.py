@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.lab import processes
+from pipeline.lab import processes, wan
 from pipeline.lab.commands import ENV, LabError
 from pipeline.lab.network import tun_attached
 from pipeline.lab.topology import INET_CLIENT, RUN_DIR, WAN_ROUTER, WAN_TUN
@@ -39,12 +39,8 @@ class WanProfile:
     seed: int = 1
 
     def __post_init__(self) -> None:
-        if self.delay_ms < 0 or self.jitter_ms < 0:
-            raise ValueError(f"WAN delay and jitter must be >= 0, got {self}")
-        if not 0 <= self.loss_pct <= 100:
-            raise ValueError(f"WAN loss must be within 0..100 %, got {self.loss_pct}")
-        if not self.jitter_dist:
-            raise ValueError("WAN jitter distribution must be named")
+        # One set of rules: the emulator's own profile validates the values.
+        wan.Profile(self.delay_ms, self.jitter_ms, self.jitter_dist, self.loss_pct)  # type: ignore[arg-type]
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)

@@ -160,9 +160,10 @@ def ensure_network(ctx: Context, host: Host, name: str, create_args: list[str]) 
 def start_process(ctx: Context, host: Host, name: str, argv: tuple[str, ...]) -> Callable[[], None]:
     """Start argv as a detached native process; the pidfile lets cleanup find it after a crash."""
     stem = f"{PID_DIR}/{ctx.campaign}/{host.name}-{name}"
+    # Separate statements: `a && b &` would background the list, holding the SSH channel open.
     script = (
-        f"mkdir -p {shlex.quote(PID_DIR + '/' + ctx.campaign)} && "
-        f"setsid {shlex.join(argv)} > {shlex.quote(stem + '.log')} 2>&1 < /dev/null & "
+        f"mkdir -p {shlex.quote(PID_DIR + '/' + ctx.campaign)}\n"
+        f"setsid {shlex.join(argv)} > {shlex.quote(stem + '.log')} 2>&1 < /dev/null &\n"
         f"echo $! > {shlex.quote(stem + '.pid')}"
     )
     ctx.pool[host.name].run(script, timeout=30)
@@ -175,7 +176,7 @@ def _kill_pidfiles(pattern: str) -> str:
         f'for f in {pattern}; do [ -f "$f" ] || continue; p=$(cat "$f"); '
         'kill "$p" 2>/dev/null; i=0; '
         'while kill -0 "$p" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; '
-        'kill -9 "$p" 2>/dev/null; rm -f "$f"; done; true'
+        'kill -9 "$p" 2>/dev/null; rm -f "$f" "${f%.pid}.log"; done; true'
     )
 
 

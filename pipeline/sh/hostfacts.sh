@@ -19,7 +19,7 @@ echo "kernel=$(uname -r)"
 echo "cpu_model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
 echo "cpu_count=$(nproc)"
 echo "governor=$(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null || echo n/a)"
-echo "mem_total_bytes=$(awk '/^MemTotal/ {print $2 * 1024}' /proc/meminfo)"
+echo "mem_total_bytes=$(awk '/^MemTotal/ {printf "%.0f", $2 * 1024}' /proc/meminfo)"
 if docker info >/dev/null 2>&1; then
   echo "docker_version=$(docker version --format '{{.Server.Version}}')"
   echo "storage_driver=$(docker info --format '{{.Driver}}')"

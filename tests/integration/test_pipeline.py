@@ -208,3 +208,11 @@ def test_interrupted_campaign_resumes_without_loss_or_duplicates(workdir):
     assert not runs.duplicated(["run", "mode", "path"]).any()
     assert runs["campaign"].nunique() == 1 and runs["campaign"].iloc[0] == campaign_dir.name
     assert not _leftovers()
+
+
+def test_lab_down_leaves_nothing(workdir):
+    from pipeline.lab import down
+    from pipeline.lab.lifecycle import leftovers
+
+    down()
+    assert leftovers() == []
