@@ -200,7 +200,7 @@ def test_interrupted_campaign_resumes_without_loss_or_duplicates(workdir):
 
     result = dvc(workdir, "repro")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert f"{n_saved} already measured" in result.stdout
+    assert f"{n_saved} already measured" in result.stdout + result.stderr
     for path, digest in saved.items():  # nothing measured before was measured again
         assert _digest(path) == digest, f"{path.name} was rewritten on resume"
     runs = pd.read_parquet(_raw(workdir) / "runs.parquet")

@@ -34,8 +34,10 @@ def test_schedule_is_seeded_random_and_complete_per_run():
 def test_campaign_id_changes_with_the_profile():
     pairs = plan(Throughput(), ["native"])
     p1, p2 = Profile(2, 2, 0, 1), Profile(3, 2, 0, 1)
-    assert campaign_id("lab", "throughput", p1, pairs, 1) == campaign_id("lab", "throughput", p1, pairs, 1)
-    assert campaign_id("lab", "throughput", p1, pairs, 1) != campaign_id("lab", "throughput", p2, pairs, 1)
+    first = campaign_id("lab", "throughput", p1, pairs, 1)
+    assert first == campaign_id("lab", "throughput", p1, pairs, 1)
+    assert first != campaign_id("lab", "throughput", p2, pairs, 1)
+    assert first != campaign_id("lab", "throughput", p1, pairs, 2)
 
 
 def _sample(step, value):
