@@ -1,7 +1,7 @@
 """The campaign loop: every mode of a benchmark, in a seeded random order per run, resumable.
 
-For each run (block) 1..R the (mode, path) pairs are measured in a fresh random permutation,
-each with a flagged warm-up before its measured windows. Each finished (run, mode, path) is
+For each run (block) 1..R the (mode, path, variant) triples are measured in a fresh random
+permutation, each with a flagged warm-up before its measured windows. Each finished triple is
 written at once as its own pair of parquet parts (samples, then the runs row that commits
 them), so an interrupted campaign resumes where it stopped and never measures a pair twice.
 Everything the campaign starts is labelled and removed on success, error and Ctrl-C.
@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,7 @@ from pipeline.modes import MODES, Context, Mode, ModeUnavailable, Workload
 from pipeline.modes.base import cleanup_host, leftovers
 from pipeline.remote import Pool, RemoteError
 
+ROOT = Path(__file__).resolve().parent.parent  # the repository, for shipped files
 WARMUP_CONNECT_BUDGET_S = 30.0  # a server that accepts nothing within this is a failed start
 
 
@@ -51,33 +53,41 @@ class Step:
     order: int
     mode: str
     path: str
+    variant: str
+
+    @property
+    def key(self) -> tuple[int, str, str, str]:
+        return (self.run, self.mode, self.path, self.variant)
 
     @property
     def stem(self) -> str:
-        return f"run-{self.run:03d}_{self.mode}_{self.path}"
+        return f"run-{self.run:03d}_{self.mode}_{self.path}_{self.variant}"
 
 
-def plan(benchmark: Benchmark, modes: list[str]) -> list[tuple[str, str]]:
-    """Every (mode, path) the benchmark measures, native first on each path it needs."""
-    pairs = [(m, p) for m in modes for p in MODES[m].paths if p in benchmark.paths]
-    needed = {p for _, p in pairs}
-    baselines = [("native", p) for p in benchmark.paths if p in needed]
-    return baselines + [pair for pair in pairs if pair not in baselines]
+def plan(
+    benchmark: Benchmark, modes: list[str], paths: tuple[str, ...] | None = None
+) -> list[tuple[str, str, str]]:
+    """Every (mode, path, variant) the benchmark measures, with a native baseline on every
+    path a mode uses, so each mode is compared with native on its own path."""
+    wanted = [p for p in benchmark.paths if paths is None or p in paths]
+    pairs = [(m, p) for m in modes for p in MODES[m].paths if p in wanted]
+    baselines = [("native", p) for p in wanted if p in {p for _, p in pairs}]
+    pairs = baselines + [pair for pair in pairs if pair not in baselines]
+    return [(m, p, v) for m, p in pairs for v in benchmark.variants]
 
 
-def schedule(pairs: list[tuple[str, str]], runs: int, seed: int) -> list[Step]:
-    """A seeded random permutation of the pairs for each run; the same seed, the same order."""
+def schedule(triples: list[tuple[str, str, str]], runs: int, seed: int) -> list[Step]:
+    """A seeded random permutation of the triples for each run; the same seed, the same order."""
     steps = []
     for run in range(1, runs + 1):
         rng = np.random.default_rng([seed, run])
-        for order, index in enumerate(rng.permutation(len(pairs))):
-            mode, path = pairs[index]
-            steps.append(Step(run, order, mode, path))
+        for order, index in enumerate(rng.permutation(len(triples))):
+            steps.append(Step(run, order, *triples[index]))
     return steps
 
 
-def campaign_id(environment: str, benchmark: str, profile: Profile, pairs, seed: int) -> str:
-    key = json.dumps([environment, benchmark, asdict(profile), pairs, seed], sort_keys=True)
+def campaign_id(environment: str, benchmark: str, profile: Profile, triples, seed: int) -> str:
+    key = json.dumps([environment, benchmark, asdict(profile), triples, seed], sort_keys=True)
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
@@ -89,11 +99,11 @@ class Dataset:
         self.parts = root / "parts" / campaign
         self.logs = root / "logs" / campaign
 
-    def done(self) -> set[tuple[int, str, str]]:
+    def done(self) -> set[tuple[int, str, str, str]]:
         keys = set()
         for f in self.parts.glob("run-*.runs.parquet"):
-            row = pq.read_table(f, columns=["run", "mode", "path"]).to_pylist()[0]
-            keys.add((row["run"], row["mode"], row["path"]))
+            row = pq.read_table(f, columns=["run", "mode", "path", "variant"]).to_pylist()[0]
+            keys.add((row["run"], row["mode"], row["path"], row["variant"]))
         return keys
 
     def save(self, step: Step, samples: list[dict], run_row: dict) -> None:
@@ -174,25 +184,20 @@ class Campaign:
         self.profile = profile
         self.seed = seed
         self.log = log
-        self.pairs = plan(benchmark, selected)
-        self.id = campaign_id(inv.environment, benchmark.name, profile, self.pairs, seed)
+        paths = tuple(p for p in benchmark.paths if p != "internet" or inv.internet_client)
+        self.triples = plan(benchmark, selected, paths)
+        self.id = campaign_id(inv.environment, benchmark.name, profile, self.triples, seed)
         self.data = Dataset(Path(out_dir), self.id)
-        self.steps = schedule(self.pairs, profile.runs, seed)
-        self.workload = Workload(
-            name=benchmark.name,
-            argv=tuple(benchmark.server_argv()),
-            port=benchmark.port,
-            udp=benchmark.server_needs_udp,
-        )
+        self.steps = schedule(self.triples, profile.runs, seed)
 
     # -- the loop ---------------------------------------------------------------------------
 
     def run(self) -> dict[str, int]:
         done = self.data.done()
-        todo = [s for s in self.steps if (s.run, s.mode, s.path) not in done]
+        todo = [s for s in self.steps if s.key not in done]
         self.log(
             f"campaign {self.id}: {self.benchmark.name} on {self.inv.environment}, "
-            f"{self.profile.runs} runs x {len(self.pairs)} (mode, path) pairs; "
+            f"{self.profile.runs} runs x {len(self.triples)} (mode, path, variant); "
             f"{len(self.steps) - len(todo)} already measured, {len(todo)} to go"
         )
         if todo:
@@ -223,9 +228,12 @@ class Campaign:
         for host in hosts:  # fail early and clearly on an unreachable host
             ctx.pool[host.name].run("true", timeout=30)
         self._cleanup(ctx)  # leftovers of an earlier, killed campaign
+        self._upload(ctx, hosts)
         binaries = list(self.benchmark.binaries)
         for host in self.inv.servers:
-            ctx.images[host.name] = images.ensure(ctx.pool[host.name], binaries)
+            ctx.images[host.name] = images.ensure(
+                ctx.pool[host.name], self.benchmark.image_paths()
+            )
             self.log(f"  tool image on {host.name}: {ctx.images[host.name].tag}")
         self.client_hashes = {
             h.name: images.binary_hashes(ctx.pool[h.name], binaries)
@@ -235,9 +243,24 @@ class Campaign:
         version = ctx.pool[self.inv.servers[0].name].run(self.benchmark.version_argv())
         self.tool_version = version.stdout.splitlines()[0].strip()
 
+    def _upload(self, ctx: Context, hosts: list[inventory.Host]) -> None:
+        """Ship the benchmark's files to every host, skipping hosts that already have them."""
+        for remote, local in self.benchmark.uploads.items():
+            path = ROOT / local
+            if not path.is_file():
+                raise CampaignError(f"{path} is missing: run `make setup` (it builds it)")
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            for host in hosts:
+                session = ctx.pool[host.name]
+                have = session.run(["sha256sum", remote], check=False).stdout.split()[:1]
+                if have != [digest]:
+                    session.run(["mkdir", "-p", str(Path(remote).parent)])
+                    session.put(path, remote)
+                    session.run(["chmod", "0755", remote])
+
     def _hosts(self) -> list[inventory.Host]:
         hosts = list(self.inv.servers) + [self.inv.dc_client]
-        if self.inv.internet_client is not None and "internet" in {p for _, p in self.pairs}:
+        if self.inv.internet_client is not None and "internet" in {p for _, p, _ in self.triples}:
             hosts.append(self.inv.internet_client)
         return hosts
 
@@ -252,7 +275,7 @@ class Campaign:
             left = elapsed / index * (len(todo) - index)
             self.log(
                 f"[{index:>3}/{len(todo)}] run {step.run}/{self.profile.runs} "
-                f"{step.mode} ({step.path}): {self._headline(row, samples)}   "
+                f"{step.mode} ({step.path}, {step.variant}): {self._headline(row, samples)}   "
                 f"elapsed {_fmt_duration(elapsed)}, ~{_fmt_duration(left)} left"
             )
 
@@ -287,6 +310,7 @@ class Campaign:
             "order": step.order,
             "mode": step.mode,
             "path": step.path,
+            "variant": step.variant,
             "tool": self.benchmark.tool,
             "tool_version": self.tool_version,
             "started_at": pd.Timestamp.now(tz="UTC"),
@@ -294,8 +318,14 @@ class Campaign:
         reason = mode.available(ctx, step.path)
         if reason:
             return [], self._finish(row, "skipped", reason)
+        workload = Workload(
+            name=f"{self.benchmark.name}-{step.variant}",
+            argv=tuple(self.benchmark.server_argv(step.variant)),
+            port=self.benchmark.port,
+            udp=self.benchmark.server_udp(step.variant),
+        )
         try:
-            deployment = mode.start(ctx, self.workload)
+            deployment = mode.start(ctx, workload)
         except ModeUnavailable as exc:
             return [], self._finish(row, "skipped", str(exc))
         samples: list[dict] = []
@@ -310,15 +340,18 @@ class Campaign:
             else:
                 row["binary_sha256"] = self._native_sha(ctx, deployment.server.name)
             warm = Window(self.profile.warmup_seconds, 0.0)
-            raw, command = self._run_client(ctx, deployment, client, address, warm, retry=True)
+            run_client = partial(self._run_client, ctx, deployment, client, address, step.variant)
+            raw, command = run_client(warm, retry=True)
             self._keep_log(step, 0, raw)
-            samples += self._records(step, 0, self.benchmark.parse(raw))
+            samples += self._records(step, 0, self.benchmark.parse(step.variant, raw))
             for rep in range(1, self.profile.reps + 1):
                 window = Window(self.profile.seconds, self.profile.omit_seconds)
-                raw, command = self._run_client(ctx, deployment, client, address, window)
+                raw, command = run_client(window)
                 row["raw_log"] = self._keep_log(step, rep, raw)
-                samples += self._records(step, rep, self.benchmark.parse(raw))
+                samples += self._records(step, rep, self.benchmark.parse(step.variant, raw))
             row["command"] = command
+            if deployment.notes:
+                row["notes"] = json.dumps(deployment.notes, sort_keys=True)
         except ToolOutputError as exc:
             return [], self._finish(row, "failed", str(exc))
         finally:
@@ -331,8 +364,8 @@ class Campaign:
             return ctx.images[host].sha256_of(self.benchmark.binaries[0])
         return hashes[self.benchmark.binaries[0]]
 
-    def _run_client(self, ctx, deployment, client, address, window, retry=False):
-        argv = self.benchmark.client_argv(address, window)
+    def _run_client(self, ctx, deployment, client, address, variant, window, retry=False):
+        argv = self.benchmark.client_argv(variant, address, window)
         command = deployment.client_command(argv)
         timeout = window.seconds + window.omit_seconds + 60
         deadline = time.monotonic() + WARMUP_CONNECT_BUDGET_S
@@ -369,6 +402,7 @@ class Campaign:
                 "unit": s.unit,
                 "mode": step.mode,
                 "path": step.path,
+                "variant": step.variant,
                 "run": step.run,
                 "rep": rep,
                 "sample": s.sample,

@@ -27,6 +27,7 @@ SAMPLES = pa.schema(
         ("unit", pa.string()),
         ("mode", pa.string()),
         ("path", pa.string()),  # dc | internet | local
+        ("variant", pa.string()),  # the benchmark's variant (tcp, udp, ...)
         ("run", pa.int32()),  # the block: every mode is measured once per run, in random order
         ("rep", pa.int32()),  # 0 is the warm-up, measured windows are 1..reps
         ("sample", pa.int32()),  # index inside the window (interval, ping, request)
@@ -45,6 +46,7 @@ RUNS = pa.schema(
         ("order", pa.int32()),  # position of the mode in this run's random permutation
         ("mode", pa.string()),
         ("path", pa.string()),
+        ("variant", pa.string()),
         ("status", pa.string()),  # ok | failed | skipped
         ("reason", pa.string()),
         ("server_host", pa.string()),
@@ -58,6 +60,7 @@ RUNS = pa.schema(
         ("image_digest", pa.string()),
         ("binary_sha256", pa.string()),
         ("raw_log", pa.string()),  # path relative to the dataset directory
+        ("notes", pa.string()),  # JSON: what the mode observed (e.g. the network backend seen)
     ]
 )
 

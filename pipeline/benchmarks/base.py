@@ -1,12 +1,14 @@
 """The benchmark contract: what to run on the server and the client, and how to read the output.
 
-A benchmark knows nothing about modes or hosts. It gives argv lists (run as they are natively,
-or inside the tool image by a mode) and turns the client's raw output into tidy sample records.
+A benchmark knows nothing about modes or hosts. For each of its variants (e.g. `tcp`, `udp`) it
+gives argv lists (run as they are natively, or inside the tool image by a mode) and turns the
+client's raw output into tidy samples. A new benchmark is a subclass in its own module and one
+line in `pipeline/benchmarks/__init__.py`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 class ToolOutputError(ValueError):
@@ -24,30 +26,41 @@ class Sample:
 
 @dataclass(frozen=True)
 class Window:
-    """How long one measured window lasts and what it discards at its start."""
+    """One measured (or warm-up) window: its length, what it discards at its start, and for
+    count-based tools how many samples it takes."""
 
     seconds: float
     omit_seconds: float = 0.0
+    count: int | None = None
 
 
-@dataclass
 class Benchmark:
-    name: str
-    tool: str
-    binaries: tuple[str, ...]  # what the tool image must contain, as absolute host paths
-    port: int
-    summary_metric: str  # the one value per window the analysis and the progress line use
+    name: str = ""
+    tool: str = ""
+    binaries: tuple[str, ...] = ()  # what the tool image must contain, as absolute host paths
+    port: int = 0
     paths: tuple[str, ...] = ("dc", "local")
-    server_needs_udp: bool = False
-    extra: dict = field(default_factory=dict)
+    variants: tuple[str, ...] = ("default",)
+    summary_metric: str = ""  # the per-window value shown in the progress line
+    # Files the repository ships to every host before a campaign (remote path -> local path,
+    # relative to the repository): a load generator, a server config. They go into the tool
+    # image too, at the same path, so containers run them bit-identically.
+    uploads: dict[str, str] = {}
 
-    def server_argv(self) -> list[str]:  # pragma: no cover - contract
+    def image_paths(self) -> list[str]:
+        return [*self.binaries, *self.uploads]
+
+    def server_argv(self, variant: str) -> list[str]:  # pragma: no cover - contract
         raise NotImplementedError
 
-    def client_argv(self, address: str, window: Window) -> list[str]:  # pragma: no cover
-        raise NotImplementedError
+    def server_udp(self, variant: str) -> bool:
+        """Whether the server must be reachable over UDP (published ports, firewalls)."""
+        return False
 
-    def parse(self, raw: str) -> list[Sample]:  # pragma: no cover - contract
+    def client_argv(self, variant: str, address: str, window: Window) -> list[str]:
+        raise NotImplementedError  # pragma: no cover - contract
+
+    def parse(self, variant: str, raw: str) -> list[Sample]:  # pragma: no cover - contract
         raise NotImplementedError
 
     def version_argv(self) -> list[str]:  # pragma: no cover - contract

@@ -15,20 +15,18 @@ PORT = 5201
 
 
 class Throughput(Benchmark):
-    def __init__(self) -> None:
-        super().__init__(
-            name="throughput",
-            tool="iperf3",
-            binaries=("/usr/bin/iperf3",),
-            port=PORT,
-            summary_metric="tcp_throughput_received",
-            paths=("dc", "local"),
-        )
+    name = "throughput"
+    tool = "iperf3"
+    binaries = ("/usr/bin/iperf3",)
+    port = PORT
+    paths = ("dc", "local")
+    variants = ("tcp",)
+    summary_metric = "tcp_throughput_received"
 
-    def server_argv(self) -> list[str]:
+    def server_argv(self, variant: str) -> list[str]:
         return ["/usr/bin/iperf3", "--server", "--port", str(self.port)]
 
-    def client_argv(self, address: str, window: Window) -> list[str]:
+    def client_argv(self, variant: str, address: str, window: Window) -> list[str]:
         return [
             "/usr/bin/iperf3",
             "--client",
@@ -57,7 +55,7 @@ class Throughput(Benchmark):
             return False
         return "unable to connect" in error or "unable to receive" in error
 
-    def parse(self, raw: str) -> list[Sample]:
+    def parse(self, variant: str, raw: str) -> list[Sample]:
         return parse_iperf3_tcp(raw)
 
 

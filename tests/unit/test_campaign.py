@@ -12,10 +12,17 @@ from pipeline.modes import MODES
 
 def test_plan_has_a_native_baseline_on_every_path_it_uses():
     pairs = plan(Throughput(), list(MODES))
-    assert ("native", "dc") in pairs and ("native", "local") in pairs
-    assert ("docker-proxy", "local") in pairs and ("docker-proxy", "dc") not in pairs
+    assert ("native", "dc", "tcp") in pairs and ("native", "local", "tcp") in pairs
+    assert ("docker-proxy", "local", "tcp") in pairs
+    assert ("docker-proxy", "dc", "tcp") not in pairs
     assert len(pairs) == len(set(pairs))
-    assert {m for m, _ in pairs} == set(MODES)
+    assert {m for m, _, _ in pairs} == set(MODES)
+
+
+def test_plan_restricted_to_paths_drops_modes_without_them():
+    pairs = plan(Throughput(), list(MODES), paths=("dc",))
+    assert {p for _, p, _ in pairs} == {"dc"}
+    assert "docker-proxy" not in {m for m, _, _ in pairs}
 
 
 def test_schedule_is_seeded_random_and_complete_per_run():
@@ -25,7 +32,7 @@ def test_schedule_is_seeded_random_and_complete_per_run():
     assert schedule(pairs, 4, seed=8) != a
     per_run = Counter(s.run for s in a)
     assert set(per_run.values()) == {len(pairs)}
-    orders = [tuple((s.mode, s.path) for s in a if s.run == r) for r in range(1, 5)]
+    orders = [tuple(s.key[1:] for s in a if s.run == r) for r in range(1, 5)]
     assert len(set(orders)) > 1, "every run got the same order: not randomised per run"
     for r in range(1, 5):
         assert sorted(s.order for s in a if s.run == r) == list(range(len(pairs)))
@@ -43,28 +50,30 @@ def test_campaign_id_changes_with_the_profile():
 def _sample(step, value):
     return {"environment": "lab", "campaign": "c", "benchmark": "throughput",
             "metric": "tcp_throughput_received", "unit": "bit/s", "mode": step.mode,
-            "path": step.path, "run": step.run, "rep": 1, "sample": 0, "value": value,
+            "path": step.path, "variant": step.variant, "run": step.run, "rep": 1, "sample": 0,
+            "value": value,
             "warmup": False, "t_ns": None}
 
 
 def _row(step):
     now = pd.Timestamp.now(tz="UTC")
     return {"environment": "lab", "campaign": "c", "benchmark": "throughput", "run": step.run,
-            "order": step.order, "mode": step.mode, "path": step.path, "status": "ok",
+            "order": step.order, "mode": step.mode, "path": step.path,
+            "variant": step.variant, "status": "ok",
             "reason": "", "started_at": now, "ended_at": now}
 
 
 def test_dataset_commits_by_runs_part_and_consolidates_without_duplicates(tmp_path):
     data = Dataset(tmp_path, "c")
-    s1, s2 = Step(1, 0, "native", "dc"), Step(1, 1, "docker-host", "dc")
+    s1, s2 = Step(1, 0, "native", "dc", "tcp"), Step(1, 1, "docker-host", "dc", "tcp")
     data.save(s1, [_sample(s1, 1e9)], _row(s1))
     data.save(s2, [_sample(s2, 2e9)], _row(s2))
     # a crash between the samples part and its runs part leaves an orphan that must not count
-    s3 = Step(2, 0, "native", "dc")
+    s3 = Step(2, 0, "native", "dc", "tcp")
     from pipeline import schema
     schema.write_table(schema.to_table([_sample(s3, 9e9)], schema.SAMPLES),
                        data.parts / f"{s3.stem}.samples.parquet")
-    assert data.done() == {(1, "native", "dc"), (1, "docker-host", "dc")}
+    assert data.done() == {(1, "native", "dc", "tcp"), (1, "docker-host", "dc", "tcp")}
     data.save(s1, [_sample(s1, 1e9)], _row(s1))  # re-saving replaces, never appends
     counts = data.consolidate()
     assert counts["runs"] == 2 and counts["samples"] == 2

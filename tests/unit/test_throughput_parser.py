@@ -53,7 +53,7 @@ def test_window_shorter_than_omit_is_reported():
 
 
 def test_client_argv_quotes_nothing_and_carries_the_window():
-    argv = Throughput().client_argv("10.77.0.11", Window(3, 1))
+    argv = Throughput().client_argv("tcp", "10.77.0.11", Window(3, 1))
     assert argv[:3] == ["/usr/bin/iperf3", "--client", "10.77.0.11"]
     assert argv[argv.index("--time") + 1] == "3" and argv[argv.index("--omit") + 1] == "1"
     assert "--json" in argv
