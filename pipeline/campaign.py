@@ -229,17 +229,11 @@ class Campaign:
             ctx.pool[host.name].run("true", timeout=30)
         self._cleanup(ctx)  # leftovers of an earlier, killed campaign
         self._upload(ctx, hosts)
+        ctx.image_paths = self.benchmark.image_paths()
+        for host in self.inv.servers:  # build before measuring, not inside the loop
+            self.log(f"  tool image on {host.name}: {ctx.image(host).tag}")
         binaries = list(self.benchmark.binaries)
-        for host in self.inv.servers:
-            ctx.images[host.name] = images.ensure(
-                ctx.pool[host.name], self.benchmark.image_paths()
-            )
-            self.log(f"  tool image on {host.name}: {ctx.images[host.name].tag}")
-        self.client_hashes = {
-            h.name: images.binary_hashes(ctx.pool[h.name], binaries)
-            for h in hosts
-            if h.name not in ctx.images
-        }
+        self.binary_sha = {h.name: images.binary_hashes(ctx.pool[h.name], binaries) for h in hosts}
         version = ctx.pool[self.inv.servers[0].name].run(self.benchmark.version_argv())
         self.tool_version = version.stdout.splitlines()[0].strip()
 
@@ -333,12 +327,13 @@ class Campaign:
             client = deployment.client_host(self.inv, step.path)
             address = deployment.target(step.path)
             row.update(server_host=deployment.server.name, client_host=client.name)
-            if mode.needs_image:
-                image = ctx.image(deployment.server)
+            binary = self.benchmark.binaries[0]
+            if deployment.image is not None:
+                image = deployment.image
                 row.update(image=image.tag, image_digest=image.digest)
-                row["binary_sha256"] = image.sha256_of(self.benchmark.binaries[0])
+                row["binary_sha256"] = image.sha256_of(binary)
             else:
-                row["binary_sha256"] = self._native_sha(ctx, deployment.server.name)
+                row["binary_sha256"] = self.binary_sha[deployment.server.name][binary]
             warm = Window(self.profile.warmup_seconds, 0.0)
             run_client = partial(self._run_client, ctx, deployment, client, address, step.variant)
             raw, command = run_client(warm, retry=True)
@@ -357,12 +352,6 @@ class Campaign:
         finally:
             deployment.stop()
         return samples, self._finish(row, "ok", "")
-
-    def _native_sha(self, ctx: Context, host: str) -> str:
-        hashes = self.client_hashes.get(host)
-        if hashes is None:  # a server: its image build hashed the same binary
-            return ctx.images[host].sha256_of(self.benchmark.binaries[0])
-        return hashes[self.benchmark.binaries[0]]
 
     def _run_client(self, ctx, deployment, client, address, variant, window, retry=False):
         argv = self.benchmark.client_argv(variant, address, window)

@@ -46,9 +46,10 @@ def binary_hashes(session: Session, binaries: list[str]) -> dict[str, str]:
     return {path: digest for digest, path in (line.split() for line in out.splitlines())}
 
 
-def ensure(session: Session, binaries: list[str]) -> ToolImage:
-    """Build (or reuse) the tool image on the host behind ``session``."""
+def ensure(session: Session, binaries: list[str], engine: str = "docker") -> ToolImage:
+    """Build (or reuse) the tool image for ``engine`` (docker | podman) on ``session``'s host."""
     script = files("pipeline.sh").joinpath("build_tool_image.sh").read_text()
-    command = f"REPO={shlex.quote(REPOSITORY)} sh -c {shlex.quote(script)} build "
+    command = f"REPO={shlex.quote(REPOSITORY)} ENGINE={shlex.quote(engine)} "
+    command += f"sh -c {shlex.quote(script)} build "
     command += shlex.join(binaries)
     return parse_build_output(session.host.name, session.run(command, timeout=300).stdout)

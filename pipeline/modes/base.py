@@ -15,6 +15,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pipeline import images
 from pipeline.images import ToolImage
 from pipeline.inventory import Host, Inventory
 from pipeline.remote import Pool, RemoteError
@@ -28,10 +29,15 @@ class Context:
     inventory: Inventory
     pool: Pool
     campaign: str
-    images: dict[str, ToolImage] = field(default_factory=dict)  # host name -> its tool image
+    image_paths: list[str] = field(default_factory=list)  # what the tool image holds
+    images: dict[tuple[str, str], ToolImage] = field(default_factory=dict)
 
-    def image(self, host: Host) -> ToolImage:
-        return self.images[host.name]
+    def image(self, host: Host, engine: str = "docker") -> ToolImage:
+        """The host's tool image for this engine, built (or found) on first use."""
+        key = (host.name, engine)
+        if key not in self.images:
+            self.images[key] = images.ensure(self.pool[host.name], self.image_paths, engine)
+        return self.images[key]
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,7 @@ class Deployment:
     client: Host | None = None  # the mode insists on a client host (swarm-overlay)
     wrap_client: Callable[[list[str]], str] | None = None  # run the client argv differently
     notes: dict[str, str] = field(default_factory=dict)
+    image: ToolImage | None = None  # the image the server runs from (None: native)
 
     def client_host(self, inventory: Inventory, path: str) -> Host:
         if self.client is not None:
@@ -81,7 +88,6 @@ class ModeUnavailable(RuntimeError):
 class Mode:
     name: str = ""
     paths: tuple[str, ...] = ("dc", "internet")
-    needs_image: bool = True  # the tool image must exist on the server host
 
     def available(self, ctx: Context, path: str) -> str | None:
         """None when the mode can run on this path here, else the reason it cannot."""

@@ -30,4 +30,5 @@ class DockerBridge(Mode):
             address=address,
             local_address=address,
             stop=remove_container(ctx, host, name),
+            image=ctx.image(host),
         )

@@ -24,4 +24,9 @@ class DockerHost(Mode):
             ["--network", "host"],
             workload.argv,
         )
-        return Deployment(server=host, address=host.address, stop=remove_container(ctx, host, name))
+        return Deployment(
+            server=host,
+            address=host.address,
+            stop=remove_container(ctx, host, name),
+            image=ctx.image(host),
+        )

@@ -25,4 +25,9 @@ class DockerNat(Mode):
             publish_options(workload),
             workload.argv,
         )
-        return Deployment(server=host, address=host.address, stop=remove_container(ctx, host, name))
+        return Deployment(
+            server=host,
+            address=host.address,
+            stop=remove_container(ctx, host, name),
+            image=ctx.image(host),
+        )

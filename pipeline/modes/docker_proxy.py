@@ -48,5 +48,6 @@ class DockerProxy(Mode):
             server=host,
             address=host.address,
             stop=stop,
+            image=ctx.image(host),
             notes={"docker_proxy_pids": found.stdout.split()[0]},
         )

@@ -61,4 +61,9 @@ class Macvlan(Mode):
             workload.argv,
         )
         address = container_address(ctx, host, name, NETWORK)
-        return Deployment(server=host, address=address, stop=remove_container(ctx, host, name))
+        return Deployment(
+            server=host,
+            address=address,
+            stop=remove_container(ctx, host, name),
+            image=ctx.image(host),
+        )

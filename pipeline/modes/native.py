@@ -6,7 +6,6 @@ from pipeline.modes.base import Context, Deployment, Mode, Workload, server_host
 class Native(Mode):
     name = "native"
     paths = ("dc", "internet", "local")
-    needs_image = False
 
     def start(self, ctx: Context, workload: Workload) -> Deployment:
         host = server_host(ctx)

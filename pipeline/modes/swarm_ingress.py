@@ -74,4 +74,5 @@ class SwarmIngress(Mode):
             server=host,
             address=host.address,
             stop=lambda: session.run(["docker", "service", "rm", name], timeout=60),
+            image=ctx.image(host),
         )

@@ -84,4 +84,5 @@ class SwarmOverlay(Mode):
             client=client,
             wrap_client=in_container,
             stop=remove_container(ctx, host, name),
+            image=ctx.image(host),
         )
