@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.lab import processes, wan
+from pipeline.lab import processes
 from pipeline.lab.commands import ENV, LabError
 from pipeline.lab.network import tun_attached
 from pipeline.lab.topology import INET_CLIENT, RUN_DIR, WAN_ROUTER, WAN_TUN
@@ -39,7 +39,10 @@ class WanProfile:
     seed: int = 1
 
     def __post_init__(self) -> None:
-        # One set of rules: the emulator's own profile validates the values.
+        # One set of rules: the emulator's own profile validates the values. Imported here
+        # because `python -m pipeline.lab.wan` must not find the module already imported.
+        from pipeline.lab import wan
+
         wan.Profile(self.delay_ms, self.jitter_ms, self.jitter_dist, self.loss_pct)  # type: ignore[arg-type]
 
     def to_json(self) -> str:
