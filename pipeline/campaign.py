@@ -44,7 +44,9 @@ class Profile:
     seconds: float  # measured window
     omit_seconds: float  # discarded at the start of each window (TCP slow start)
     warmup_seconds: float
-    reps: int = 1  # measured windows per (run, mode, path)
+    reps: int = 1  # measured windows per (run, mode, path, variant)
+    count: int | None = None  # samples per measured window, for count-based tools (latency)
+    warmup_count: int | None = None
 
 
 @dataclass(frozen=True)
@@ -334,13 +336,15 @@ class Campaign:
                 row["binary_sha256"] = image.sha256_of(binary)
             else:
                 row["binary_sha256"] = self.binary_sha[deployment.server.name][binary]
-            warm = Window(self.profile.warmup_seconds, 0.0)
+            warm = Window(self.profile.warmup_seconds, 0.0, self.profile.warmup_count)
             run_client = partial(self._run_client, ctx, deployment, client, address, step.variant)
             raw, command = run_client(warm, retry=True)
             self._keep_log(step, 0, raw)
             samples += self._records(step, 0, self.benchmark.parse(step.variant, raw))
             for rep in range(1, self.profile.reps + 1):
-                window = Window(self.profile.seconds, self.profile.omit_seconds)
+                window = Window(
+                    self.profile.seconds, self.profile.omit_seconds, self.profile.count
+                )
                 raw, command = run_client(window)
                 row["raw_log"] = self._keep_log(step, rep, raw)
                 samples += self._records(step, rep, self.benchmark.parse(step.variant, raw))
