@@ -174,6 +174,8 @@ class Campaign:
         seed: int,
         modes: list[str] | None = None,
         log: Callable[[str], None] = print,
+        paths: tuple[str, ...] | None = None,
+        meta: dict | None = None,
     ) -> None:
         selected = modes or list(MODES)
         if inv.modes is not None:
@@ -186,9 +188,18 @@ class Campaign:
         self.profile = profile
         self.seed = seed
         self.log = log
-        paths = tuple(p for p in benchmark.paths if p != "internet" or inv.internet_client)
-        self.triples = plan(benchmark, selected, paths)
-        self.id = campaign_id(inv.environment, benchmark.name, profile, self.triples, seed)
+        usable = tuple(
+            p
+            for p in benchmark.paths
+            if (paths is None or p in paths) and (p != "internet" or inv.internet_client)
+        )
+        self.triples = plan(benchmark, selected, usable)
+        # What shaped the measurement besides the profile (e.g. the lab's WAN profile): part of
+        # the campaign's identity and stored with every run.
+        self.meta = meta or {}
+        self.id = campaign_id(
+            inv.environment, benchmark.name, profile, [self.triples, self.meta], seed
+        )
         self.data = Dataset(Path(out_dir), self.id)
         self.steps = schedule(self.triples, profile.runs, seed)
 
@@ -349,8 +360,8 @@ class Campaign:
                 row["raw_log"] = self._keep_log(step, rep, raw)
                 samples += self._records(step, rep, self.benchmark.parse(step.variant, raw))
             row["command"] = command
-            if deployment.notes:
-                row["notes"] = json.dumps(deployment.notes, sort_keys=True)
+            if deployment.notes or self.meta:
+                row["notes"] = json.dumps({**self.meta, **deployment.notes}, sort_keys=True)
         except ToolOutputError as exc:
             return [], self._finish(row, "failed", str(exc))
         finally:
@@ -430,6 +441,7 @@ def collect(
     modes: list[str] | None = None,
     wan: dict | None = None,
     log: Callable[[str], None] = print,
+    paths: tuple[str, ...] | None = None,
 ) -> dict[str, int]:
     """Run (or resume) one benchmark's campaign on one inventory; returns table row counts."""
     inv = inventory.load(inventory_file, known_modes=MODES, check_files=False)
@@ -439,8 +451,11 @@ def collect(
         log("bringing up the embedded lab (idempotent)")
         lab.up(lab.WanProfile(**wan) if wan else None)
     inv = inventory.load(inventory_file, known_modes=MODES)  # now the key files must exist
+    if benchmark not in BENCHMARKS:
+        raise CampaignError(f"unknown benchmark {benchmark!r}; known: {sorted(BENCHMARKS)}")
+    out_dir = Path(raw_dir) / benchmark / inv.environment
+    meta = {"wan": wan} if inv.lab and wan else {}
     campaign = Campaign(
-        BENCHMARKS[benchmark](), inv, profile, Path(raw_dir) / benchmark / inv.environment,
-        seed, modes, log,
-    )  # fmt: skip
+        BENCHMARKS[benchmark](), inv, profile, out_dir, seed, modes, log, paths, meta
+    )
     return campaign.run()

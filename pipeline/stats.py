@@ -189,3 +189,191 @@ def ratio_ci(
     alpha = 1.0 - confidence
     lo, hi = np.quantile(boot, [alpha / 2, 1.0 - alpha / 2])
     return RatioCI(ratio, float(lo), float(hi), confidence, n, n_boot, seed)
+
+
+# --- pooled percentiles with a cluster bootstrap over runs ---------------------------------
+#
+# Latency percentiles are taken from the pooled samples of all runs (never by averaging per-run
+# percentiles), but their uncertainty comes from the runs: the bootstrap resamples whole runs,
+# pools their samples and takes the percentile again. A replicate is a vector of multiplicities
+# (how often each run was drawn), and the weighted pooled percentile is found exactly by
+# bisection over the pooled sorted values, counting with ``searchsorted`` in each run's sorted
+# array: no histogram, so no binning error, and no copy of the resampled data.
+
+
+@dataclass(frozen=True)
+class RunSamples:
+    """The samples of one cell (e.g. one mode on one path), grouped by run and sorted.
+
+    ``runs`` are the run ids in ascending order, ``values[i]`` the sorted samples of
+    ``runs[i]`` and ``pooled`` all samples sorted. Build it with ``RunSamples.from_arrays``.
+    """
+
+    runs: np.ndarray
+    values: tuple[np.ndarray, ...]
+    pooled: np.ndarray
+
+    @classmethod
+    def from_arrays(cls, values, run_ids, assume_sorted: bool = False) -> RunSamples:
+        """Group ``values`` by ``run_ids``. With ``assume_sorted`` the input is already ordered
+        by (run, value), as a polars sort leaves it, and no sorting is repeated."""
+        v = np.asarray(values, dtype=float)
+        r = np.asarray(run_ids)
+        if v.shape != r.shape:
+            raise ValueError("values and run_ids must have the same length")
+        keep = ~np.isnan(v)
+        v, r = v[keep], r[keep]
+        if not assume_sorted:
+            order = np.lexsort((v, r))
+            v, r = v[order], r[order]
+        runs, starts = np.unique(r, return_index=True)
+        bounds = np.r_[starts, v.size]
+        per_run = tuple(v[bounds[i] : bounds[i + 1]] for i in range(runs.size))
+        return cls(runs=runs, values=per_run, pooled=np.sort(v))
+
+    @property
+    def n_runs(self) -> int:
+        return int(self.runs.size)
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.pooled.size)
+
+    def subset(self, run_ids) -> RunSamples:
+        """The same cell restricted to ``run_ids`` (those not present are ignored)."""
+        want = np.isin(self.runs, np.asarray(run_ids))
+        values = tuple(v for v, k in zip(self.values, want, strict=True) if k)
+        pooled = np.sort(np.concatenate(values)) if values else np.empty(0)
+        return RunSamples(runs=self.runs[want], values=values, pooled=pooled)
+
+    def run_quantiles(self, qs) -> np.ndarray:
+        """``(n_runs, len(qs))`` per-run quantiles (inverted-CDF definition, like the pooled ones)."""
+        qs = np.atleast_1d(np.asarray(qs, dtype=float))
+        out = np.full((self.n_runs, qs.size), np.nan)
+        for i, v in enumerate(self.values):
+            if v.size:
+                out[i] = np.quantile(v, qs, method="inverted_cdf")
+        return out
+
+
+def bootstrap_run_weights(n_runs: int, n_boot: int, seed: int | None) -> np.ndarray:
+    """``(n_boot, n_runs)`` multiplicities of a with-replacement resample of the runs.
+
+    Drawn as ``rng.integers(0, n_runs, (n_boot, n_runs))`` like ``ratio_ci``, then counted, so
+    two cells given the same seed and number of runs are resampled over the same run sets.
+    """
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n_runs, size=(n_boot, n_runs))
+    weights = np.zeros((n_boot, n_runs), dtype=np.int64)
+    np.add.at(weights, (np.arange(n_boot)[:, None], idx), 1)
+    return weights
+
+
+def pooled_quantiles(cell: RunSamples, qs, weights: np.ndarray | None = None) -> np.ndarray:
+    """Quantiles of the pooled samples, each run counted ``weights[b, run]`` times.
+
+    The definition is numpy's ``inverted_cdf`` (the smallest sample ``x`` with
+    ``count(<= x) >= q * M``, ``M`` the weighted total), so with unit weights the result equals
+    ``np.quantile(all_samples, qs, method="inverted_cdf")`` exactly. Returns ``(len(qs),)``
+    without ``weights`` and ``(n_boot, len(qs))`` with them.
+    """
+    qs = np.atleast_1d(np.asarray(qs, dtype=float))
+    if np.any((qs <= 0) | (qs >= 1)):
+        raise ValueError("quantile levels must be in (0, 1)")
+    single = weights is None
+    w = np.ones((1, cell.n_runs)) if single else np.asarray(weights, dtype=float)
+    if w.ndim != 2 or w.shape[1] != cell.n_runs:
+        raise ValueError(f"weights must have shape (n_boot, {cell.n_runs})")
+    if cell.n_samples == 0:
+        out = np.full((w.shape[0], qs.size), np.nan)
+        return out[0] if single else out
+    sizes = np.array([v.size for v in cell.values], dtype=float)
+    total = w @ sizes  # weighted pooled sample size per replicate
+    target = np.maximum(np.ceil(total[:, None] * qs[None, :]), 1.0)
+    lo = np.zeros(target.shape, dtype=np.int64)
+    hi = np.full(target.shape, cell.n_samples - 1, dtype=np.int64)
+    # Bisection on the index into the pooled sorted values: count(<= pooled[k]) is monotone in k.
+    while np.any(lo < hi):
+        mid = (lo + hi) // 2
+        x = cell.pooled[mid]
+        count = np.zeros(target.shape)
+        for r, v in enumerate(cell.values):
+            count += w[:, r, None] * np.searchsorted(v, x, side="right")
+        reached = count >= target
+        hi = np.where(reached, mid, hi)
+        lo = np.where(reached, lo, mid + 1)
+    out = cell.pooled[lo]
+    out[total == 0] = np.nan
+    return out[0] if single else out
+
+
+def _percentile_interval(boot: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    alpha = 1.0 - confidence
+    lo, hi = np.nanquantile(boot, [alpha / 2, 1.0 - alpha / 2], axis=0)
+    return lo, hi
+
+
+def cluster_quantile_ci(
+    cell: RunSamples,
+    qs=(0.5, 0.9, 0.99, 0.999),
+    confidence: float = 0.95,
+    n_boot: int = 4000,
+    seed: int | None = 0,
+) -> pd.DataFrame:
+    """Pooled quantiles with cluster-bootstrap percentile intervals (runs resampled).
+
+    One row per level: ``q``, ``value`` (pooled quantile of all samples), ``lo``, ``hi``,
+    ``n_runs``, ``n_samples``. With fewer than 2 runs there is nothing to resample: the interval
+    is NaN. With few runs the bootstrap interval is known to be too narrow (it cannot see more
+    run-to-run spread than the runs at hand show); report ``n_runs`` beside it.
+    """
+    qs = np.atleast_1d(np.asarray(qs, dtype=float))
+    point = pooled_quantiles(cell, qs)
+    lo = hi = np.full(qs.size, np.nan)
+    if cell.n_runs >= 2:
+        boot = pooled_quantiles(cell, qs, bootstrap_run_weights(cell.n_runs, n_boot, seed))
+        lo, hi = _percentile_interval(boot, confidence)
+    return pd.DataFrame(
+        {
+            "q": qs,
+            "value": point,
+            "lo": lo,
+            "hi": hi,
+            "n_runs": cell.n_runs,
+            "n_samples": cell.n_samples,
+        }
+    )
+
+
+def quantile_shift_ci(
+    cell: RunSamples,
+    baseline: RunSamples,
+    qs=(0.5, 0.99),
+    confidence: float = 0.95,
+    n_boot: int = 4000,
+    seed: int | None = 0,
+) -> pd.DataFrame:
+    """Difference of pooled quantiles ``cell - baseline`` with a paired cluster bootstrap.
+
+    Only runs measured in both cells are used (for the point estimate too), and each bootstrap
+    replicate gives a run the same multiplicity in both cells, so conditions shared inside a run
+    (a slow moment of the machine, a congested WAN) cancel in the difference, as in
+    ``ratio_ci``. One row per level: ``q``, ``shift``, ``lo``, ``hi``, ``ratio`` (of the
+    quantiles), ``ratio_lo``, ``ratio_hi``, ``n_runs``.
+    """
+    qs = np.atleast_1d(np.asarray(qs, dtype=float))
+    common = np.intersect1d(cell.runs, baseline.runs)
+    nan = np.full(qs.size, np.nan)
+    out = pd.DataFrame({"q": qs, "shift": nan, "lo": nan, "hi": nan})
+    out = out.assign(ratio=nan, ratio_lo=nan, ratio_hi=nan, n_runs=int(common.size))
+    if common.size == 0:
+        return out
+    a, b = cell.subset(common), baseline.subset(common)
+    pa, pb = pooled_quantiles(a, qs), pooled_quantiles(b, qs)
+    out["shift"], out["ratio"] = pa - pb, pa / pb
+    if common.size >= 2:
+        w = bootstrap_run_weights(int(common.size), n_boot, seed)
+        ba, bb = pooled_quantiles(a, qs, w), pooled_quantiles(b, qs, w)
+        out["lo"], out["hi"] = _percentile_interval(ba - bb, confidence)
+        out["ratio_lo"], out["ratio_hi"] = _percentile_interval(ba / bb, confidence)
+    return out

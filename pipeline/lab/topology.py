@@ -97,3 +97,8 @@ INET_CLIENT = Host("inet-client", "10.78.0.2", on_bridge=False)
 HOSTS = (*NODES, DC_CLIENT, WAN_ROUTER, INET_CLIENT)
 SSH_HOSTS = tuple(h for h in HOSTS if h.runs_sshd)
 MANAGER = NODES[0]
+
+# The unprivileged user the rootless modes run as (inventory/lab.yaml: hosts.node1.rootless).
+# The uid lies above login.defs' UID_MAX (60000), so useradd never hands it out by itself.
+ROOTLESS_USER = "co-bench"
+ROOTLESS_UID = 60777
