@@ -196,7 +196,9 @@ class Campaign:
         self.triples = plan(benchmark, selected, usable)
         # What shaped the measurement besides the profile (e.g. the lab's WAN profile): part of
         # the campaign's identity and stored with every run.
-        self.meta = meta or {}
+        self.meta = dict(meta or {})
+        if "internet" not in {p for _, p, _ in self.triples}:
+            self.meta.pop("wan", None)  # the WAN path is not measured: its profile is irrelevant
         self.id = campaign_id(
             inv.environment, benchmark.name, profile, [self.triples, self.meta], seed
         )
