@@ -6,12 +6,13 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 # Debian packages the lab and the benchmarks need (the tools run natively and, bit-identical,
 # inside the containers built from them).
-APT_PACKAGES := docker.io iperf3 openssh-server openssh-client iproute2 iptables kmod procps \
-	psmisc util-linux iputils-ping python3-venv ca-certificates
+APT_PACKAGES := docker.io iperf3 sockperf nginx openssh-server openssh-client iproute2 \
+	iptables kmod procps psmisc util-linux iputils-ping python3-venv ca-certificates golang-go \
+	podman slirp4netns passt rootlesskit uidmap fuse-overlayfs
 
 .PHONY: setup demo test test-unit test-lab lint lab-up lab-down lab-status jupyter clean-data
 
-setup: .make/apt.stamp .make/venv.stamp ## install apt packages and the Python environment (idempotent)
+setup: .make/apt.stamp .make/venv.stamp .make/bin/co-loadgen ## install everything (idempotent)
 
 .make/apt.stamp: Makefile
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -27,6 +28,14 @@ setup: .make/apt.stamp .make/venv.stamp ## install apt packages and the Python e
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
 	@mkdir -p .make && touch $@
+
+# The open-loop HTTP load generator: standard library only, static, so it also runs inside the
+# tool image. GOTOOLCHAIN=local and GOPROXY=off: nothing is downloaded.
+LOADGEN_SRC := $(filter-out %_test.go,$(wildcard tools/loadgen/*.go)) tools/loadgen/go.mod
+.make/bin/co-loadgen: $(LOADGEN_SRC) | .make/apt.stamp
+	@mkdir -p $(@D)
+	cd tools/loadgen && CGO_ENABLED=0 GOPROXY=off GOTOOLCHAIN=local \
+	  GOCACHE=$(CURDIR)/.make/go-cache go build -trimpath -o $(CURDIR)/$@ .
 
 demo: setup ## install, bring up the lab, run the pipeline on params.yaml's profile (quick)
 	$(PY) -m pipeline.lab up

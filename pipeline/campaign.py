@@ -248,7 +248,10 @@ class Campaign:
         for host in self.inv.servers:  # build before measuring, not inside the loop
             self.log(f"  tool image on {host.name}: {ctx.image(host).tag}")
         binaries = list(self.benchmark.binaries)
-        self.binary_sha = {h.name: images.binary_hashes(ctx.pool[h.name], binaries) for h in hosts}
+        # Servers only: native servers run there, and clients need not have the server tool.
+        self.binary_sha = {
+            h.name: images.binary_hashes(ctx.pool[h.name], binaries) for h in self.inv.servers
+        }
         version = ctx.pool[self.inv.servers[0].name].run(self.benchmark.version_argv())
         self.tool_version = version.stdout.splitlines()[0].strip()
 

@@ -1,0 +1,3 @@
+module container-overhead/tools/loadgen
+
+go 1.19
