@@ -7,6 +7,7 @@ version skew. The tag is derived from the binaries' sha256, so an unchanged host
 
 from __future__ import annotations
 
+import hashlib
 import shlex
 from dataclasses import dataclass
 from importlib.resources import files
@@ -46,10 +47,20 @@ def binary_hashes(session: Session, binaries: list[str]) -> dict[str, str]:
     return {path: digest for digest, path in (line.split() for line in out.splitlines())}
 
 
-def ensure(session: Session, binaries: list[str], engine: str = "docker") -> ToolImage:
-    """Build (or reuse) the tool image for ``engine`` (docker | podman) on ``session``'s host."""
+def ensure(
+    session: Session, binaries: list[str], engine: str = "docker", cli: str | None = None
+) -> ToolImage:
+    """Build (or reuse) the tool image for ``engine`` on ``session``'s host.
+
+    ``cli`` is the command line that reaches the engine's image store when it is not just
+    the engine's name: ``docker -H unix://...`` for a rootless dockerd, ``setpriv --reuid=UID
+    ... env ... podman`` for rootless podman (whose store belongs to that user). The rootfs is
+    put together as root either way; only the import runs as the store's owner.
+    """
     script = files("pipeline.sh").joinpath("build_tool_image.sh").read_text()
-    command = f"REPO={shlex.quote(REPOSITORY)} ENGINE={shlex.quote(engine)} "
+    builder = hashlib.sha256(script.encode()).hexdigest()[:16]
+    command = f"REPO={shlex.quote(REPOSITORY)} ENGINE={shlex.quote(cli or engine)} "
+    command += f"BUILDER={builder} "
     command += f"sh -c {shlex.quote(script)} build "
     command += shlex.join(binaries)
     return parse_build_output(session.host.name, session.run(command, timeout=300).stdout)

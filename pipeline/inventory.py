@@ -7,7 +7,7 @@ An inventory is a YAML file (see ``inventory/example-hosts.yaml``)::
     ssh: {user, port, key_file, known_hosts, connect_timeout_s}
     hosts:
       <name>: {address, ssh: {...per-host override...}, macvlan: {parent, subnet, gateway,
-               ip_range}}
+               ip_range}, rootless: {user}}
     roles: {servers: [..], dc_client: <name>, internet_client: <name>}
     modes: [native, docker-host, ...]   # optional subset of the known modes
 
@@ -53,6 +53,7 @@ __all__ = [
     "Inventory",
     "InventoryError",
     "Macvlan",
+    "Rootless",
     "SshSettings",
     "load",
 ]
@@ -65,7 +66,8 @@ IFNAME_RE = re.compile(r"[A-Za-z0-9_.@-]{1,15}")
 
 TOP_KEYS = ("environment", "lab", "ssh", "hosts", "roles", "modes")
 SSH_KEYS = ("user", "port", "key_file", "known_hosts", "connect_timeout_s")
-HOST_KEYS = ("address", "ssh", "macvlan")
+HOST_KEYS = ("address", "ssh", "macvlan", "rootless")
+ROOTLESS_KEYS = ("user",)
 MACVLAN_KEYS = ("parent", "subnet", "gateway", "ip_range")
 ROLE_KEYS = ("servers", "dc_client", "internet_client")
 
@@ -95,11 +97,20 @@ class Macvlan:
 
 
 @dataclass(frozen=True)
+class Rootless:
+    """The unprivileged user the rootless modes run as on a host (it needs /etc/subuid and
+    /etc/subgid ranges, an XDG_RUNTIME_DIR and, for rootless-docker, its own dockerd)."""
+
+    user: str
+
+
+@dataclass(frozen=True)
 class Host:
     name: str
     address: str
     ssh: SshSettings
     macvlan: Macvlan | None = None
+    rootless: Rootless | None = None
 
 
 @dataclass(frozen=True)
@@ -513,6 +524,27 @@ def _macvlan(
     return Macvlan(parent=parent, subnet=str(subnet), gateway=str(gw), ip_range=str(ip_range))
 
 
+def _rootless(raw: Any, path: str, problems: _Problems) -> Rootless | None:
+    m = _mapping(raw, path, problems, "{user: co-bench}")
+    if m is None:
+        return None
+    _check_keys(m, ROOTLESS_KEYS, path, problems)
+    user = _require(m, "user", path, problems, "co-bench")
+    if user is None:
+        return None
+    if not isinstance(user, str) or not USER_RE.fullmatch(user) or len(user) > 32:
+        problems.add(_join(path, "user"), f"{user!r} is not a user name: e.g. `user: co-bench`")
+        return None
+    if user == "root":
+        problems.add(
+            _join(path, "user"),
+            "the rootless user must not be root (the rootless modes would measure rootful "
+            "engines): name an unprivileged user with /etc/subuid and /etc/subgid ranges",
+        )
+        return None
+    return Rootless(user=user)
+
+
 def _role_host(value: Any, path: str, hosts: dict[str, Any], problems: _Problems) -> str | None:
     if not isinstance(value, str):
         problems.add(path, f"must be a host name (string), got a {_type_name(value)}")
@@ -643,10 +675,14 @@ def load(
             macvlan = None
             if h.get("macvlan") is not None:
                 macvlan = _macvlan(h["macvlan"], _join(hpath, "macvlan"), address, problems)
+            rootless = None
+            if h.get("rootless") is not None:
+                rootless = _rootless(h["rootless"], _join(hpath, "rootless"), problems)
             if address is None or not all(k in settings for k in SSH_KEYS):
                 continue  # already reported
             hosts[name] = Host(
-                name=name, address=address, ssh=SshSettings(**settings), macvlan=macvlan
+                name=name, address=address, ssh=SshSettings(**settings), macvlan=macvlan,
+                rootless=rootless,
             )
     _check_macvlan_overlaps(hosts, problems)
 

@@ -12,7 +12,17 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from pipeline.lab import dockerd, emulator, mounts, network, placeholders, processes, sshd, swarm
+from pipeline.lab import (
+    dockerd,
+    emulator,
+    mounts,
+    network,
+    placeholders,
+    processes,
+    rootless,
+    sshd,
+    swarm,
+)
 from pipeline.lab.commands import ENV, LabError, component, succeeds
 from pipeline.lab.emulator import WanProfile
 from pipeline.lab.topology import (
@@ -101,6 +111,8 @@ def up(wan: WanProfile | None = None) -> None:
             swarm.ensure_swarm()
             swarm.ensure_overlay()
         ensure_emulator(wan)
+        with component("rootless setup", f"see {rootless.DOCKERD_LOG}; {RECOVER_HINT}"):
+            rootless.ensure()
 
 
 def ensure_dockerds() -> set[Host]:
@@ -153,7 +165,11 @@ def down() -> None:
     with exclusive():
         with component("docker networks"):
             network_ids = {i for node in NODES for i in dockerd.overlay_network_ids(node)}
+        with component("rootless setup"):
+            rootless.stop()
         stop_processes()
+        with component("rootless setup"):
+            rootless.remove()
         with component("lab mounts"):
             mounts.unmount_all()
             mounts.remove_cgroups()
@@ -212,6 +228,7 @@ def leftovers() -> list[str]:
     found += [f"mount {m}" for m in mounts.lab_mounts()]
     found += [f"cgroup {c}" for c in mounts.lab_cgroups()]
     found += [f"directory {d}" for d in (STATE_DIR, RUN_DIR) if d.exists()]
+    found += rootless.leftovers()
     return found
 
 
@@ -258,4 +275,5 @@ def status() -> dict[str, bool]:
         INET_CLIENT
     )
     health["WAN path to inet-client sshd"] = ssh_banner(INET_CLIENT.address)
+    health.update(rootless.status())
     return health

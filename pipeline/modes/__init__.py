@@ -7,8 +7,13 @@ from pipeline.modes.docker_nat import DockerNat
 from pipeline.modes.docker_proxy import DockerProxy
 from pipeline.modes.macvlan import Macvlan
 from pipeline.modes.native import Native
+from pipeline.modes.pasta import Pasta
+from pipeline.modes.podman import Podman
+from pipeline.modes.rootless_docker import RootlessDocker
+from pipeline.modes.rootless_podman import RootlessPodman
 from pipeline.modes.swarm_ingress import SwarmIngress
 from pipeline.modes.swarm_overlay import SwarmOverlay
+from pipeline.modes.swarm_overlay_mtu import SwarmOverlayMtu
 
 MODES: dict[str, Mode] = {
     mode.name: mode
@@ -21,6 +26,11 @@ MODES: dict[str, Mode] = {
         SwarmOverlay(),
         SwarmIngress(),
         Macvlan(),
+        SwarmOverlayMtu(),
+        Podman(),
+        RootlessDocker(),
+        RootlessPodman(),
+        Pasta(),
     )
 }
 

@@ -11,6 +11,8 @@ pidfile under PID_DIR (native processes), so `cleanup()` can remove it after a c
 
 from __future__ import annotations
 
+import ipaddress
+import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +24,35 @@ from pipeline.remote import Pool, RemoteError
 
 LABEL = "org.container-overhead.campaign"
 PID_DIR = "/tmp/container-overhead"
+ENGINES = ("docker", "podman", "rootless-docker", "rootless-podman")
+USER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+@dataclass(frozen=True)
+class RootlessUser:
+    """The unprivileged user the rootless modes run as on one host (inventory: rootless.user)."""
+
+    name: str
+    uid: int
+    gid: int
+    home: str
+
+    @property
+    def runtime_dir(self) -> str:
+        return f"/run/user/{self.uid}"
+
+    @property
+    def docker_socket(self) -> str:
+        return f"{self.runtime_dir}/docker.sock"  # dockerd-rootless.sh's default
+
+    def command(self, argv: list[str]) -> list[str]:
+        """argv run as the user from a root session, with the environment rootless tools need."""
+        env = [f"HOME={self.home}", f"USER={self.name}", f"LOGNAME={self.name}",
+               f"XDG_RUNTIME_DIR={self.runtime_dir}", f"PATH={USER_PATH}"]  # fmt: skip
+        # setpriv execs (runuser forks and would stand between a pidfile and the process);
+        # -C: the root session's working directory (/root) is not readable by the user.
+        ids = [f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups"]
+        return ["setpriv", *ids, "env", "-C", self.home, "-i", *env, *argv]
 
 
 @dataclass
@@ -31,13 +62,23 @@ class Context:
     campaign: str
     image_paths: list[str] = field(default_factory=list)  # what the tool image holds
     images: dict[tuple[str, str], ToolImage] = field(default_factory=dict)
+    users: dict[str, RootlessUser] = field(default_factory=dict)
 
     def image(self, host: Host, engine: str = "docker") -> ToolImage:
-        """The host's tool image for this engine, built (or found) on first use."""
+        """The host's tool image for this engine (one of ENGINES), built or found on first use."""
         key = (host.name, engine)
         if key not in self.images:
-            self.images[key] = images.ensure(self.pool[host.name], self.image_paths, engine)
+            cli = shlex.join(engine_cli(self, host, engine))
+            self.images[key] = images.ensure(self.pool[host.name], self.image_paths, engine, cli)
         return self.images[key]
+
+    def rootless_user(self, host: Host) -> RootlessUser:
+        """The host's rootless user as it exists there; ModeUnavailable says what is missing."""
+        if host.name not in self.users:
+            problem = rootless_problem(self, host)
+            if problem:
+                raise ModeUnavailable(problem)
+        return self.users[host.name]
 
 
 @dataclass(frozen=True)
@@ -109,24 +150,151 @@ def docker_run(
     ctx: Context, host: Host, name: str, options: list[str], argv: tuple[str, ...]
 ) -> str:
     """Start a labelled, detached container of the host's tool image; returns its name."""
+    return engine_run(ctx, host, "docker", name, options, argv)
+
+
+def engine_cli(ctx: Context, host: Host, engine: str) -> list[str]:
+    """The command line that talks to ``engine`` on ``host`` from a root SSH session."""
+    if engine in ("docker", "podman"):
+        return [engine]
+    if engine == "rootless-docker":
+        return ["docker", "-H", f"unix://{ctx.rootless_user(host).docker_socket}"]
+    if engine == "rootless-podman":
+        return ctx.rootless_user(host).command(["podman"])
+    raise ValueError(f"unknown engine {engine!r}; known: {ENGINES}")
+
+
+def engine_run(
+    ctx: Context,
+    host: Host,
+    engine: str,
+    name: str,
+    options: list[str],
+    argv: tuple[str, ...],
+) -> str:
+    """`docker run` for any engine: a labelled, detached container of the engine's tool image."""
+    cli = engine_cli(ctx, host, engine)
     session = ctx.pool[host.name]
-    session.run(["docker", "rm", "-f", name], check=False, timeout=60)
-    session.run(
-        [
-            "docker",
-            "run",
-            "--detach",
-            "--name",
-            name,
-            "--label",
-            f"{LABEL}={ctx.campaign}",
-            *options,
-            ctx.image(host).tag,
-            *argv,
-        ],
-        timeout=120,
-    )
+    session.run([*cli, "rm", "-f", name], check=False, timeout=60)
+    label = ["--label", f"{LABEL}={ctx.campaign}"]
+    image = ctx.image(host, engine).tag
+    session.run([*cli, "run", "--detach", "--name", name, *label, *options, image, *argv],
+                timeout=120)  # fmt: skip
     return name
+
+
+def remove_engine_container(
+    ctx: Context, host: Host, engine: str, name: str
+) -> Callable[[], None]:
+    cli = engine_cli(ctx, host, engine)
+    return lambda: ctx.pool[host.name].run([*cli, "rm", "--force", name], timeout=60)
+
+
+def rootless_problem(ctx: Context, host: Host) -> str | None:
+    """Why the host has no usable rootless user (and caches it when it has one)."""
+    if host.rootless is None:
+        return (
+            f"no rootless user configured for {host.name} in the inventory "
+            f"(hosts.{host.name}.rootless.user)"
+        )
+    name = host.rootless.user
+    entry = ctx.pool[host.name].run(["getent", "passwd", name], check=False)
+    if entry.status != 0:
+        return f"rootless user {name!r} does not exist on {host.name} (useradd it; see README)"
+    fields = entry.stdout.strip().split(":")
+    user = RootlessUser(name=name, uid=int(fields[2]), gid=int(fields[3]), home=fields[5])
+    probe = f"[ -d {user.runtime_dir} ] && grep -q '^{name}:' /etc/subuid /etc/subgid"
+    if ctx.pool[host.name].run(probe, check=False).status != 0:
+        return (
+            f"rootless user {name!r} on {host.name} lacks {user.runtime_dir} (loginctl "
+            "enable-linger) or /etc/subuid + /etc/subgid ranges"
+        )
+    ctx.users[host.name] = user
+    return None
+
+
+def missing_tool(ctx: Context, host: Host, *tools: str) -> str | None:
+    """A reason naming the first of ``tools`` not on the host's PATH, else None."""
+    for tool in tools:
+        if ctx.pool[host.name].run(["sh", "-c", f"command -v {tool}"], check=False).status:
+            return f"{tool} is not installed on {host.name}"
+    return None
+
+
+# ---- which network backend actually runs -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Proc:
+    pid: int
+    ppid: int
+    uid: int
+    netns: str
+    comm: str
+    args: str
+
+
+PS_FORMAT = "pid=,ppid=,uid=,netns=,comm=,args="
+_USERS_RE = re.compile(r'\("([^"]+)",pid=(\d+),fd=\d+\)')
+
+
+def parse_ps(text: str) -> dict[int, Proc]:
+    """`ps -eo pid=,ppid=,uid=,netns=,comm=,args=` -> processes by pid."""
+    table = {}
+    for line in text.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) < 5 or not parts[0].isdigit():
+            continue
+        args = parts[5] if len(parts) == 6 else ""
+        proc = Proc(int(parts[0]), int(parts[1]), int(parts[2]), parts[3], parts[4], args)
+        table[proc.pid] = proc
+    return table
+
+
+def parse_ss_listeners(text: str) -> list[tuple[str, int]]:
+    """`ss -Htlnp` lines -> (process name, pid) of every socket holder, in order, no repeats."""
+    found: list[tuple[str, int]] = []
+    for comm, pid in _USERS_RE.findall(text):
+        if (comm, int(pid)) not in found:
+            found.append((comm, int(pid)))
+    return found
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What runs on the server host: the published port's listeners and the process table."""
+
+    listeners: list[tuple[str, int]]
+    table: dict[int, Proc]
+    netns: str  # the SSH session's (= the host's) network namespace inode
+
+    def ancestry(self, pid: int) -> list[Proc]:
+        chain, seen = [], set()
+        while pid in self.table and pid not in seen:
+            seen.add(pid)
+            chain.append(self.table[pid])
+            pid = self.table[pid].ppid
+        return chain
+
+    def children(self, pid: int) -> list[Proc]:
+        return [p for p in self.table.values() if p.ppid == pid]
+
+    def matching(self, text: str) -> list[Proc]:
+        return [p for p in self.table.values() if text in p.args]
+
+
+def snapshot(ctx: Context, host: Host, port: int) -> Snapshot:
+    out = ctx.pool[host.name].run(
+        f"ss -Htlnp 'sport = :{port}'; echo ---; ps -eo {PS_FORMAT}; echo ---; "
+        "stat -L -c %i /proc/self/ns/net",
+        timeout=30,
+    ).stdout
+    ss_text, ps_text, netns = out.split("\n---\n")
+    return Snapshot(parse_ss_listeners(ss_text), parse_ps(ps_text), netns.strip())
+
+
+def describe(proc: Proc) -> str:
+    return f"{proc.comm} (pid {proc.pid}, uid {proc.uid})"
 
 
 def publish_options(workload: Workload) -> list[str]:
@@ -201,9 +369,43 @@ def cleanup_host(ctx: Context, host: Host) -> str:
             "  echo containers=$(echo $c | wc -w) services=$(echo $s | wc -w)"
             " networks=$(echo $n | wc -w)",
             "fi",
+            *[_engine_cleanup(cli, guard, name) for name, cli, guard in _other_engines(ctx, host)],
         ]
     )
     return ctx.pool[host.name].run(script, timeout=180).stdout.strip()
+
+
+def _other_engines(ctx: Context, host: Host) -> list[tuple[str, str, str]]:
+    """(engine, command line, shell guard) of the engines besides docker a mode may have used
+    on this host. Guards keep cleanup quiet where an engine is absent and never create a
+    store: running rootful podman once creates /var/lib/containers."""
+    found = []
+    if host.name == ctx.inventory.servers[0].name:
+        # Only the first server: in the lab all nodes share one rootful store (one file system).
+        guard = "command -v podman >/dev/null 2>&1 && [ -d /var/lib/containers/storage ]"
+        found.append(("podman", "podman", guard))
+    if host.rootless is not None and rootless_problem(ctx, host) is None:
+        user = ctx.users[host.name]
+        docker = shlex.join(engine_cli(ctx, host, "rootless-docker"))
+        found.append(("rootless-docker", docker, f"[ -S {user.docker_socket} ]"))
+        podman = shlex.join(engine_cli(ctx, host, "rootless-podman"))
+        found.append(("rootless-podman", podman, "command -v podman >/dev/null 2>&1"))
+    return found
+
+
+def _engine_cleanup(cli: str, guard: str, engine: str) -> str:
+    label = shlex.quote(f"label={LABEL}")
+    return "\n".join(
+        [
+            f"if {guard}; then",
+            f'  c=$({cli} ps -aq --filter {label} 2>/dev/null); '
+            f'[ -z "$c" ] || {cli} rm -f $c >/dev/null 2>&1',
+            f'  n=$({cli} network ls -q --filter {label} 2>/dev/null); '
+            f'[ -z "$n" ] || {cli} network rm $n >/dev/null 2>&1',
+            f"  echo {engine}: containers=$(echo $c | wc -w) networks=$(echo $n | wc -w)",
+            "fi",
+        ]
+    )
 
 
 def leftovers(ctx: Context, host: Host) -> list[str]:
@@ -213,6 +415,54 @@ def leftovers(ctx: Context, host: Host) -> list[str]:
         f"ls {PID_DIR}/*/{shlex.quote(host.name)}-*.pid 2>/dev/null; "
         "if docker info >/dev/null 2>&1; then "
         f"docker ps -aq --filter {label}; docker network ls -q --filter {label}; "
-        f"docker service ls -q --filter {label} 2>/dev/null; fi; true"
+        f"docker service ls -q --filter {label} 2>/dev/null; fi; "
     )
-    return ctx.pool[host.name].run(script, timeout=60).stdout.split()
+    for engine, cli, guard in _other_engines(ctx, host):
+        script += (
+            f"if {guard}; then for i in $({cli} ps -aq --filter {label} 2>/dev/null) "
+            f"$({cli} network ls -q --filter {label} 2>/dev/null); do echo {engine}:$i; done; fi; "
+        )
+    return ctx.pool[host.name].run(script + "true", timeout=60).stdout.split()
+
+
+@dataclass(frozen=True)
+class Interface:
+    """The server's NIC that carries its inventory address."""
+
+    name: str
+    mtu: int
+    network: str  # e.g. 10.77.0.0/24
+    gateway: str | None  # the default route's gateway on that NIC, if there is one
+
+
+def parse_interface(addr_text: str, mtu_text: str, route_text: str) -> Interface:
+    """`ip -o addr show to ADDR`, the NIC's sysfs mtu and `ip route show default dev NIC`."""
+    fields = addr_text.split()
+    if len(fields) < 4:
+        raise ValueError(f"no interface carries the address: {addr_text!r}")
+    network = str(ipaddress.ip_interface(fields[3]).network)
+    via = route_text.split()
+    gateway = via[via.index("via") + 1] if "via" in via else None
+    return Interface(fields[1].split("@")[0], int(mtu_text), network, gateway)
+
+
+def host_interface(ctx: Context, host: Host) -> Interface:
+    session = ctx.pool[host.name]
+    addr = session.run(["ip", "-o", "addr", "show", "to", host.address], timeout=30).stdout
+    name = addr.split()[1].split("@")[0] if len(addr.split()) > 1 else ""
+    if not name:
+        raise RemoteError(host.name, "ip addr", 0, f"no interface carries {host.address}")
+    mtu = session.run(["cat", f"/sys/class/net/{name}/mtu"], timeout=30).stdout
+    route = session.run(["ip", "route", "show", "default", "dev", name], timeout=30).stdout
+    return parse_interface(addr, mtu, route)
+
+
+def pidfile_stem(ctx: Context, host: Host, name: str) -> str:
+    """start_process's pidfile path without `.pid`: extra pidfiles `<stem>.<what>.pid` next to
+    it are found by cleanup_host too."""
+    return f"{PID_DIR}/{ctx.campaign}/{host.name}-{name}"
+
+
+def kill_pidfiles(ctx: Context, host: Host, pidfiles: list[str]) -> None:
+    ctx.pool[host.name].run(_kill_pidfiles(" ".join(shlex.quote(p) for p in pidfiles)),
+                            timeout=60)  # fmt: skip

@@ -1,7 +1,9 @@
 #!/bin/sh
 # Build (or reuse) the tool image from this host's own files: binaries (with the libraries ldd
 # lists) and plain files (configs) at the same paths as on the host.
-# Environment: REPO (image repository), ENGINE (docker | podman, default docker).
+# Environment: REPO (image repository), ENGINE (the engine's command line, default docker:
+# docker | podman | docker -H unix:///run/user/UID/docker.sock | setpriv --reuid=UID ... env ... podman;
+# split on spaces, so no argument in it may contain one).
 # Arguments: the absolute paths to include.
 set -eu
 engine=${ENGINE:-docker}
@@ -9,7 +11,8 @@ for f in "$@"; do
   [ -e "$f" ] || { echo "missing $f on $(hostname): install it (see README)" >&2; exit 3; }
 done
 for f in "$@"; do echo "binary $(sha256sum "$f")"; done
-tag="$REPO:$(sha256sum "$@" | sha256sum | cut -c1-16)"
+# The tag covers the files and this script, so a change to how images are made rebuilds them.
+tag="$REPO:$( (sha256sum "$@"; echo "$BUILDER") | sha256sum | cut -c1-16)"
 if ! $engine image inspect "$tag" >/dev/null 2>&1; then
   root=$(mktemp -d)
   trap 'rm -rf "$root"' EXIT
@@ -22,6 +25,10 @@ if ! $engine image inspect "$tag" >/dev/null 2>&1; then
   done
   mkdir -p "$root/tmp" "$root/etc"
   chmod 1777 "$root/tmp"
+  # Servers look users up even when they run as root (nginx: getpwnam("root")).
+  printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' \
+    > "$root/etc/passwd"
+  printf 'root:x:0:\nnogroup:x:65534:\n' > "$root/etc/group"
   tar -C "$root" -c . |
     $engine import --message "container-overhead tools from $(hostname)" - "$tag" >/dev/null
 fi

@@ -1,0 +1,59 @@
+"""The podman, rootless, pasta and overlay-MTU modes on the embedded lab: a tiny campaign per
+mode next to native, the backend seen recorded in the notes, nothing left behind."""
+
+import json
+import os
+
+import pandas as pd
+import pytest
+
+from pipeline import inventory
+from pipeline.campaign import Profile, collect
+from pipeline.modes import MODES, Context
+from pipeline.modes.base import leftovers
+from pipeline.remote import Pool
+
+pytestmark = pytest.mark.lab
+
+INVENTORY = "inventory/lab.yaml"
+PROFILE = Profile(runs=1, seconds=2, omit_seconds=0, warmup_seconds=1)
+# mode -> (note key, the values this lab must show)
+BACKENDS = {
+    "podman": ("network_stack", {"cni", "netavark"}),
+    "rootless-docker": ("network_backend", {"slirp4netns"}),
+    "rootless-podman": ("network_backend", {"slirp4netns"}),
+    "pasta": ("network_backend", {"pasta"}),
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def needs_root():
+    if os.geteuid() != 0:
+        pytest.skip("the lab needs root")
+
+
+@pytest.mark.parametrize("mode", [*sorted(BACKENDS), "swarm-overlay-mtu"])
+def test_mode_runs_next_to_native_and_leaves_nothing(tmp_path, mode):
+    collect("throughput", INVENTORY, tmp_path, PROFILE, seed=11, modes=["native", mode])
+    runs = pd.read_parquet(tmp_path / "throughput" / "lab" / "runs.parquet")
+    samples = pd.read_parquet(tmp_path / "throughput" / "lab" / "samples.parquet")
+    mine = runs[runs["mode"] == mode]
+    assert set(mine["path"]) == set(MODES[mode].paths) & {"dc", "local"}
+    assert (mine["status"] == "ok").all(), mine[["path", "variant", "status", "reason"]]
+    for notes in map(json.loads, mine["notes"]):
+        if mode == "swarm-overlay-mtu":
+            assert int(notes["overlay_mtu"]) == int(notes["underlay_mtu"]) - 50
+            # Docker 20.10 subtracts VXLAN's 50 from the option once more (see the module).
+            assert int(notes["overlay_mtu_in_container"]) == int(notes["overlay_mtu"]) - 50
+        else:
+            key, allowed = BACKENDS[mode]
+            assert notes[key] in allowed
+    if mode != "pasta":  # pasta runs the native binary: no image
+        assert mine["image_digest"].str.len().min() > 10
+    measured = samples[(samples["mode"] == mode) & ~samples["warmup"]]
+    assert len(measured) > 0 and (measured["value"] >= 0).all()
+    inv = inventory.load(INVENTORY, known_modes=MODES)
+    with Pool(inv) as pool:
+        ctx = Context(inventory=inv, pool=pool, campaign="check")
+        for host in (*inv.servers, inv.dc_client):
+            assert leftovers(ctx, host) == [], host.name

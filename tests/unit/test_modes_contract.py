@@ -1,0 +1,200 @@
+"""The mode contract for the podman, rootless and MTU modes, without hosts: registry, paths,
+reasons when a host lacks what a mode needs, and the backend detection on captured output."""
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from pipeline import inventory
+from pipeline.modes import MODES
+from pipeline.modes.base import (
+    Context,
+    Proc,
+    RootlessUser,
+    Snapshot,
+    engine_cli,
+    parse_interface,
+    parse_ps,
+    parse_ss_listeners,
+)
+from pipeline.modes.pasta import pasta_notes
+from pipeline.modes.rootless_docker import rootlesskit_notes
+from pipeline.modes.rootless_podman import podman_notes
+from pipeline.modes.swarm_overlay_mtu import overlay_mtu, parse_link_mtu
+
+DATA = Path(__file__).parent / "data" / "modes"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_new_modes_are_registered_with_their_paths():
+    expected = {
+        "podman": ("dc", "internet"),
+        "rootless-docker": ("dc", "internet", "local"),
+        "rootless-podman": ("dc", "internet", "local"),
+        "pasta": ("dc", "internet", "local"),
+        "swarm-overlay-mtu": ("dc",),
+    }
+    for name, paths in expected.items():
+        assert MODES[name].name == name
+        assert MODES[name].paths == paths
+    for mode in MODES.values():
+        assert set(mode.paths) <= {"dc", "internet", "local"}, mode.name
+
+
+class FakeSession:
+    """Answers every command with exit status `status` and no output; records commands."""
+
+    def __init__(self, status: int = 0):
+        self.status = status
+        self.commands: list = []
+
+    def run(self, command, **kwargs):
+        self.commands.append(command)
+        return SimpleNamespace(status=self.status, stdout="", stderr="")
+
+
+def _ctx(inventory_file: Path, status: int = 0) -> Context:
+    inv = inventory.load(inventory_file, known_modes=MODES, check_files=False)
+    sessions = {name: FakeSession(status) for name in inv.hosts}
+    return Context(inventory=inv, pool=sessions, campaign="test")
+
+
+def _without_rootless(tmp_path: Path) -> Path:
+    text = (ROOT / "inventory/lab.yaml").read_text().replace("rootless: {user: co-bench}", "")
+    path = tmp_path / "lab.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("mode", ["rootless-docker", "rootless-podman", "pasta"])
+def test_rootless_modes_name_the_missing_inventory_key(tmp_path, mode):
+    ctx = _ctx(_without_rootless(tmp_path))
+    reason = MODES[mode].available(ctx, "dc")
+    assert reason == (
+        "no rootless user configured for node1 in the inventory (hosts.node1.rootless.user)"
+    )
+
+
+def test_rootless_mode_says_when_the_user_does_not_exist(tmp_path):
+    ctx = _ctx(ROOT / "inventory/lab.yaml", status=2)  # getent finds nothing
+    reason = MODES["rootless-docker"].available(ctx, "dc")
+    assert reason == "rootless user 'co-bench' does not exist on node1 (useradd it; see README)"
+
+
+def test_podman_mode_says_when_podman_is_missing():
+    ctx = _ctx(ROOT / "inventory/lab.yaml", status=1)
+    assert MODES["podman"].available(ctx, "dc") == "podman is not installed on node1"
+
+
+def test_rootless_engines_run_as_the_user_or_against_its_socket():
+    ctx = _ctx(ROOT / "inventory/lab.yaml")
+    node1 = ctx.inventory.servers[0]
+    ctx.users["node1"] = RootlessUser("co-bench", 60777, 60777, "/home/co-bench")
+    assert engine_cli(ctx, node1, "rootless-docker") == [
+        "docker", "-H", "unix:///run/user/60777/docker.sock"
+    ]  # fmt: skip
+    cli = engine_cli(ctx, node1, "rootless-podman")
+    assert cli[:4] == ["setpriv", "--reuid=60777", "--regid=60777", "--clear-groups"]
+    assert "XDG_RUNTIME_DIR=/run/user/60777" in cli and cli[-1] == "podman"
+    assert engine_cli(ctx, node1, "podman") == ["podman"]
+    with pytest.raises(ValueError, match="unknown engine"):
+        engine_cli(ctx, node1, "lxc")
+
+
+def _captured_rootless_docker() -> Snapshot:
+    listeners = parse_ss_listeners((DATA / "rootless-docker-ss.txt").read_text())
+    table = parse_ps((DATA / "rootless-docker-ps.txt").read_text())
+    return Snapshot(listeners, table, "4026532320")
+
+
+def test_ss_listeners_on_captured_output():
+    listeners = parse_ss_listeners((DATA / "rootless-docker-ss.txt").read_text())
+    assert listeners == [("rootlesskit", 27846)]  # IPv4 and IPv6 sockets, one process
+
+
+def test_rootlesskit_backend_seen_in_captured_process_table():
+    notes = rootlesskit_notes(_captured_rootless_docker(), 5295)
+    assert notes["network_backend"] == "slirp4netns"
+    assert notes["network_backend_process"] == "slirp4netns (pid 27886, uid 60777)"
+    assert notes["port_driver"] == "builtin"
+    assert notes["rootlesskit_mtu"] == "65520"
+    assert notes["inner_proxy"] == (
+        "docker-proxy (pid 13529, uid 60777), docker-proxy (pid 13543, uid 60777)"
+    )
+
+
+def test_a_port_not_held_by_rootlesskit_is_refused():
+    snap = _captured_rootless_docker()
+    snap = Snapshot([("podman pause", 29042)], snap.table, snap.netns)  # not under rootlesskit
+    with pytest.raises(Exception, match="not by a rootlesskit process"):
+        rootlesskit_notes(snap, 5295)
+
+
+def test_podman_backend_is_the_process_naming_the_container_netns():
+    sandbox = "/run/user/60777/netns/netns-1e2b"
+    table = {
+        8078: Proc(8078, 1, 60777, "1", "slirp4netns", f"/usr/bin/slirp4netns -c {sandbox} tap0"),
+        8081: Proc(8081, 1, 60777, "1", "rootlessport", "rootlessport"),
+        27886: Proc(27886, 27846, 60777, "1", "slirp4netns", "slirp4netns 27864 tap0"),
+    }
+    notes = podman_notes(Snapshot([("rootlessport", 8081)], table, "1"), sandbox)
+    assert notes["network_backend_process"] == "slirp4netns (pid 8078, uid 60777)"
+    assert notes["port_handler"] == "rootlessport"
+
+
+def test_pasta_must_hold_the_port_and_run_the_server_elsewhere():
+    table = {
+        3955: Proc(3955, 1, 60777, "111", "passt.avx2", "pasta --config-net -t 5201"),
+        3957: Proc(3957, 3955, 60777, "222", "iperf3", "/usr/bin/iperf3 --server"),
+    }
+    notes = pasta_notes(Snapshot([("iperf3", 3957), ("passt.avx2", 3955)], table, "111"), 3955)
+    assert notes["server_netns"] == "222" and notes["network_backend"] == "pasta"
+    same = {**table, 3957: Proc(3957, 3955, 60777, "111", "iperf3", "iperf3")}
+    with pytest.raises(Exception, match="host's network namespace"):
+        pasta_notes(Snapshot([("passt.avx2", 3955)], same, "111"), 3955)
+    assert pasta_notes(Snapshot([("iperf3", 3957)], table, "111"), 3955)["server_netns"] == "222"
+    with pytest.raises(Exception, match="nor its child holds"):
+        pasta_notes(Snapshot([("nginx", 99)], table, "111"), 3955)
+
+
+def test_underlay_interface_from_captured_ip_output():
+    nic = parse_interface((DATA / "node1-ip-addr.txt").read_text(), "1500\n", "")
+    assert (nic.name, nic.mtu, nic.network, nic.gateway) == ("eth0", 1500, "10.77.0.0/24", None)
+    routed = parse_interface((DATA / "node1-ip-addr.txt").read_text(), "9000",
+                             "default via 10.77.0.1 dev eth0 onlink \n")  # fmt: skip
+    assert (routed.mtu, routed.gateway) == (9000, "10.77.0.1")
+
+
+def test_overlay_mtu_leaves_room_for_vxlan():
+    assert overlay_mtu(9000) == 8950  # the article's jumbo-frame example
+    assert overlay_mtu(1500) == 1450
+    assert parse_link_mtu("5: eth0@if6: <BROADCAST,UP> mtu 8950 qdisc noqueue state UP") == 8950
+
+
+def _inventory_with(tmp_path: Path, rootless: str) -> Path:
+    text = (ROOT / "inventory/lab.yaml").read_text()
+    path = tmp_path / "inv.yaml"
+    path.write_text(text.replace("rootless: {user: co-bench}", rootless))
+    return path
+
+
+def test_inventory_rootless_key():
+    inv = inventory.load(ROOT / "inventory/lab.yaml", known_modes=MODES, check_files=False)
+    assert inv.servers[0].rootless == inventory.Rootless(user="co-bench")
+    assert inv.servers[1].rootless is None
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("rootless: {user: root}", "must not be root"),
+        ("rootless: {user: 'bad user'}", "is not a user name"),
+        ("rootless: {usr: co-bench}", "did you mean 'user'"),
+        ("rootless: co-bench", "must be a mapping"),
+    ],
+)
+def test_inventory_rootless_key_errors(tmp_path, value, message):
+    with pytest.raises(inventory.InventoryError, match=message) as err:
+        inventory.load(_inventory_with(tmp_path, value), known_modes=MODES, check_files=False)
+    assert "hosts.node1.rootless" in str(err.value)
