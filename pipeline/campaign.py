@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shlex
 import signal
+import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,8 +30,8 @@ import pyarrow.parquet as pq
 from pipeline import hostfacts, images, inventory, schema
 from pipeline.benchmarks import BENCHMARKS, Benchmark, ToolOutputError, Window
 from pipeline.modes import MODES, Context, Mode, ModeUnavailable, Workload
-from pipeline.modes.base import cleanup_host, leftovers
-from pipeline.remote import Pool, RemoteError
+from pipeline.modes.base import PID_DIR, cleanup_host, leftovers
+from pipeline.remote import Pool, RemoteError, Session
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository, for shipped files
 WARMUP_CONNECT_BUDGET_S = 30.0  # a server that accepts nothing within this is a failed start
@@ -159,6 +162,63 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+class HostLock:
+    """One campaign at a time on a set of hosts, held on the Swarm manager.
+
+    Two campaigns would perturb each other's measurements, and each one's cleanup removes the
+    other's containers. A lock left by a killed campaign on this controller is taken over.
+    """
+
+    PATH = f"{PID_DIR}/campaign.lock"
+
+    def __init__(self, session: Session, campaign: str) -> None:
+        self.session = session
+        self.owner = f"{socket.gethostname()} {os.getpid()} {campaign}"
+
+    def __enter__(self) -> HostLock:
+        for _ in range(2):
+            held = self._try()
+            if held is None:
+                return self
+            host, pid, *_ = (held.split() + ["", ""])[:3]
+            if host == socket.gethostname() and pid.isdigit() and not _alive(int(pid)):
+                self.session.run(["rm", "-rf", self.PATH])  # its campaign died: take over
+                continue
+            break
+        raise CampaignError(
+            f"another campaign holds {self.PATH} on {self.session.host.name} ({held!r}: "
+            "controller host, pid, campaign). Wait for it to finish; if it is dead, remove "
+            "that directory and run again."
+        )
+
+    def _try(self) -> str | None:
+        """None when acquired, else the current owner's line."""
+        script = (
+            f"mkdir -p {PID_DIR} && if mkdir {self.PATH} 2>/dev/null; then "
+            f"echo {shlex.quote(self.owner)} > {self.PATH}/owner; echo acquired; "
+            f"else cat {self.PATH}/owner 2>/dev/null || echo unknown; fi"
+        )
+        out = self.session.run(script, timeout=30).stdout.strip()
+        return None if out == "acquired" else out
+
+    def __exit__(self, *exc: object) -> None:
+        owner = shlex.quote(self.owner)
+        self.session.run(
+            f'[ "$(cat {self.PATH}/owner 2>/dev/null)" = {owner} ] && rm -rf {self.PATH}; true',
+            timeout=30,
+        )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _fmt_duration(seconds: float) -> str:
     seconds = max(0, int(seconds))
     return f"{seconds // 60}m{seconds % 60:02d}s"
@@ -219,10 +279,14 @@ class Campaign:
             with Pool(self.inv) as pool, _sigterm_as_interrupt():
                 ctx = Context(inventory=self.inv, pool=pool, campaign=self.id)
                 try:
-                    self._prepare(ctx)
-                    self._measure_all(ctx, todo)
+                    with HostLock(ctx.pool[self.inv.manager.name], self.id):
+                        try:
+                            self._prepare(ctx)
+                            self._measure_all(ctx, todo)
+                        finally:
+                            self._cleanup(ctx)
                 except KeyboardInterrupt:
-                    self.log("interrupted: cleaning up; what was measured is saved")
+                    self.log("interrupted: cleaned up; what was measured is saved")
                     raise
                 except (RemoteError, OSError) as exc:
                     saved = len(self.data.done())
@@ -232,8 +296,6 @@ class Campaign:
                         "and run `dvc repro` again to resume (for the embedded lab, "
                         "`python -m pipeline.lab up` repairs dead daemons)."
                     ) from exc
-                finally:
-                    self._cleanup(ctx)
         counts = self.data.consolidate()
         self.log(f"campaign {self.id}: wrote {counts} to {self.data.root}")
         return counts

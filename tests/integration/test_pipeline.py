@@ -210,6 +210,30 @@ def test_interrupted_campaign_resumes_without_loss_or_duplicates(workdir):
     assert not _leftovers()
 
 
+def test_one_campaign_at_a_time_and_stale_locks_are_taken_over(workdir):
+    from pipeline import inventory
+    from pipeline.campaign import CampaignError, HostLock
+    from pipeline.lab import up
+    from pipeline.remote import Pool
+
+    up()
+    inv = inventory.load(ROOT / "inventory" / "lab.yaml", known_modes=MODES)
+    with Pool(inv) as pool:
+        session = pool[inv.manager.name]
+        with HostLock(session, "first"):
+            with pytest.raises(CampaignError, match="another campaign holds"):
+                HostLock(session, "second").__enter__()
+        # a lock whose owner process on this controller is gone is taken over
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        session.run(f"mkdir -p {HostLock.PATH} && echo '{os.uname().nodename} {dead.pid} x' "
+                    f"> {HostLock.PATH}/owner")
+        with HostLock(session, "third") as lock:
+            owner = session.run(["cat", f"{HostLock.PATH}/owner"]).stdout.strip()
+            assert owner == lock.owner
+        assert session.run(["test", "-e", HostLock.PATH], check=False).status == 1
+
+
 def test_lab_down_leaves_nothing(workdir):
     from pipeline.lab import down
     from pipeline.lab.lifecycle import leftovers
