@@ -1,10 +1,16 @@
-"""Summarise the iperf3 TCP throughput benchmark: one row per (environment, mode, path).
+"""Summarise the iperf3 throughput benchmark: one row per (environment, mode, path) and variant.
 
 The per-run value is iperf3's receiver-side total of the measured window
 (``tcp_throughput_received``): what actually arrived, not what the sender pushed into its
 socket buffer. Each mode is compared with native on the *same path* (``docker-proxy`` is
 measured over localhost, so its baseline is native over localhost), as a ratio of medians
 across runs with a cluster-bootstrap interval that resamples runs (blocks).
+
+The UDP variant (iperf3 ``-u`` at a fixed offered rate) has its own summary and table: per run
+the received throughput (``udp_throughput_received``), the jitter (``udp_jitter``, ms) and the
+datagram loss (``udp_loss``, percent) of the measured window; per mode their medians across runs
+with distribution-free intervals, and the received throughput as a percentage of native on the
+same path with the same cluster bootstrap as TCP.
 
 Modes that were skipped or failed stay in every output with their reason.
 """
@@ -21,6 +27,8 @@ from pipeline import figures, schema, stats
 
 BENCHMARK = "throughput"
 METRIC = "tcp_throughput_received"
+TCP_VARIANT = "tcp"
+UDP_VARIANT = "udp"
 BASELINE = "native"
 PATH_ORDER = ["dc", "local", "internet"]
 PATH_LABELS = {"dc": "datacenter", "local": "localhost", "internet": "internet"}
@@ -76,6 +84,17 @@ def scenario_label(mode: str, path: str) -> str:
     return base if path == "dc" else f"{base} ({PATH_LABELS.get(path, path)})"
 
 
+def variant_rows(frame: pd.DataFrame, variant: str) -> pd.DataFrame:
+    """Rows of one variant. TCP also keeps rows without a variant (data collected before the
+    UDP variant existed), so older datasets read as they did."""
+    if "variant" not in frame.columns:
+        return frame if variant == TCP_VARIANT else frame.iloc[0:0]
+    keep = frame["variant"] == variant
+    if variant == TCP_VARIANT:
+        keep |= frame["variant"].isna()
+    return frame[keep]
+
+
 def load(raw_dir: Path | str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(samples, runs)`` of the throughput benchmark across every environment in ``raw_dir``."""
     return (
@@ -91,6 +110,7 @@ def per_run_throughput(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFram
     not analysed. Columns: environment, mode, path, run, value (Gbit/s).
     """
     per_run = stats.per_run_summary(samples, METRIC, how="median")
+    runs = variant_rows(runs, TCP_VARIANT)
     ok = runs.loc[runs["status"] == "ok", ["environment", "mode", "path", "run"]].drop_duplicates()
     per_run = per_run.merge(ok, on=["environment", "mode", "path", "run"], how="inner")
     per_run["value"] = per_run["value"] / 1e9
@@ -110,7 +130,9 @@ def _row_order(frame: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _status_and_reason(run_rows: pd.DataFrame, n_values: int) -> tuple[str, str | None]:
+def _status_and_reason(
+    run_rows: pd.DataFrame, n_values: int, metric: str = METRIC
+) -> tuple[str, str | None]:
     counts = run_rows["status"].value_counts()
     n_planned = run_rows["run"].nunique()
     reasons = [r for r in dict.fromkeys(run_rows.loc[run_rows["status"] != "ok", "reason"]) if r]
@@ -125,7 +147,7 @@ def _status_and_reason(run_rows: pd.DataFrame, n_values: int) -> tuple[str, str 
     if counts.get("skipped", 0):
         return "skipped", "; ".join(reasons) or "skipped, no reason recorded"
     if counts.get("ok", 0):
-        return "no data", f"status ok but no {METRIC} samples"
+        return "no data", f"status ok but no {metric} samples"
     return "missing", "no runs recorded"
 
 
@@ -146,6 +168,7 @@ def summarise(
     every comparison, so every mode is resampled over the same bootstrap run sets.
     """
     per_run = per_run_throughput(samples, runs)
+    runs = variant_rows(runs, TCP_VARIANT)
     keys = ["environment", "mode", "path"]
     cells = pd.concat([runs[keys], per_run[keys]]).drop_duplicates()
     rows = []
@@ -501,6 +524,237 @@ def write_summary(
         out / "throughput_summary.parquet",
         out / "throughput_summary.csv",
         out / "throughput_per_run.parquet",
+    ]
+    summary.to_parquet(paths[0], index=False)
+    summary.to_csv(paths[1], index=False, lineterminator="\n")
+    per_run.to_parquet(paths[2], index=False)
+    return paths
+
+
+# --- UDP -------------------------------------------------------------------------------------
+
+UDP_METRICS = {
+    "udp_throughput_received": ("received_gbps", 1e-9),
+    "udp_jitter": ("jitter_ms", 1.0),
+    "udp_loss": ("loss_pct", 1.0),
+}
+UDP_SUMMARY_COLUMNS = [
+    "environment",
+    "mode",
+    "path",
+    "scenario",
+    "status",
+    "reason",
+    "n_runs",
+    "n_runs_planned",
+    *(
+        f"{name}{suffix}"
+        for name, _ in UDP_METRICS.values()
+        for suffix in ("", "_lo", "_hi", "_coverage", "_ci_reached")
+    ),
+    "baseline",
+    "ratio",
+    "ratio_lo",
+    "ratio_hi",
+    "ratio_n_runs",
+    "confidence",
+    "n_boot",
+    "seed",
+]
+
+
+def per_run_udp(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Per-run UDP values of runs with status ok, warm-ups excluded: environment, mode, path,
+    run, received_gbps, jitter_ms, loss_pct (the median over measured windows of each)."""
+    udp_samples = variant_rows(samples, UDP_VARIANT)
+    udp_runs = variant_rows(runs, UDP_VARIANT)
+    ok = udp_runs.loc[udp_runs["status"] == "ok", ["environment", "mode", "path", "run"]]
+    keys = ["environment", "mode", "path", "run"]
+    out = ok.drop_duplicates()
+    for metric, (name, factor) in UDP_METRICS.items():
+        one = stats.per_run_summary(udp_samples, metric, how="median")
+        one = one.rename(columns={"value": name})
+        one[name] = one[name] * factor
+        out = out.merge(one, on=keys, how="left")
+    measured = out[[name for name, _ in UDP_METRICS.values()]].notna().any(axis=1)
+    return out[measured].sort_values(keys, ignore_index=True)
+
+
+def summarise_udp(
+    samples: pd.DataFrame,
+    runs: pd.DataFrame,
+    confidence: float = 0.95,
+    n_boot: int = 4000,
+    seed: int = 20261121,
+) -> pd.DataFrame:
+    """One row per (environment, mode, path) of the UDP variant (``UDP_SUMMARY_COLUMNS``).
+
+    Received throughput, jitter and loss: median across runs with a distribution-free interval
+    (the range and its actual coverage when there are too few runs). ``ratio*``: received
+    throughput as a ratio of medians to native on the same path, cluster-bootstrap interval
+    over the paired runs, as for TCP. Empty (with the columns) when no UDP run was recorded.
+    """
+    per_run = per_run_udp(samples, runs)
+    udp_runs = variant_rows(runs, UDP_VARIANT)
+    keys = ["environment", "mode", "path"]
+    cells = pd.concat([udp_runs[keys], per_run[keys]]).drop_duplicates()
+    rows = []
+    for env, mode, path in cells.itertuples(index=False):
+        mine = per_run[
+            (per_run["environment"] == env) & (per_run["mode"] == mode) & (per_run["path"] == path)
+        ]
+        run_rows = udp_runs[
+            (udp_runs["environment"] == env)
+            & (udp_runs["mode"] == mode)
+            & (udp_runs["path"] == path)
+        ]
+        status, reason = _status_and_reason(run_rows, len(mine), "udp_throughput_received")
+        row = {
+            "environment": env,
+            "mode": mode,
+            "path": path,
+            "scenario": scenario_label(mode, path),
+            "status": status,
+            "reason": reason,
+            "n_runs": len(mine),
+            "n_runs_planned": int(max(run_rows["run"].nunique(), len(mine))),
+            "baseline": BASELINE,
+            "confidence": confidence,
+            "n_boot": n_boot,
+            "seed": seed,
+        }
+        for name, _ in UDP_METRICS.values():
+            q = stats.quantile_ci(mine[name].to_numpy(dtype=float), 0.5, confidence)
+            row.update(
+                {
+                    name: q.point,
+                    f"{name}_lo": q.lo,
+                    f"{name}_hi": q.hi,
+                    f"{name}_coverage": q.coverage,
+                    f"{name}_ci_reached": q.reached,
+                }
+            )
+        if mode == BASELINE and len(mine):
+            row.update(ratio=1.0, ratio_lo=1.0, ratio_hi=1.0, ratio_n_runs=len(mine))
+        else:
+            pair = per_run[
+                (per_run["environment"] == env)
+                & (per_run["path"] == path)
+                & per_run["mode"].isin([mode, BASELINE])
+            ][["run", "mode", "received_gbps"]].rename(columns={"received_gbps": "value"})
+            r = stats.ratio_ci(pair, mode, BASELINE, confidence, n_boot, seed)
+            row.update(ratio=r.ratio, ratio_lo=r.lo, ratio_hi=r.hi, ratio_n_runs=r.n_runs)
+            if len(mine) and not r.n_runs and status == "ok":
+                extra = f"no {BASELINE} baseline measured on path {path}"
+                row["reason"] = f"{reason}; {extra}" if reason else extra
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=UDP_SUMMARY_COLUMNS)
+    if out.empty:
+        return out
+    out["reason"] = [_text(r) or None for r in out["reason"]]
+    out["n_runs"] = out["n_runs"].astype("int64")
+    out["ratio_n_runs"] = out["ratio_n_runs"].astype("int64")
+    return _row_order(out)
+
+
+def _udp_note(row: pd.Series) -> str:
+    if row["status"] != "ok":
+        return _status_text(row["status"], row["reason"])
+    parts = []
+    if row["mode"] == BASELINE:
+        parts.append("baseline for this path")
+    if _text(row["reason"]):
+        parts.append(_text(row["reason"]))
+    if not row["received_gbps_ci_reached"]:
+        parts.append(
+            f"intervals of the medians are the range of {row['n_runs']} runs "
+            f"(coverage {row['received_gbps_coverage']:.1%} < {row['confidence']:.0%})"
+        )
+    return "; ".join(parts)
+
+
+def udp_article_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Scenario | Path | Received Gbit/s | % of native | Jitter ms | Loss % | Runs | Note."""
+    conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
+    ci = f"[{conf:.0%} CI]"
+    columns = {
+        f"Received Gbit/s {ci}": ("received_gbps", 2),
+        f"Jitter ms {ci}": ("jitter_ms", 3),
+        f"Loss % {ci}": ("loss_pct", 2),
+    }
+    table = pd.DataFrame(
+        {
+            "Scenario": summary["scenario"],
+            "Path": summary["path"].map(lambda p: PATH_LABELS.get(p, p)),
+        }
+    )
+    first = next(iter(columns))
+    for title, (name, digits) in columns.items():
+        table[title] = [
+            _fmt_ci(r[name], r[f"{name}_lo"], r[f"{name}_hi"], digits)
+            for _, r in summary.iterrows()
+        ]
+        if title == first:
+            table[f"% of native {ci}"] = [
+                "100 (baseline)"
+                if r.mode == BASELINE and r.n_runs
+                else _fmt_ci(100 * r.ratio, 100 * r.ratio_lo, 100 * r.ratio_hi, 1)
+                for r in summary.itertuples()
+            ]
+    table["Runs"] = [
+        f"{r.n_runs}" if r.n_runs == r.n_runs_planned else f"{r.n_runs} of {r.n_runs_planned}"
+        for r in summary.itertuples()
+    ]
+    table["Note"] = [_udp_note(row) for _, row in summary.iterrows()]
+    if len(summary) and summary["environment"].nunique() > 1:
+        table.insert(0, "Environment", summary["environment"].to_numpy())
+    return table
+
+
+def udp_table_caption(summary: pd.DataFrame) -> str:
+    if summary.empty:
+        return "iperf3 UDP: no UDP variant was measured in this dataset."
+    conf = float(summary["confidence"].iloc[0])
+    n_boot = int(summary["n_boot"].iloc[0])
+    return (
+        "iperf3 UDP per execution mode (fixed offered rate; receiver-side values of each "
+        "measured window, warm-up excluded). Received throughput, jitter and loss: medians "
+        f"across runs with {conf:.0%} distribution-free (order-statistic) intervals. % of "
+        "native: ratio of the median received throughput to native's on the same path, "
+        f"{conf:.0%} cluster-bootstrap percentile interval ({n_boot} replicates resampling "
+        "whole runs). Modes that could not run are listed with n/a and their reason."
+    )
+
+
+def udp_headline(summary: pd.DataFrame) -> str:
+    """Deterministic digest of the UDP numbers (checked by nbval)."""
+    if summary.empty:
+        return "UDP: no UDP variant measured"
+    lines = []
+    for r in summary.itertuples():
+        head = f"UDP {r.environment} {r.mode} {r.path}: {r.status}"
+        if not r.n_runs:
+            lines.append(f"{head}, n/a ({r.reason})")
+            continue
+        lines.append(
+            f"{head}, {r.n_runs} runs, received {r.received_gbps:.3f} Gbit/s "
+            f"[{r.received_gbps_lo:.3f}, {r.received_gbps_hi:.3f}], "
+            f"ratio {r.ratio:.4f} [{r.ratio_lo:.4f}, {r.ratio_hi:.4f}], "
+            f"jitter {r.jitter_ms:.3f} ms, loss {r.loss_pct:.2f}%"
+        )
+    return "\n".join(lines)
+
+
+def write_udp_summary(
+    summary: pd.DataFrame, per_run: pd.DataFrame, processed_dir: Path | str
+) -> list[Path]:
+    """Write ``throughput_udp_summary.parquet`` (+ ``.csv``) and ``throughput_udp_per_run``."""
+    out = Path(processed_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [
+        out / "throughput_udp_summary.parquet",
+        out / "throughput_udp_summary.csv",
+        out / "throughput_udp_per_run.parquet",
     ]
     summary.to_parquet(paths[0], index=False)
     summary.to_csv(paths[1], index=False, lineterminator="\n")

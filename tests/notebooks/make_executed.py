@@ -1,6 +1,7 @@
-"""Regenerate the executed fixture copy of the throughput notebook (committed WITH outputs).
+"""Regenerate the executed fixture copies of the analysis notebooks (committed WITH outputs).
 
-    python tests/notebooks/make_executed.py
+    python tests/notebooks/make_executed.py            # all of them
+    python tests/notebooks/make_executed.py latency    # only those named (keys of NOTEBOOKS)
 
 nbval re-executes that copy and compares the cells marked ``# NBVAL_CHECK_OUTPUT`` with the
 outputs stored here, so regenerate it (and review the diff) whenever the notebook, the fixture
@@ -31,11 +32,45 @@ PARAMETERS = {
 }
 
 
-def execute(source: Path = SOURCE, output: Path = EXECUTED) -> Path:
+def _fixture_parameters(stem: str, **extra) -> dict:
+    out = f"reports/executed/fixture/{stem}"
+    return {
+        "raw_dir": "tests/fixtures/raw",
+        "processed_dir": f"{out}/processed",
+        "figures_dir": f"{out}/figures",
+        "tables_dir": f"{out}/tables",
+        "confidence": 0.95,
+        **extra,
+        "seed": 20261121,
+    }
+
+
+# name -> (source notebook, executed copy, parameters); the throughput entry is the one above.
+NOTEBOOKS: dict[str, tuple[Path, Path, dict]] = {
+    "throughput": (SOURCE, EXECUTED, PARAMETERS),
+    "latency": (
+        ROOT / "notebooks" / "analysis" / "21-summarise-latency.ipynb",
+        ROOT / "tests" / "notebooks" / "21-summarise-latency.fixture.ipynb",
+        _fixture_parameters("latency", n_boot=4000),
+    ),
+    "http": (
+        ROOT / "notebooks" / "analysis" / "22-summarise-http.ipynb",
+        ROOT / "tests" / "notebooks" / "22-summarise-http.fixture.ipynb",
+        _fixture_parameters("http", n_boot=4000),
+    ),
+    "internet_vs_dc": (
+        ROOT / "notebooks" / "analysis" / "23-compare-internet-datacenter.ipynb",
+        ROOT / "tests" / "notebooks" / "23-compare-internet-datacenter.fixture.ipynb",
+        _fixture_parameters("internet_vs_dc", n_sim=100),
+    ),
+}
+
+
+def execute(source: Path = SOURCE, output: Path = EXECUTED, parameters: dict | None = None) -> Path:
     papermill.execute_notebook(
         str(source),
         str(output),
-        parameters=PARAMETERS,
+        parameters=PARAMETERS if parameters is None else parameters,
         kernel_name="python3",
         cwd=str(ROOT),
         progress_bar=False,
@@ -56,4 +91,7 @@ def execute(source: Path = SOURCE, output: Path = EXECUTED) -> Path:
 
 
 if __name__ == "__main__":
-    print(execute())
+    import sys
+
+    for name in sys.argv[1:] or list(NOTEBOOKS):
+        print(execute(*NOTEBOOKS[name]))

@@ -72,7 +72,8 @@ def expected_per_run() -> pd.DataFrame:
     samples = pq.read_table(LAB / "samples.parquet").to_pandas()
     runs = pq.read_table(LAB / "runs.parquet").to_pandas()
     measured = samples[(samples["metric"] == "tcp_throughput_received") & ~samples["warmup"]]
-    ok = runs.loc[runs["status"] == "ok", ["mode", "path", "run"]]
+    # The fixture also holds the UDP variant's runs: (mode, path, run) is a key per variant.
+    ok = runs.loc[(runs["status"] == "ok") & (runs["variant"] == "tcp"), ["mode", "path", "run"]]
     per_run = measured.merge(ok, on=["mode", "path", "run"])[["mode", "path", "run", "value"]]
     per_run["value"] = per_run["value"] / 1e9
     return per_run

@@ -1,0 +1,239 @@
+"""Run notebooks/analysis/23-compare-internet-datacenter.ipynb with papermill on the committed
+fixture and check the decomposition against a mixed model fitted here, independently, with
+statsmodels' formula interface on per-run values computed from the parquet files; then nbval on
+the executed copy (23-compare-internet-datacenter.fixture.ipynb)."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pandas as pd
+import papermill
+import pyarrow.parquet as pq
+import pytest
+import statsmodels.formula.api as smf
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+NOTEBOOK = ROOT / "notebooks" / "analysis" / "23-compare-internet-datacenter.ipynb"
+EXECUTED = HERE / "23-compare-internet-datacenter.fixture.ipynb"
+FIXTURE = ROOT / "tests" / "fixtures" / "raw"
+LAB = FIXTURE / "latency" / "lab"
+CONFIDENCE, N_SIM, SEED = 0.95, 40, 20261121
+KEYS = ["environment", "mode", "path", "variant"]
+# make_fixture.py's RUN_OFFSET_US: the run effects put into each path.
+RUN_OFFSETS = {
+    "dc": [0.0, 2.0, -1.0, 3.0, -2.0, 1.0],
+    "internet": [0.0, 1800.0, -1200.0, 2500.0, -600.0, 900.0],
+}
+REGENERATE = "regenerate it: python tests/notebooks/make_executed.py internet_vs_dc"
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("compare-internet-dc")
+    dirs = {name: out / name for name in ("processed", "figures", "tables")}
+    papermill.execute_notebook(
+        str(NOTEBOOK),
+        str(out / "executed.ipynb"),
+        parameters={
+            "raw_dir": str(FIXTURE),
+            "processed_dir": str(dirs["processed"]),
+            "figures_dir": str(dirs["figures"]),
+            "tables_dir": str(dirs["tables"]),
+            "confidence": CONFIDENCE,
+            "n_sim": N_SIM,
+            "seed": SEED,
+        },
+        kernel_name="python3",
+        cwd=str(ROOT),
+        progress_bar=False,
+    )
+    return {"notebook": out / "executed.ipynb", **dirs}
+
+
+@pytest.fixture(scope="module")
+def components(executed) -> pd.DataFrame:
+    return pd.read_parquet(executed["processed"] / "internet_vs_dc_components.parquet").set_index(
+        ["path", "variant", "statistic"]
+    )
+
+
+@pytest.fixture(scope="module")
+def per_run() -> pd.DataFrame:
+    """Per-run median and p99 from the parquet files, without the pipeline package."""
+    samples = pq.read_table(LAB / "samples.parquet").to_pandas()
+    runs = pq.read_table(LAB / "runs.parquet").to_pandas()
+    ok = runs.loc[runs["status"] == "ok", [*KEYS, "run"]]
+    rtt = samples[~samples["warmup"]].merge(ok, on=[*KEYS, "run"])
+    rows = []
+    for (mode, path, variant, run), part in rtt.groupby(["mode", "path", "variant", "run"]):
+        for stat, q in (("p50", 0.5), ("p99", 0.99)):
+            value = np.quantile(part["value"], q, method="inverted_cdf")
+            rows.append((mode, path, variant, run, stat, value))
+    return pd.DataFrame(rows, columns=["mode", "path", "variant", "run", "statistic", "value"])
+
+
+def _independent_fit(data: pd.DataFrame):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = smf.mixedlm(
+            "value ~ C(mode, Treatment(reference='native'))", data, groups=data["run"]
+        )
+        return model.fit(reml=True)
+
+
+def test_per_run_summaries_match(executed, per_run):
+    got = pd.read_parquet(executed["processed"] / "latency_per_run.parquet")
+    merged = got.merge(per_run, on=["mode", "path", "variant", "run", "statistic"])
+    assert len(merged) == len(got) == len(per_run)
+    np.testing.assert_array_equal(merged["value_x"], merged["value_y"])
+
+
+@pytest.mark.parametrize("path", ["dc", "internet", "local"])
+@pytest.mark.parametrize("stat", ["p50", "p99"])
+@pytest.mark.parametrize("variant", ["udp", "tcp"])
+def test_components_match_an_independent_mixed_model(components, per_run, path, stat, variant):
+    data = per_run[
+        (per_run["path"] == path) & (per_run["statistic"] == stat) & (per_run["variant"] == variant)
+    ]
+    fit = _independent_fit(data)
+    row = components.loc[(path, variant, stat)]
+    assert row["status"] == "ok"
+    tol = 1e-3 * max(1.0, float(data["value"].std()))
+    assert row["sd_run"] == pytest.approx(np.sqrt(float(fit.cov_re.iloc[0, 0])), abs=tol)
+    assert row["sd_resid"] == pytest.approx(np.sqrt(fit.scale), abs=tol)
+    effects = np.r_[0.0, fit.fe_params.to_numpy()[1:]]
+    assert row["mode_range"] == pytest.approx(effects.max() - effects.min(), abs=tol)
+    assert row["n_runs"] == data["run"].nunique() and row["n_modes"] == data["mode"].nunique()
+
+
+def test_run_effects_are_recovered_and_the_verdict_follows(components):
+    # The fixture's run offsets: SD 1.94 us in the datacenter, 1.44 ms over the WAN.
+    for path, offsets in RUN_OFFSETS.items():
+        truth = np.std(offsets, ddof=1)
+        row = components.loc[(path, "udp", "p50")]
+        assert row["sd_run"] == pytest.approx(truth, rel=0.25)
+    dc, inet = components.loc[("dc", "udp", "p50")], components.loc[("internet", "udp", "p50")]
+    assert dc["mode_range"] > 5 * dc["sd_within"]  # swarm-overlay's +25 us stands out
+    assert dc["max_effect_mode"] == "swarm-overlay"
+    assert dc["max_effect"] == pytest.approx(25.0, abs=1.0)
+    assert inet["sd_within"] > 5 * inet["mode_range"]  # the WAN's run-to-run swamps +10 us
+
+
+def test_generated_sentences_say_which_is_larger(executed, components):
+    text = (executed["tables"] / "internet_vs_dc_sentences.md").read_text()
+    inet = components.loc[("internet", "udp", "p99")]
+    factor = inet["sd_within"] / inet["mode_range"]
+    expected = (
+        f"on the Internet path the run-to-run variation of the p99 "
+        f"(SD {inet['sd_within'] / 1000:.2f} ms ["
+    )
+    assert expected in text
+    assert f"is {factor:.1f}x the largest difference between modes" in text or (
+        f"is {factor:.0f}x the largest difference between modes" in text
+    )
+    assert "On the datacenter path the mode differences dominate" in text
+    assert "The Internet path itself adds 40." in text
+    table = pd.read_csv(executed["tables"] / "internet_vs_dc.csv", keep_default_na=False)
+    assert set(table["Path"]) == {"datacenter", "localhost", "internet"}
+    assert table.loc[table["Path"] == "internet", "Larger"].str.startswith("run to run").all()
+    assert table.loc[table["Path"] == "datacenter", "Larger"].str.startswith("modes").all()
+
+
+def test_figures_exist(executed):
+    for stem in ("internet_vs_dc_components", "internet_vs_dc_runs"):
+        assert (executed["figures"] / f"{stem}.svg").read_text().startswith("<svg")
+        assert len((executed["figures"] / f"{stem}.png").read_bytes()) > 10_000
+        assert (executed["figures"] / f"{stem}.caption.md").stat().st_size > 100
+
+
+def test_source_notebook_is_clean_and_thin():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code[0].metadata.get("tags") == ["parameters"]
+    for cell in code:
+        assert cell.outputs == [] and cell.execution_count is None, "commit it without outputs"
+        for node in ast.walk(ast.parse(cell.source)):
+            assert not isinstance(
+                node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
+            ), "logic belongs in pipeline/, not in the notebook"
+    params = ast.parse(code[0].source).body
+    assert {s.target.id for s in params} == {
+        "raw_dir",
+        "processed_dir",
+        "figures_dir",
+        "tables_dir",
+        "confidence",
+        "n_sim",
+        "seed",
+    }
+    for stmt in params:
+        assert isinstance(stmt, ast.AnnAssign) and isinstance(stmt.value, ast.Constant)
+
+
+# --- nbval on the executed copy ------------------------------------------------------------
+
+
+def _make_executed():
+    spec = importlib.util.spec_from_file_location("make_executed", HERE / "make_executed.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _code_cells(nb) -> list[str]:
+    return [
+        c.source
+        for c in nb.cells
+        if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])
+    ]
+
+
+def _run_nbval(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env"]
+        + ["-p", "no:cacheprovider", "-q", str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_executed_copy_matches_source():
+    executed = nbformat.read(EXECUTED, as_version=4)
+    assert _code_cells(executed) == _code_cells(nbformat.read(NOTEBOOK, as_version=4)), REGENERATE
+    injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    values = {
+        s.targets[0].id: ast.literal_eval(s.value) for s in ast.parse(injected[0].source).body
+    }
+    assert values == _make_executed().NOTEBOOKS["internet_vs_dc"][2], REGENERATE
+
+
+def test_executed_copy_has_checked_headline_outputs():
+    executed = nbformat.read(EXECUTED, as_version=4)
+    checked = [
+        c
+        for c in executed.cells
+        if c.cell_type == "code" and c.source.startswith("# NBVAL_CHECK_OUTPUT")
+    ]
+    assert len(checked) == 2
+    text = "".join(o.get("text", "") for c in checked for o in c.outputs)
+    assert "lab internet udp p99: 6 runs x 4 modes, sd_within 1483.5" in text
+    assert "lab dc udp p50: 6 runs x 6 modes, sd_within 1.9" in text
+    assert "on the Internet path the run-to-run variation of the p99 (SD 1.48 ms" in text
+
+
+def test_nbval_reproduces_headline_cells():
+    result = _run_nbval(EXECUTED)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout

@@ -1,0 +1,275 @@
+"""Run notebooks/analysis/21-summarise-latency.ipynb with papermill on the committed fixture and
+check its outputs against numbers computed here, independently, from the fixture files; then
+nbval on the executed copy (21-summarise-latency.fixture.ipynb)."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pandas as pd
+import papermill
+import pyarrow.parquet as pq
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+NOTEBOOK = ROOT / "notebooks" / "analysis" / "21-summarise-latency.ipynb"
+EXECUTED = HERE / "21-summarise-latency.fixture.ipynb"
+FIXTURE = ROOT / "tests" / "fixtures" / "raw"
+LAB = FIXTURE / "latency" / "lab"
+CONFIDENCE, N_BOOT, SEED = 0.95, 4000, 20261121
+KEYS = ["environment", "mode", "path", "variant"]
+IPVS_REASON = (
+    "skipped: kernel has no IPVS (ip_vs module missing), the Swarm routing mesh cannot work"
+)
+# make_fixture.py's MODE_SHIFT_US: what each mode adds to native, by construction.
+SHIFTS = {
+    ("docker-bridge", "dc"): 8.0,
+    ("docker-nat", "dc"): 10.0,
+    ("swarm-overlay", "dc"): 25.0,
+    ("docker-proxy", "local"): 35.0,
+}
+REGENERATE = "regenerate it: python tests/notebooks/make_executed.py latency"
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("summarise-latency")
+    dirs = {name: out / name for name in ("processed", "figures", "tables")}
+    papermill.execute_notebook(
+        str(NOTEBOOK),
+        str(out / "executed.ipynb"),
+        parameters={
+            "raw_dir": str(FIXTURE),
+            "processed_dir": str(dirs["processed"]),
+            "figures_dir": str(dirs["figures"]),
+            "tables_dir": str(dirs["tables"]),
+            "confidence": CONFIDENCE,
+            "n_boot": N_BOOT,
+            "seed": SEED,
+        },
+        kernel_name="python3",
+        cwd=str(ROOT),
+        progress_bar=False,
+    )
+    return {"notebook": out / "executed.ipynb", **dirs}
+
+
+@pytest.fixture(scope="module")
+def summary(executed) -> pd.DataFrame:
+    return pd.read_parquet(executed["processed"] / "latency_summary.parquet").set_index(
+        ["mode", "path", "variant"]
+    )
+
+
+@pytest.fixture(scope="module")
+def measured() -> pd.DataFrame:
+    """Measured round trips straight from the parquet files, without the pipeline package."""
+    samples = pq.read_table(LAB / "samples.parquet").to_pandas()
+    runs = pq.read_table(LAB / "runs.parquet").to_pandas()
+    rtt = samples[samples["metric"].isin(["udp_rtt", "tcp_rtt"]) & ~samples["warmup"]]
+    ok = runs.loc[runs["status"] == "ok", [*KEYS, "run"]]
+    return rtt.merge(ok, on=[*KEYS, "run"])
+
+
+def _values(measured, mode, path, variant, runs=None) -> pd.DataFrame:
+    sel = measured[
+        (measured["mode"] == mode) & (measured["path"] == path) & (measured["variant"] == variant)
+    ]
+    return sel if runs is None else sel[sel["run"].isin(runs)]
+
+
+def test_pooled_percentiles_match_an_independent_computation(summary, measured):
+    for (mode, path, variant), row in summary.iterrows():
+        values = _values(measured, mode, path, variant)["value"].to_numpy()
+        if not len(values):
+            assert row["n_runs"] == 0
+            continue
+        p50, p99, p999 = np.quantile(values, [0.5, 0.99, 0.999], method="inverted_cdf")
+        assert row["p50_us"] == p50 and row["p99_us"] == p99 and row["p99.9_us"] == p999
+        assert row["n_samples"] == len(values)
+        assert row["p50_lo_us"] <= p50 <= row["p50_hi_us"]
+
+
+def test_overheads_recover_the_constructed_shifts(summary):
+    for (mode, path), shift in SHIFTS.items():
+        for variant in ("udp", "tcp"):
+            row = summary.loc[(mode, path, variant)]
+            assert row["d_p50_us"] == pytest.approx(shift, abs=1.0)
+            assert row["d_p50_lo_us"] <= shift <= row["d_p50_hi_us"]
+            assert row["d_p50_lo_us"] > 0  # clearly an overhead at these sizes
+            assert row["d_p99_us"] == pytest.approx(shift, abs=3.0)
+
+
+def test_overhead_interval_is_a_paired_run_bootstrap(summary, measured):
+    # One replicate at a time: draw runs, pool each cell's samples over them, subtract.
+    row = summary.loc[("docker-bridge", "dc", "udp")]
+    mode = _values(measured, "docker-bridge", "dc", "udp")
+    base = _values(measured, "native", "dc", "udp")
+    runs = np.intersect1d(mode["run"].unique(), base["run"].unique())
+    by_run_m = {r: mode.loc[mode["run"] == r, "value"].to_numpy() for r in runs}
+    by_run_b = {r: base.loc[base["run"] == r, "value"].to_numpy() for r in runs}
+    rng = np.random.default_rng(SEED)
+    diffs = []
+    for _ in range(N_BOOT):
+        draw = runs[rng.integers(0, len(runs), size=len(runs))]
+        qm = np.quantile(np.concatenate([by_run_m[r] for r in draw]), 0.99, method="inverted_cdf")
+        qb = np.quantile(np.concatenate([by_run_b[r] for r in draw]), 0.99, method="inverted_cdf")
+        diffs.append(qm - qb)
+    lo, hi = np.quantile(diffs, [0.025, 0.975])
+    assert row["d_p99_lo_us"] == pytest.approx(lo, rel=1e-12)
+    assert row["d_p99_hi_us"] == pytest.approx(hi, rel=1e-12)
+    assert row["overhead_n_runs"] == 6
+
+
+def test_failed_run_and_warmups_are_excluded(summary, measured):
+    samples = pq.read_table(LAB / "samples.parquet").to_pandas()
+    macvlan = samples.query("mode == 'macvlan' and path == 'dc' and variant == 'udp'")
+    assert macvlan["warmup"].sum() > 0 and (macvlan["run"] == 4).any()
+    row = summary.loc[("macvlan", "dc", "udp")]
+    assert row["n_runs"] == 5 and row["n_samples"] == 5000
+    # The failed run's 300 samples sit near 900 us and warm-ups near 5000 us.
+    assert row["p99.9_us"] < 200
+    assert row["d_p50_us"] == pytest.approx(2.0, abs=1.0)
+    assert row["overhead_n_runs"] == 5
+
+
+def test_skipped_mode_is_reported_not_dropped(executed, summary):
+    for variant in ("udp", "tcp"):
+        row = summary.loc[("swarm-ingress", "dc", variant)]
+        assert row["status"] == "skipped" and row["reason"] == IPVS_REASON
+        assert row["n_runs"] == 0 and np.isnan(row["p50_us"])
+    md = (executed["tables"] / "latency.md").read_text()
+    assert (
+        "| Swarm ingress (routing mesh) | datacenter | udp | n/a | n/a | n/a | n/a | n/a | n/a "
+        f"| 0 of 6 | {IPVS_REASON} |" in md
+    )
+    caption = (executed["figures"] / "latency_percentiles.caption.md").read_text()
+    assert "Not measured: Swarm ingress (routing mesh) (skipped: kernel has no IPVS" in caption
+
+
+def test_article_table_rows(executed, summary):
+    table = pd.read_csv(executed["tables"] / "latency.csv", keep_default_na=False)
+    assert list(table.columns[:7]) == [
+        "Configuration",
+        "Path",
+        "Variant",
+        "p50 us [95% CI]",
+        "p95 us [95% CI]",
+        "p99 us [95% CI]",
+        "p99.9 us [95% CI]",
+    ]
+    row = summary.loc[("docker-bridge", "dc", "udp")]
+    bridge = table[(table["Configuration"] == "Docker bridge") & (table["Variant"] == "udp")]
+    bridge = bridge[bridge["Path"] == "datacenter"].iloc[0]
+    assert bridge["p50 us [95% CI]"] == (
+        f"{row['p50_us']:.1f} [{row['p50_lo_us']:.1f}, {row['p50_hi_us']:.1f}]"
+    )
+    assert bridge["Overhead p50 us [95% CI]"].startswith(f"+{row['d_p50_us']:.1f} [+")
+    internet = table[(table["Path"] == "internet") & (table["Configuration"] == "Native")]
+    assert internet.iloc[0]["p50 us [95% CI]"].startswith("40")  # ~40 ms, whole microseconds
+    macvlan = table[(table["Configuration"] == "Docker macvlan") & (table["Variant"] == "udp")]
+    assert macvlan.iloc[0]["Runs"] == "5 of 6" and "failed: sockperf" in macvlan.iloc[0]["Note"]
+
+
+def test_figure_and_table_files_exist(executed):
+    for stem in ("latency_ecdf", "latency_percentiles"):
+        svg = (executed["figures"] / f"{stem}.svg").read_text()
+        assert svg.startswith("<svg") and "Docker bridge" in svg
+        png = (executed["figures"] / f"{stem}.png").read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+        assert "cluster-bootstrap" in (executed["figures"] / f"{stem}.caption.md").read_text() or (
+            "empirical CDF" in (executed["figures"] / f"{stem}.caption.md").read_text()
+        )
+    for suffix in ("md", "csv", "tex"):
+        assert (executed["tables"] / f"latency.{suffix}").stat().st_size > 0
+
+
+def test_source_notebook_is_clean_and_thin():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code[0].metadata.get("tags") == ["parameters"]
+    for cell in code:
+        assert cell.outputs == [] and cell.execution_count is None, "commit it without outputs"
+        for node in ast.walk(ast.parse(cell.source)):
+            assert not isinstance(
+                node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
+            ), "logic belongs in pipeline/, not in the notebook"
+    params = ast.parse(code[0].source).body
+    assert {s.target.id for s in params} == {
+        "raw_dir",
+        "processed_dir",
+        "figures_dir",
+        "tables_dir",
+        "confidence",
+        "n_boot",
+        "seed",
+    }
+    for stmt in params:
+        assert isinstance(stmt, ast.AnnAssign) and isinstance(stmt.value, ast.Constant)
+
+
+# --- nbval on the executed copy ------------------------------------------------------------
+
+
+def _make_executed():
+    spec = importlib.util.spec_from_file_location("make_executed", HERE / "make_executed.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _code_cells(nb) -> list[str]:
+    return [
+        c.source
+        for c in nb.cells
+        if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])
+    ]
+
+
+def _run_nbval(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env"]
+        + ["-p", "no:cacheprovider", "-q", str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_executed_copy_matches_source():
+    executed = nbformat.read(EXECUTED, as_version=4)
+    assert _code_cells(executed) == _code_cells(nbformat.read(NOTEBOOK, as_version=4)), REGENERATE
+    injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    values = {
+        s.targets[0].id: ast.literal_eval(s.value) for s in ast.parse(injected[0].source).body
+    }
+    assert values == _make_executed().NOTEBOOKS["latency"][2], REGENERATE
+
+
+def test_executed_copy_has_checked_headline_outputs():
+    executed = nbformat.read(EXECUTED, as_version=4)
+    checked = [
+        c
+        for c in executed.cells
+        if c.cell_type == "code" and c.source.startswith("# NBVAL_CHECK_OUTPUT")
+    ]
+    assert len(checked) == 2
+    text = "".join(o.get("text", "") for c in checked for o in c.outputs)
+    assert "lab docker-bridge dc udp: ok, 6 runs, 6000 samples, p50 65.1" in text
+    assert "lab swarm-ingress dc udp: skipped, n/a (skipped: kernel has no IPVS" in text
+    assert "| Docker macvlan | datacenter | udp |" in text
+
+
+def test_nbval_reproduces_headline_cells():
+    result = _run_nbval(EXECUTED)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout
