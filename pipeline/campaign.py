@@ -9,6 +9,7 @@ Everything the campaign starts is labelled and removed on success, error and Ctr
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -356,7 +357,7 @@ class Campaign:
     def _headline(self, row: dict, samples: list[dict]) -> str:
         if row["status"] != "ok":
             return f"{row['status']}: {row['reason']}"
-        metric = self.benchmark.summary_metric
+        metric = self.benchmark.summary_metric.format(variant=row["variant"])
         values = [s["value"] for s in samples if not s["warmup"] and s["metric"] == metric]
         return f"{metric} {self.benchmark.format_value(float(np.median(values)))}"
 
@@ -415,17 +416,19 @@ class Campaign:
             else:
                 row["binary_sha256"] = self.binary_sha[deployment.server.name][binary]
             warm = Window(self.profile.warmup_seconds, 0.0, self.profile.warmup_count)
-            run_client = partial(self._run_client, ctx, deployment, client, address, step.variant)
+            run_client = partial(self._run_client, ctx, deployment, client, address, step)
             raw, command = run_client(warm, retry=True)
             self._keep_log(step, 0, raw)
-            samples += self._records(step, 0, self.benchmark.parse(step.variant, raw))
+            samples += self._records(step, 0, self.benchmark.parse(step.variant, raw, warm))
             for rep in range(1, self.profile.reps + 1):
                 window = Window(
                     self.profile.seconds, self.profile.omit_seconds, self.profile.count
                 )
                 raw, command = run_client(window)
                 row["raw_log"] = self._keep_log(step, rep, raw)
-                samples += self._records(step, rep, self.benchmark.parse(step.variant, raw))
+                samples += self._records(
+                    step, rep, self.benchmark.parse(step.variant, raw, window)
+                )
             row["command"] = command
             if deployment.notes or self.meta:
                 row["notes"] = json.dumps({**self.meta, **deployment.notes}, sort_keys=True)
@@ -435,10 +438,10 @@ class Campaign:
             deployment.stop()
         return samples, self._finish(row, "ok", "")
 
-    def _run_client(self, ctx, deployment, client, address, variant, window, retry=False):
-        argv = self.benchmark.client_argv(variant, address, window)
+    def _run_client(self, ctx, deployment, client, address, step, window, retry=False):
+        argv = self.benchmark.client_argv(step.variant, address, window, step.path)
         command = deployment.client_command(argv)
-        timeout = window.seconds + window.omit_seconds + 60
+        timeout = self.benchmark.client_timeout(window, step.path)
         deadline = time.monotonic() + WARMUP_CONNECT_BUDGET_S
         while True:
             result = ctx.pool[client.name].run(command, timeout=timeout, check=False)
@@ -458,9 +461,10 @@ class Campaign:
         return raw, f"{client.name}$ {command}"
 
     def _keep_log(self, step: Step, rep: int, raw: str) -> str:
-        path = self.data.logs / f"{step.stem}_rep{rep}.log"
+        """The tool's own output, gzip-compressed (a per-sample log is megabytes of text)."""
+        path = self.data.logs / f"{step.stem}_rep{rep}.log.gz"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(raw)
+        path.write_bytes(gzip.compress(raw.encode(), mtime=0))
         return str(path.relative_to(self.data.root))
 
     def _records(self, step: Step, rep: int, samples) -> list[dict]:

@@ -41,7 +41,7 @@ class Benchmark:
     port: int = 0
     paths: tuple[str, ...] = ("dc", "local")
     variants: tuple[str, ...] = ("default",)
-    summary_metric: str = ""  # the per-window value shown in the progress line
+    summary_metric: str = ""  # the per-window value in the progress line; may use {variant}
     # Files the repository ships to every host before a campaign (remote path -> local path,
     # relative to the repository): a load generator, a server config. They go into the tool
     # image too, at the same path, so containers run them bit-identically.
@@ -57,10 +57,19 @@ class Benchmark:
         """Whether the server must be reachable over UDP (published ports, firewalls)."""
         return False
 
-    def client_argv(self, variant: str, address: str, window: Window) -> list[str]:
-        raise NotImplementedError  # pragma: no cover - contract
+    def client_argv(
+        self, variant: str, address: str, window: Window, path: str = "dc"
+    ) -> list[str]:  # pragma: no cover - contract
+        """The client's argv; ``path`` lets a tool change method on a long path."""
+        raise NotImplementedError
 
-    def parse(self, variant: str, raw: str) -> list[Sample]:  # pragma: no cover - contract
+    def client_timeout(self, window: Window, path: str = "dc") -> float:
+        """Seconds one client run may take before it counts as hung."""
+        return window.seconds + window.omit_seconds + 60
+
+    def parse(
+        self, variant: str, raw: str, window: Window | None = None
+    ) -> list[Sample]:  # pragma: no cover - contract
         raise NotImplementedError
 
     def version_argv(self) -> list[str]:  # pragma: no cover - contract

@@ -51,7 +51,9 @@ class Http(Benchmark):
         # -e stderr: the compiled-in error log is opened before the conf is read
         return [NGINX, "-e", "stderr", "-c", CONF]
 
-    def client_argv(self, variant: str, address: str, window: Window) -> list[str]:
+    def client_argv(
+        self, variant: str, address: str, window: Window, path: str = "dc"
+    ) -> list[str]:
         host = f"[{address}]" if ":" in address else address
         return [
             LOADGEN,
@@ -84,7 +86,7 @@ class Http(Benchmark):
         except (ValueError, AttributeError):
             return False
 
-    def parse(self, variant: str, raw: str) -> list[Sample]:
+    def parse(self, variant: str, raw: str, window: Window | None = None) -> list[Sample]:
         return parse_loadgen(raw)
 
 

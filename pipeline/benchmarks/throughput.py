@@ -1,8 +1,17 @@
-"""`throughput`: iperf3 TCP, one stream, JSON output.
+"""`throughput`: iperf3, one stream, JSON output; variants `tcp` and `udp`.
 
-Samples: one `tcp_throughput` row per reporting interval (omitted intervals dropped) and one
-`tcp_throughput_received` row per window, the receiver-side total, which is the per-run value
-the analysis uses (what arrived, not what the sender queued).
+TCP samples: one `tcp_throughput` row per reporting interval (omitted intervals dropped) and
+one `tcp_throughput_received` row per window, the receiver-side total, which is the per-run
+value the analysis uses (what arrived, not what the sender queued).
+
+UDP (`--udp --bitrate UDP_BITRATE --length UDP_LENGTH`): a fixed offered load, so the
+per-window results are what the path did with it: `udp_throughput` per interval (sender side),
+and per window from iperf3's end summary as the receiver saw it (`end.sum_received`, which
+iperf 3.12's client JSON carries): `udp_throughput_received` (bit/s), `udp_jitter` (ms) and
+`udp_loss` (percent of datagrams lost). The 001 article offered 25 Gbit/s on 25 GbE; the lab's
+native dc path (2 cores, veth + bridge) lost ~0.2-0.3 % at 100-200 Mbit/s and 10-20 % from
+300 Mbit/s up, so the rate is 200 Mbit/s: a load every mode can carry, where loss and jitter
+show a mode's cost instead of the sender's overload.
 """
 
 from __future__ import annotations
@@ -12,6 +21,10 @@ import json
 from pipeline.benchmarks.base import Benchmark, Sample, ToolOutputError, Window
 
 PORT = 5201
+UDP_BITRATE = "200M"  # offered UDP load, bit/s (iperf3 suffixes): see the module docstring
+# Datagram payload: the same on every mode and path (iperf3 would pick it from each path's
+# MTU), and it fits the overlay network's 1450-byte MTU without fragmenting.
+UDP_LENGTH = 1400
 
 
 class Throughput(Benchmark):
@@ -20,13 +33,21 @@ class Throughput(Benchmark):
     binaries = ("/usr/bin/iperf3",)
     port = PORT
     paths = ("dc", "local")
-    variants = ("tcp",)
-    summary_metric = "tcp_throughput_received"
+    variants = ("tcp", "udp")
+    summary_metric = "{variant}_throughput_received"
 
     def server_argv(self, variant: str) -> list[str]:
         return ["/usr/bin/iperf3", "--server", "--port", str(self.port)]
 
-    def client_argv(self, variant: str, address: str, window: Window) -> list[str]:
+    def server_udp(self, variant: str) -> bool:
+        return variant == "udp"
+
+    def client_argv(
+        self, variant: str, address: str, window: Window, path: str = "dc"
+    ) -> list[str]:
+        if variant not in self.variants:
+            raise ValueError(f"throughput variant must be one of {self.variants}, got {variant!r}")
+        udp = ["--udp", "--bitrate", UDP_BITRATE, "--length", str(UDP_LENGTH)]
         return [
             "/usr/bin/iperf3",
             "--client",
@@ -40,6 +61,7 @@ class Throughput(Benchmark):
             "--interval",
             "1",
             "--json",
+            *(udp if variant == "udp" else []),
         ]
 
     def version_argv(self) -> list[str]:
@@ -55,38 +77,61 @@ class Throughput(Benchmark):
             return False
         return "unable to connect" in error or "unable to receive" in error
 
-    def parse(self, variant: str, raw: str) -> list[Sample]:
-        return parse_iperf3_tcp(raw)
+    def parse(self, variant: str, raw: str, window: Window | None = None) -> list[Sample]:
+        return parse_iperf3_udp(raw) if variant == "udp" else parse_iperf3_tcp(raw)
 
 
-def parse_iperf3_tcp(raw: str) -> list[Sample]:
+def _load(raw: str) -> dict:
     try:
         doc = json.loads(raw)
     except ValueError as exc:
         raise ToolOutputError(f"iperf3 output is not JSON ({exc}): {raw[:200]!r}") from None
     if doc.get("error"):
         raise ToolOutputError(f"iperf3 failed: {doc['error']}")
+    return doc
+
+
+def _interval_samples(intervals: list[dict], metric: str) -> list[Sample]:
+    kept = [i["sum"] for i in intervals if not i["sum"].get("omitted", False)]
+    if not kept:
+        raise ToolOutputError("iperf3 reported no measured interval (window shorter than --omit?)")
+    first_start = kept[0]["start"]
+    return [
+        Sample(
+            metric=metric,
+            unit="bit/s",
+            sample=index,
+            value=float(interval["bits_per_second"]),
+            t_ns=round((interval["start"] - first_start) * 1e9),
+        )
+        for index, interval in enumerate(kept)
+    ]
+
+
+def parse_iperf3_udp(raw: str) -> list[Sample]:
+    doc = _load(raw)
+    try:
+        intervals = doc["intervals"]
+        received = doc["end"]["sum_received"]
+        jitter, lost = received["jitter_ms"], received["lost_percent"]
+    except KeyError as exc:
+        raise ToolOutputError(f"iperf3 JSON lacks {exc}: not a UDP client report") from None
+    return [
+        *_interval_samples(intervals, "udp_throughput"),
+        Sample("udp_throughput_received", "bit/s", 0, float(received["bits_per_second"])),
+        Sample("udp_jitter", "ms", 0, float(jitter)),
+        Sample("udp_loss", "percent", 0, float(lost)),
+    ]
+
+
+def parse_iperf3_tcp(raw: str) -> list[Sample]:
+    doc = _load(raw)
     try:
         intervals = doc["intervals"]
         received = doc["end"]["sum_received"]
     except KeyError as exc:
         raise ToolOutputError(f"iperf3 JSON lacks {exc}: not a TCP client report") from None
-    samples = []
-    kept = [i["sum"] for i in intervals if not i["sum"].get("omitted", False)]
-    if not kept:
-        raise ToolOutputError("iperf3 reported no measured interval (window shorter than --omit?)")
-    first_start = kept[0]["start"]
-    for index, interval in enumerate(kept):
-        samples.append(
-            Sample(
-                metric="tcp_throughput",
-                unit="bit/s",
-                sample=index,
-                value=float(interval["bits_per_second"]),
-                t_ns=round((interval["start"] - first_start) * 1e9),
-            )
-        )
-    samples.append(
-        Sample("tcp_throughput_received", "bit/s", 0, float(received["bits_per_second"]))
-    )
-    return samples
+    return [
+        *_interval_samples(intervals, "tcp_throughput"),
+        Sample("tcp_throughput_received", "bit/s", 0, float(received["bits_per_second"])),
+    ]

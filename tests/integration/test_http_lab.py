@@ -6,6 +6,7 @@ Needs root (it brings the lab up) and co-loadgen built by `make setup`.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -86,6 +87,7 @@ def test_raw_logs_name_the_generator(dataset):
     runs = pd.read_parquet(dataset / "runs.parquet")
     digest = hashlib.sha256(LOADGEN.read_bytes()).hexdigest()
     for log in runs["raw_log"]:
-        header = json.loads((dataset / log).read_text().splitlines()[0])
+        text = gzip.decompress((dataset / log).read_bytes()).decode()
+        header = json.loads(text.splitlines()[0])
         assert header["tool"] == "co-loadgen" and header["sha256"] == digest
         assert header["rate"] == RATE and header["warmup_s"] == 0.5

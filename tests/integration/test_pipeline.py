@@ -6,7 +6,9 @@ Needs root (it brings the lab up). The copy keeps the user's data, params and DV
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -59,7 +61,10 @@ def workdir(tmp_path_factory) -> Path:
     dest = tmp_path_factory.mktemp("repo")
     listed = subprocess.run(
         ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.split("\0")
     for name in filter(None, listed):
         src = ROOT / name
@@ -123,8 +128,8 @@ def test_smoke_repro_measures_every_mode(workdir):
     # the image holds the very binary the native mode runs
     assert containers["binary_sha256"].nunique() == 1
     assert set(containers["binary_sha256"]) == set(ok.loc[ok["mode"] == "native", "binary_sha256"])
-    for raw_log in ok["raw_log"]:
-        assert (_raw(workdir) / raw_log).stat().st_size > 1000
+    for raw_log in ok["raw_log"]:  # the tool's own output, kept compressed
+        assert json.loads(gzip.decompress((_raw(workdir) / raw_log).read_bytes()))["end"]
 
     received = samples[samples.metric == "tcp_throughput_received"]
     assert received.groupby(["run", "mode", "path", "rep"]).size().eq(1).all()
@@ -144,12 +149,46 @@ def test_smoke_repro_measures_every_mode(workdir):
     assert facts.loc["node1", "storage_driver"] not in ("", "n/a", None)
     assert facts.loc["node1", "ipvs"].startswith("no")
 
+    _check_latency_and_http(workdir)
     table = (workdir / "reports" / "tables" / "throughput.md").read_text()
     for label in ("n/a", "IPVS"):
         assert label in table
     for suffix in (".svg", ".png"):
         assert list((workdir / "figures" / "throughput").glob(f"*{suffix}")), suffix
     assert not _leftovers()
+
+
+def _check_latency_and_http(workdir: Path) -> None:
+    """Every mode of the network study is measured or skipped with a reason, on every path."""
+    from pipeline.benchmarks.http import Http
+    from pipeline.benchmarks.latency import Latency
+
+    count = int(
+        re.search(
+            r"smoke:.*?latency: \{count: (\d+)", (workdir / "params.yaml").read_text(), re.S
+        ).group(1)
+    )
+    for name, bench in (("latency", Latency()), ("http", Http())):
+        raw = workdir / "data" / "raw" / name / "lab"
+        runs = pd.read_parquet(raw / "runs.parquet")
+        assert len(runs) == 2 * len(plan(bench, list(MODES))), name
+        assert set(runs["mode"]) == set(MODES)
+        assert {"dc", "internet", "local"} <= set(runs["path"])
+        not_ok = runs[runs.status != "ok"]
+        assert not_ok["reason"].str.len().gt(10).all(), not_ok[["mode", "path", "reason"]]
+        assert set(runs.loc[runs.status == "skipped", "mode"]) == {"swarm-ingress"}
+        assert (runs.status == "ok").mean() > 0.8, runs[["mode", "path", "status", "reason"]]
+        samples = pd.read_parquet(raw / "samples.parquet")
+        if name == "latency":
+            measured = samples[~samples.warmup]
+            per_window = measured.groupby(["run", "mode", "path", "variant", "rep"]).size()
+            assert (per_window == count).all(), per_window[per_window != count]
+            med = measured.groupby(["path"])["value"].median()
+            assert med["internet"] > 30_000 > 10 * med["dc"], med  # the WAN path adds ~40 ms
+    sentence = (workdir / "reports" / "tables" / "internet_vs_dc_sentences.md").read_text()
+    assert "Internet" in sentence and "datacenter" in sentence
+    calibration = pd.read_csv(workdir / "reports" / "tables" / "wan_calibration.csv")
+    assert len(calibration) == 2 * 2 * 2  # delays x protocols x (p50, p99)
 
 
 def test_second_repro_does_nothing(workdir):
@@ -174,8 +213,13 @@ def _digest(path: Path) -> str:
 def test_interrupted_campaign_resumes_without_loss_or_duplicates(workdir):
     _set_param(workdir, r"^  seed: 20261121", "  seed: 424242")  # a new campaign
     proc = subprocess.Popen(
-        ["dvc", "repro", "collect-throughput@lab"], cwd=workdir, env=_env(),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        ["dvc", "repro", "collect-throughput@lab"],
+        cwd=workdir,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
     parts_root = _raw(workdir) / "parts"
     earlier = {d.name for d in parts_root.iterdir()}
@@ -226,8 +270,10 @@ def test_one_campaign_at_a_time_and_stale_locks_are_taken_over(workdir):
         # a lock whose owner process on this controller is gone is taken over
         dead = subprocess.Popen(["true"])
         dead.wait()
-        session.run(f"mkdir -p {HostLock.PATH} && echo '{os.uname().nodename} {dead.pid} x' "
-                    f"> {HostLock.PATH}/owner")
+        session.run(
+            f"mkdir -p {HostLock.PATH} && echo '{os.uname().nodename} {dead.pid} x' "
+            f"> {HostLock.PATH}/owner"
+        )
         with HostLock(session, "third") as lock:
             owner = session.run(["cat", f"{HostLock.PATH}/owner"]).stdout.strip()
             assert owner == lock.owner
