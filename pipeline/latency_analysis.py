@@ -196,8 +196,11 @@ def load_window_metrics(
 # --- statuses --------------------------------------------------------------------------------
 
 
-def cell_status(run_rows: pd.DataFrame, n_runs_measured: int) -> tuple[str, str | None]:
-    """(status, reason) of a cell from its rows in ``runs`` and how many runs gave samples."""
+def cell_status(
+    run_rows: pd.DataFrame, n_runs_measured: int, metric: str | None = None
+) -> tuple[str, str | None]:
+    """(status, reason) of a cell from its rows in ``runs`` and how many runs gave samples
+    (of ``metric``, when given: it names the metric in the reason of a cell without any)."""
     counts = run_rows["status"].value_counts()
     n_planned = run_rows["run"].nunique()
     reasons = [r for r in dict.fromkeys(run_rows.loc[run_rows["status"] != "ok", "reason"]) if r]
@@ -212,16 +215,18 @@ def cell_status(run_rows: pd.DataFrame, n_runs_measured: int) -> tuple[str, str 
     if counts.get("skipped", 0):
         return "skipped", "; ".join(reasons) or "skipped, no reason recorded"
     if counts.get("ok", 0):
-        return "no data", "status ok but no samples"
+        return "no data", f"status ok but no {metric + ' ' if metric else ''}samples"
     return "missing", "no runs recorded"
 
 
-def _text(value) -> str:
+def as_text(value) -> str:
+    """``value`` as text; None and NaN (a missing reason read back from parquet) as ""."""
     return "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
 
 
-def _status_text(status: str, reason) -> str:
-    reason = _text(reason)
+def status_text(status: str, reason) -> str:
+    """``"skipped: why"`` without doubling the prefix when the reason already starts with it."""
+    reason = as_text(reason)
     return reason if reason.startswith(status) else f"{status}: {reason}".rstrip(": ")
 
 
@@ -417,15 +422,18 @@ def _fmt_shift(point: float, lo: float, hi: float) -> str | None:
     return sign(point) if np.isnan(lo) else f"{sign(point)} [{sign(lo)}, {sign(hi)}]"
 
 
-def _note(row: pd.Series) -> str:
+def note_parts(row: pd.Series) -> list[str]:
+    """The start of a table row's note: why it was not measured; else that it is the baseline
+    and the reason it carries (runs not measured)."""
     if row["status"] != "ok":
-        return _status_text(row["status"], row["reason"])
-    parts = []
-    if row["mode"] == BASELINE:
-        parts.append("baseline for this path")
-    if _text(row["reason"]):
-        parts.append(_text(row["reason"]))
-    if row["n_runs"] < 2:
+        return [status_text(row["status"], row["reason"])]
+    parts = ["baseline for this path"] if row["mode"] == BASELINE else []
+    return [*parts, as_text(row["reason"])] if as_text(row["reason"]) else parts
+
+
+def _note(row: pd.Series) -> str:
+    parts = note_parts(row)
+    if row["status"] == "ok" and row["n_runs"] < 2:
         parts.append("one run: no interval")
     return "; ".join(parts)
 
@@ -663,7 +671,7 @@ def _label_expr(modes: list[str]) -> str:
 def _not_measured(summary: pd.DataFrame) -> str:
     rows = summary[summary["status"] != "ok"]
     seen = dict.fromkeys(
-        f"{r.configuration} ({_status_text(r.status, r.reason)})" for r in rows.itertuples()
+        f"{r.configuration} ({status_text(r.status, r.reason)})" for r in rows.itertuples()
     )
     return "; ".join(seen)
 

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline import figures, schema, stats
+from pipeline.latency_analysis import as_text, cell_status, note_parts, status_text
 
 BENCHMARK = "throughput"
 METRIC = "tcp_throughput_received"
@@ -48,7 +49,8 @@ SCENARIOS: dict[tuple[str, str], str] = {
     ("swarm-ingress", "dc"): "Swarm ingress (routing mesh)",
 }
 
-SUMMARY_COLUMNS = [
+# Columns of both summaries (TCP and UDP): the cell and its status, ...
+CELL_COLUMNS = [
     "environment",
     "mode",
     "path",
@@ -57,22 +59,22 @@ SUMMARY_COLUMNS = [
     "reason",
     "n_runs",
     "n_runs_planned",
+]
+# ... the ratio to native, and the settings the intervals were computed with.
+RATIO_COLUMNS = ["baseline", "ratio", "ratio_lo", "ratio_hi", "ratio_n_runs"]
+SETTINGS_COLUMNS = ["confidence", "n_boot", "seed"]
+SUMMARY_COLUMNS = [
+    *CELL_COLUMNS,
     "median_gbps",
     "median_lo_gbps",
     "median_hi_gbps",
     "median_coverage",
     "median_ci_reached",
-    "baseline",
-    "ratio",
-    "ratio_lo",
-    "ratio_hi",
-    "ratio_n_runs",
+    *RATIO_COLUMNS,
     "impact_pct",
     "impact_lo_pct",
     "impact_hi_pct",
-    "confidence",
-    "n_boot",
-    "seed",
+    *SETTINGS_COLUMNS,
 ]
 
 
@@ -130,25 +132,65 @@ def _row_order(frame: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _status_and_reason(
-    run_rows: pd.DataFrame, n_values: int, metric: str = METRIC
-) -> tuple[str, str | None]:
-    counts = run_rows["status"].value_counts()
-    n_planned = run_rows["run"].nunique()
-    reasons = [r for r in dict.fromkeys(run_rows.loc[run_rows["status"] != "ok", "reason"]) if r]
-    if n_values > 0:
-        n_failed = int(counts.get("failed", 0)) + int(counts.get("skipped", 0))
-        if n_failed:
-            why = "; ".join(reasons) if reasons else "no reason recorded"
-            return "ok", f"{n_failed} of {n_planned} runs not measured: {why}"
-        return "ok", None
-    if counts.get("failed", 0):
-        return "failed", "; ".join(reasons) or "failed, no reason recorded"
-    if counts.get("skipped", 0):
-        return "skipped", "; ".join(reasons) or "skipped, no reason recorded"
-    if counts.get("ok", 0):
-        return "no data", f"status ok but no {metric} samples"
-    return "missing", "no runs recorded"
+def _cells(per_run: pd.DataFrame, runs: pd.DataFrame):
+    """``(environment, mode, path, per-run rows, runs rows)`` of every cell planned or measured."""
+    keys = ["environment", "mode", "path"]
+    cells = pd.concat([runs[keys], per_run[keys]]).drop_duplicates()
+    for env, mode, path in cells.itertuples(index=False):
+        mine = per_run[
+            (per_run["environment"] == env) & (per_run["mode"] == mode) & (per_run["path"] == path)
+        ]
+        run_rows = runs[
+            (runs["environment"] == env) & (runs["mode"] == mode) & (runs["path"] == path)
+        ]
+        yield env, mode, path, mine, run_rows
+
+
+def _cell_row(cell: tuple, metric: str, confidence: float, n_boot: int, seed: int) -> dict:
+    """The columns every summary row has: the cell, its label, status and reason, the settings."""
+    env, mode, path, mine, run_rows = cell
+    status, reason = cell_status(run_rows, len(mine), metric)
+    return {
+        "environment": env,
+        "mode": mode,
+        "path": path,
+        "scenario": scenario_label(mode, path),
+        "status": status,
+        "reason": reason,
+        "baseline": BASELINE,
+        "confidence": confidence,
+        "n_boot": n_boot,
+        "seed": seed,
+    }
+
+
+def _add_ratio(
+    row: dict, per_run: pd.DataFrame, n_runs: int, value: str, n_boot: int, seed: int
+) -> None:
+    """Add ``ratio*`` (ratio of medians of ``value`` to native on the same environment and path)
+    to ``row``; a measured mode whose path has no native run says so in its reason."""
+    mode, path = row["mode"], row["path"]
+    if mode == BASELINE and n_runs:
+        row.update(ratio=1.0, ratio_lo=1.0, ratio_hi=1.0, ratio_n_runs=n_runs)
+        return
+    pair = per_run[
+        (per_run["environment"] == row["environment"])
+        & (per_run["path"] == path)
+        & per_run["mode"].isin([mode, BASELINE])
+    ][["run", "mode", value]].rename(columns={value: "value"})
+    r = stats.ratio_ci(pair, mode, BASELINE, row["confidence"], n_boot, seed)
+    row.update(ratio=r.ratio, ratio_lo=r.lo, ratio_hi=r.hi, ratio_n_runs=r.n_runs)
+    if n_runs and not r.n_runs and row["status"] == "ok":
+        extra = f"no {BASELINE} baseline measured on path {path}"
+        row["reason"] = f"{row['reason']}; {extra}" if row["reason"] else extra
+
+
+def _finish(out: pd.DataFrame) -> pd.DataFrame:
+    """Empty reasons as None, counts as integers, rows in reading order."""
+    out["reason"] = [as_text(r) or None for r in out["reason"]]
+    out["n_runs"] = out["n_runs"].astype("int64")
+    out["ratio_n_runs"] = out["ratio_n_runs"].astype("int64")
+    return _row_order(out)
 
 
 def summarise(
@@ -168,51 +210,21 @@ def summarise(
     every comparison, so every mode is resampled over the same bootstrap run sets.
     """
     per_run = per_run_throughput(samples, runs)
-    runs = variant_rows(runs, TCP_VARIANT)
-    keys = ["environment", "mode", "path"]
-    cells = pd.concat([runs[keys], per_run[keys]]).drop_duplicates()
     rows = []
-    for env, mode, path in cells.itertuples(index=False):
-        mine = per_run[
-            (per_run["environment"] == env) & (per_run["mode"] == mode) & (per_run["path"] == path)
-        ]
-        run_rows = runs[
-            (runs["environment"] == env) & (runs["mode"] == mode) & (runs["path"] == path)
-        ]
-        status, reason = _status_and_reason(run_rows, len(mine))
+    for cell in _cells(per_run, variant_rows(runs, TCP_VARIANT)):
+        mine, run_rows = cell[3], cell[4]
         med = stats.quantile_ci(mine["value"].to_numpy(), 0.5, confidence)
-        row = {
-            "environment": env,
-            "mode": mode,
-            "path": path,
-            "scenario": scenario_label(mode, path),
-            "status": status,
-            "reason": reason,
-            "n_runs": med.n,
-            "n_runs_planned": int(max(run_rows["run"].nunique(), mine["run"].nunique())),
-            "median_gbps": med.point,
-            "median_lo_gbps": med.lo,
-            "median_hi_gbps": med.hi,
-            "median_coverage": med.coverage,
-            "median_ci_reached": med.reached,
-            "baseline": BASELINE,
-            "confidence": confidence,
-            "n_boot": n_boot,
-            "seed": seed,
-        }
-        if mode == BASELINE and med.n:
-            row.update(ratio=1.0, ratio_lo=1.0, ratio_hi=1.0, ratio_n_runs=med.n)
-        else:
-            pair = per_run[
-                (per_run["environment"] == env)
-                & (per_run["path"] == path)
-                & per_run["mode"].isin([mode, BASELINE])
-            ]
-            r = stats.ratio_ci(pair, mode, BASELINE, confidence, n_boot, seed)
-            row.update(ratio=r.ratio, ratio_lo=r.lo, ratio_hi=r.hi, ratio_n_runs=r.n_runs)
-            if med.n and not r.n_runs and status == "ok":
-                extra = f"no {BASELINE} baseline measured on path {path}"
-                row["reason"] = f"{reason}; {extra}" if reason else extra
+        row = _cell_row(cell, METRIC, confidence, n_boot, seed)
+        row.update(
+            n_runs=med.n,
+            n_runs_planned=int(max(run_rows["run"].nunique(), mine["run"].nunique())),
+            median_gbps=med.point,
+            median_lo_gbps=med.lo,
+            median_hi_gbps=med.hi,
+            median_coverage=med.coverage,
+            median_ci_reached=med.reached,
+        )
+        _add_ratio(row, per_run, med.n, "value", n_boot, seed)
         rows.append(row)
     out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     for col, src in (
@@ -221,10 +233,7 @@ def summarise(
         ("impact_hi_pct", "ratio_hi"),
     ):
         out[col] = (out[src] - 1.0) * 100.0
-    out["reason"] = [_text(r) or None for r in out["reason"]]
-    out["n_runs"] = out["n_runs"].astype("int64")
-    out["ratio_n_runs"] = out["ratio_n_runs"].astype("int64")
-    return _row_order(out)
+    return _finish(out)
 
 
 def _fmt_ci(point: float, lo: float, hi: float, digits: int) -> str | None:
@@ -239,31 +248,32 @@ def _fmt_signed_ci(point: float, lo: float, hi: float) -> str | None:
     return f"{point:+.1f} [{lo:+.1f}, {hi:+.1f}]"
 
 
-def _text(value) -> str:
-    return "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
-
-
-def _status_text(status: str, reason) -> str:
-    """``"skipped: why"`` without doubling the prefix when the reason already starts with it."""
-    reason = _text(reason)
-    return reason if reason.startswith(status) else f"{status}: {reason}".rstrip(": ")
-
-
-def _note(row: pd.Series) -> str:
-    parts = []
-    if row["status"] != "ok":
-        parts.append(_status_text(row["status"], row["reason"]))
-    else:
-        if row["mode"] == BASELINE:
-            parts.append("baseline for this path")
-        if _text(row["reason"]):
-            parts.append(_text(row["reason"]))
-        if not row["median_ci_reached"]:
-            parts.append(
-                f"throughput interval is the range of {row['n_runs']} runs "
-                f"(coverage {row['median_coverage']:.1%} < {row['confidence']:.0%})"
-            )
+def _note(row: pd.Series, stat: str = "median", interval: str = "throughput interval is") -> str:
+    """Why a row was not measured, or what limits it; ``stat``'s interval says if it is a range."""
+    parts = note_parts(row)
+    if row["status"] == "ok" and not row[f"{stat}_ci_reached"]:
+        parts.append(
+            f"{interval} the range of {row['n_runs']} runs "
+            f"(coverage {row[f'{stat}_coverage']:.1%} < {row['confidence']:.0%})"
+        )
     return "; ".join(parts)
+
+
+def _pct_of_native(summary: pd.DataFrame) -> list[str | None]:
+    return [
+        "100 (baseline)"
+        if r.mode == BASELINE and r.n_runs
+        else _fmt_ci(100 * r.ratio, 100 * r.ratio_lo, 100 * r.ratio_hi, 1)
+        for r in summary.itertuples()
+    ]
+
+
+def _runs_text(summary: pd.DataFrame) -> list[str]:
+    """The Runs column: "5", or "4 of 5" when runs were planned but not measured."""
+    return [
+        f"{r.n_runs}" if r.n_runs == r.n_runs_planned else f"{r.n_runs} of {r.n_runs_planned}"
+        for r in summary.itertuples()
+    ]
 
 
 def article_table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -282,24 +292,14 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
                 _fmt_ci(r.median_gbps, r.median_lo_gbps, r.median_hi_gbps, 2)
                 for r in summary.itertuples()
             ],
-            f"% of native {ci}": [
-                "100 (baseline)"
-                if r.mode == BASELINE and r.n_runs
-                else _fmt_ci(100 * r.ratio, 100 * r.ratio_lo, 100 * r.ratio_hi, 1)
-                for r in summary.itertuples()
-            ],
+            f"% of native {ci}": _pct_of_native(summary),
             f"Impact % {ci}": [
                 None
                 if r.mode == BASELINE
                 else _fmt_signed_ci(r.impact_pct, r.impact_lo_pct, r.impact_hi_pct)
                 for r in summary.itertuples()
             ],
-            "Runs": [
-                f"{r.n_runs}"
-                if r.n_runs == r.n_runs_planned
-                else f"{r.n_runs} of {r.n_runs_planned}"
-                for r in summary.itertuples()
-            ],
+            "Runs": _runs_text(summary),
             "Note": [_note(row) for _, row in summary.iterrows()],
         }
     )
@@ -334,10 +334,23 @@ def _figure_frame(summary: pd.DataFrame) -> pd.DataFrame:
         for e, s in zip(frame["environment"], frame["scenario"], strict=True)
     ]
     frame["status_text"] = [
-        "" if st == "ok" else _status_text(st, r)
+        "" if st == "ok" else status_text(st, r)
         for st, r in zip(frame["status"], frame["reason"], strict=True)
     ]
     return frame
+
+
+def _forest(base: alt.Chart, x: alt.X, columns: tuple, y: alt.Y, color, *tooltip) -> list:
+    """Forest-plot marks: a bar from lo to hi and a diamond at the point, ``columns`` being
+    (point, lo, hi); the three numbers, and ``tooltip``, show on hover."""
+    point, lo, hi = columns
+    numbers = [alt.Tooltip(f"{c}:Q", format=".3f") for c in columns]
+    return [
+        base.mark_rule(strokeWidth=2).encode(x=alt.X(f"{lo}:Q"), x2=f"{hi}:Q", y=y, color=color),
+        base.mark_point(shape="diamond", size=110).encode(
+            x=x, y=y, color=color, tooltip=["scenario:N", *numbers, *tooltip]
+        ),
+    ]
 
 
 def figure(summary: pd.DataFrame, per_run: pd.DataFrame) -> tuple[alt.HConcatChart, str]:
@@ -367,20 +380,8 @@ def figure(summary: pd.DataFrame, per_run: pd.DataFrame) -> tuple[alt.HConcatCha
         alt.Chart(runs_frame)
         .mark_circle(size=22, color="#9a9a9a", opacity=0.7)
         .encode(x=alt.X("value:Q"), y=y, tooltip=["run:O", alt.Tooltip("value:Q", format=".3f")]),
-        base.mark_rule(strokeWidth=2).encode(
-            x=alt.X("median_lo_gbps:Q"), x2="median_hi_gbps:Q", y=y, color=color
-        ),
-        base.mark_point(shape="diamond", size=110).encode(
-            x=x_tput,
-            y=y,
-            color=color,
-            tooltip=[
-                "scenario:N",
-                alt.Tooltip("median_gbps:Q", format=".3f"),
-                alt.Tooltip("median_lo_gbps:Q", format=".3f"),
-                alt.Tooltip("median_hi_gbps:Q", format=".3f"),
-                "n_runs:Q",
-            ],
+        *_forest(
+            base, x_tput, ("median_gbps", "median_lo_gbps", "median_hi_gbps"), y, color, "n_runs:Q"
         ),
         alt.Chart(not_measured)
         .mark_text(align="left", dx=4, color="#b30000", fontStyle="italic", limit=300)
@@ -401,20 +402,7 @@ def figure(summary: pd.DataFrame, per_run: pd.DataFrame) -> tuple[alt.HConcatCha
         alt.Chart(pd.DataFrame({"one": [1.0]}))
         .mark_rule(color="#555555", strokeDash=[4, 3])
         .encode(x=alt.X("one:Q", scale=alt.Scale(domain=[max(0.0, lo - pad), hi + pad]))),
-        rbase.mark_rule(strokeWidth=2).encode(
-            x=alt.X("ratio_lo:Q"), x2="ratio_hi:Q", y=y_bare, color=color
-        ),
-        rbase.mark_point(shape="diamond", size=110).encode(
-            x=x_ratio,
-            y=y_bare,
-            color=color,
-            tooltip=[
-                "scenario:N",
-                alt.Tooltip("ratio:Q", format=".3f"),
-                alt.Tooltip("ratio_lo:Q", format=".3f"),
-                alt.Tooltip("ratio_hi:Q", format=".3f"),
-            ],
-        ),
+        *_forest(rbase, x_ratio, ("ratio", "ratio_lo", "ratio_hi"), y_bare, color),
     ).properties(title="Relative to native", width=260)
 
     # A forest-plot text column: the bars are often narrower than the diamonds, the numbers not.
@@ -514,21 +502,21 @@ def findings(summary: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
-def write_summary(
-    summary: pd.DataFrame, per_run: pd.DataFrame, processed_dir: Path | str
-) -> list[Path]:
-    """Write ``throughput_summary.parquet`` (+ ``.csv``) and ``throughput_per_run.parquet``."""
-    out = Path(processed_dir)
+def _write(summary: pd.DataFrame, per_run: pd.DataFrame, out: Path, stem: str) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
-    paths = [
-        out / "throughput_summary.parquet",
-        out / "throughput_summary.csv",
-        out / "throughput_per_run.parquet",
-    ]
+    paths = [out / f"{stem}_summary.parquet", out / f"{stem}_summary.csv"]
+    paths.append(out / f"{stem}_per_run.parquet")
     summary.to_parquet(paths[0], index=False)
     summary.to_csv(paths[1], index=False, lineterminator="\n")
     per_run.to_parquet(paths[2], index=False)
     return paths
+
+
+def write_summary(
+    summary: pd.DataFrame, per_run: pd.DataFrame, processed_dir: Path | str
+) -> list[Path]:
+    """Write ``throughput_summary.parquet`` (+ ``.csv``) and ``throughput_per_run.parquet``."""
+    return _write(summary, per_run, Path(processed_dir), "throughput")
 
 
 # --- UDP -------------------------------------------------------------------------------------
@@ -539,27 +527,14 @@ UDP_METRICS = {
     "udp_loss": ("loss_pct", 1.0),
 }
 UDP_SUMMARY_COLUMNS = [
-    "environment",
-    "mode",
-    "path",
-    "scenario",
-    "status",
-    "reason",
-    "n_runs",
-    "n_runs_planned",
+    *CELL_COLUMNS,
     *(
         f"{name}{suffix}"
         for name, _ in UDP_METRICS.values()
         for suffix in ("", "_lo", "_hi", "_coverage", "_ci_reached")
     ),
-    "baseline",
-    "ratio",
-    "ratio_lo",
-    "ratio_hi",
-    "ratio_n_runs",
-    "confidence",
-    "n_boot",
-    "seed",
+    *RATIO_COLUMNS,
+    *SETTINGS_COLUMNS,
 ]
 
 
@@ -595,34 +570,11 @@ def summarise_udp(
     over the paired runs, as for TCP. Empty (with the columns) when no UDP run was recorded.
     """
     per_run = per_run_udp(samples, runs)
-    udp_runs = variant_rows(runs, UDP_VARIANT)
-    keys = ["environment", "mode", "path"]
-    cells = pd.concat([udp_runs[keys], per_run[keys]]).drop_duplicates()
     rows = []
-    for env, mode, path in cells.itertuples(index=False):
-        mine = per_run[
-            (per_run["environment"] == env) & (per_run["mode"] == mode) & (per_run["path"] == path)
-        ]
-        run_rows = udp_runs[
-            (udp_runs["environment"] == env)
-            & (udp_runs["mode"] == mode)
-            & (udp_runs["path"] == path)
-        ]
-        status, reason = _status_and_reason(run_rows, len(mine), "udp_throughput_received")
-        row = {
-            "environment": env,
-            "mode": mode,
-            "path": path,
-            "scenario": scenario_label(mode, path),
-            "status": status,
-            "reason": reason,
-            "n_runs": len(mine),
-            "n_runs_planned": int(max(run_rows["run"].nunique(), len(mine))),
-            "baseline": BASELINE,
-            "confidence": confidence,
-            "n_boot": n_boot,
-            "seed": seed,
-        }
+    for cell in _cells(per_run, variant_rows(runs, UDP_VARIANT)):
+        mine, run_rows = cell[3], cell[4]
+        row = _cell_row(cell, "udp_throughput_received", confidence, n_boot, seed)
+        row.update(n_runs=len(mine), n_runs_planned=int(max(run_rows["run"].nunique(), len(mine))))
         for name, _ in UDP_METRICS.values():
             q = stats.quantile_ci(mine[name].to_numpy(dtype=float), 0.5, confidence)
             row.update(
@@ -634,43 +586,10 @@ def summarise_udp(
                     f"{name}_ci_reached": q.reached,
                 }
             )
-        if mode == BASELINE and len(mine):
-            row.update(ratio=1.0, ratio_lo=1.0, ratio_hi=1.0, ratio_n_runs=len(mine))
-        else:
-            pair = per_run[
-                (per_run["environment"] == env)
-                & (per_run["path"] == path)
-                & per_run["mode"].isin([mode, BASELINE])
-            ][["run", "mode", "received_gbps"]].rename(columns={"received_gbps": "value"})
-            r = stats.ratio_ci(pair, mode, BASELINE, confidence, n_boot, seed)
-            row.update(ratio=r.ratio, ratio_lo=r.lo, ratio_hi=r.hi, ratio_n_runs=r.n_runs)
-            if len(mine) and not r.n_runs and status == "ok":
-                extra = f"no {BASELINE} baseline measured on path {path}"
-                row["reason"] = f"{reason}; {extra}" if reason else extra
+        _add_ratio(row, per_run, len(mine), "received_gbps", n_boot, seed)
         rows.append(row)
     out = pd.DataFrame(rows, columns=UDP_SUMMARY_COLUMNS)
-    if out.empty:
-        return out
-    out["reason"] = [_text(r) or None for r in out["reason"]]
-    out["n_runs"] = out["n_runs"].astype("int64")
-    out["ratio_n_runs"] = out["ratio_n_runs"].astype("int64")
-    return _row_order(out)
-
-
-def _udp_note(row: pd.Series) -> str:
-    if row["status"] != "ok":
-        return _status_text(row["status"], row["reason"])
-    parts = []
-    if row["mode"] == BASELINE:
-        parts.append("baseline for this path")
-    if _text(row["reason"]):
-        parts.append(_text(row["reason"]))
-    if not row["received_gbps_ci_reached"]:
-        parts.append(
-            f"intervals of the medians are the range of {row['n_runs']} runs "
-            f"(coverage {row['received_gbps_coverage']:.1%} < {row['confidence']:.0%})"
-        )
-    return "; ".join(parts)
+    return out if out.empty else _finish(out)
 
 
 def udp_article_table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -695,17 +614,11 @@ def udp_article_table(summary: pd.DataFrame) -> pd.DataFrame:
             for _, r in summary.iterrows()
         ]
         if title == first:
-            table[f"% of native {ci}"] = [
-                "100 (baseline)"
-                if r.mode == BASELINE and r.n_runs
-                else _fmt_ci(100 * r.ratio, 100 * r.ratio_lo, 100 * r.ratio_hi, 1)
-                for r in summary.itertuples()
-            ]
-    table["Runs"] = [
-        f"{r.n_runs}" if r.n_runs == r.n_runs_planned else f"{r.n_runs} of {r.n_runs_planned}"
-        for r in summary.itertuples()
+            table[f"% of native {ci}"] = _pct_of_native(summary)
+    table["Runs"] = _runs_text(summary)
+    table["Note"] = [
+        _note(row, "received_gbps", "intervals of the medians are") for _, row in summary.iterrows()
     ]
-    table["Note"] = [_udp_note(row) for _, row in summary.iterrows()]
     if len(summary) and summary["environment"].nunique() > 1:
         table.insert(0, "Environment", summary["environment"].to_numpy())
     return table
@@ -749,14 +662,4 @@ def write_udp_summary(
     summary: pd.DataFrame, per_run: pd.DataFrame, processed_dir: Path | str
 ) -> list[Path]:
     """Write ``throughput_udp_summary.parquet`` (+ ``.csv``) and ``throughput_udp_per_run``."""
-    out = Path(processed_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [
-        out / "throughput_udp_summary.parquet",
-        out / "throughput_udp_summary.csv",
-        out / "throughput_udp_per_run.parquet",
-    ]
-    summary.to_parquet(paths[0], index=False)
-    summary.to_csv(paths[1], index=False, lineterminator="\n")
-    per_run.to_parquet(paths[2], index=False)
-    return paths
+    return _write(summary, per_run, Path(processed_dir), "throughput_udp")

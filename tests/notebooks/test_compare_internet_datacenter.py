@@ -5,58 +5,29 @@ the executed copy (23-compare-internet-datacenter.fixture.ipynb)."""
 
 from __future__ import annotations
 
-import ast
-import importlib.util
-import subprocess
-import sys
 import warnings
-from pathlib import Path
 
-import nbformat
+import notebook_checks as nc
 import numpy as np
 import pandas as pd
-import papermill
 import pyarrow.parquet as pq
 import pytest
 import statsmodels.formula.api as smf
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-NOTEBOOK = ROOT / "notebooks" / "analysis" / "23-compare-internet-datacenter.ipynb"
-EXECUTED = HERE / "23-compare-internet-datacenter.fixture.ipynb"
-FIXTURE = ROOT / "tests" / "fixtures" / "raw"
-LAB = FIXTURE / "latency" / "lab"
+NOTEBOOK = nc.ANALYSIS / "23-compare-internet-datacenter.ipynb"
+EXECUTED = nc.HERE / "23-compare-internet-datacenter.fixture.ipynb"
+LAB = nc.FIXTURE / "latency" / "lab"
 CONFIDENCE, N_SIM, SEED = 0.95, 40, 20261121
-KEYS = ["environment", "mode", "path", "variant"]
 # make_fixture.py's RUN_OFFSET_US: the run effects put into each path.
 RUN_OFFSETS = {
     "dc": [0.0, 2.0, -1.0, 3.0, -2.0, 1.0],
     "internet": [0.0, 1800.0, -1200.0, 2500.0, -600.0, 900.0],
 }
-REGENERATE = "regenerate it: python tests/notebooks/make_executed.py internet_vs_dc"
 
 
-@pytest.fixture(scope="module")
-def executed(tmp_path_factory) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("compare-internet-dc")
-    dirs = {name: out / name for name in ("processed", "figures", "tables")}
-    papermill.execute_notebook(
-        str(NOTEBOOK),
-        str(out / "executed.ipynb"),
-        parameters={
-            "raw_dir": str(FIXTURE),
-            "processed_dir": str(dirs["processed"]),
-            "figures_dir": str(dirs["figures"]),
-            "tables_dir": str(dirs["tables"]),
-            "confidence": CONFIDENCE,
-            "n_sim": N_SIM,
-            "seed": SEED,
-        },
-        kernel_name="python3",
-        cwd=str(ROOT),
-        progress_bar=False,
-    )
-    return {"notebook": out / "executed.ipynb", **dirs}
+executed = nc.executed_fixture(
+    NOTEBOOK, "compare-internet-dc", confidence=CONFIDENCE, n_sim=N_SIM, seed=SEED
+)
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +42,8 @@ def per_run() -> pd.DataFrame:
     """Per-run median and p99 from the parquet files, without the pipeline package."""
     samples = pq.read_table(LAB / "samples.parquet").to_pandas()
     runs = pq.read_table(LAB / "runs.parquet").to_pandas()
-    ok = runs.loc[runs["status"] == "ok", [*KEYS, "run"]]
-    rtt = samples[~samples["warmup"]].merge(ok, on=[*KEYS, "run"])
+    ok = runs.loc[runs["status"] == "ok", [*nc.KEYS, "run"]]
+    rtt = samples[~samples["warmup"]].merge(ok, on=[*nc.KEYS, "run"])
     rows = []
     for (mode, path, variant, run), part in rtt.groupby(["mode", "path", "variant", "run"]):
         for stat, q in (("p50", 0.5), ("p99", 0.99)):
@@ -156,84 +127,22 @@ def test_figures_exist(executed):
 
 
 def test_source_notebook_is_clean_and_thin():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    assert nb.metadata["kernelspec"]["name"] == "python3"
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    assert code[0].metadata.get("tags") == ["parameters"]
-    for cell in code:
-        assert cell.outputs == [] and cell.execution_count is None, "commit it without outputs"
-        for node in ast.walk(ast.parse(cell.source)):
-            assert not isinstance(
-                node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
-            ), "logic belongs in pipeline/, not in the notebook"
-    params = ast.parse(code[0].source).body
-    assert {s.target.id for s in params} == {
-        "raw_dir",
-        "processed_dir",
-        "figures_dir",
-        "tables_dir",
-        "confidence",
-        "n_sim",
-        "seed",
-    }
-    for stmt in params:
-        assert isinstance(stmt, ast.AnnAssign) and isinstance(stmt.value, ast.Constant)
+    nc.assert_source_clean_and_thin(NOTEBOOK, {*nc.DIR_PARAMETERS, "confidence", "n_sim", "seed"})
 
 
 # --- nbval on the executed copy ------------------------------------------------------------
 
 
-def _make_executed():
-    spec = importlib.util.spec_from_file_location("make_executed", HERE / "make_executed.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _code_cells(nb) -> list[str]:
-    return [
-        c.source
-        for c in nb.cells
-        if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])
-    ]
-
-
-def _run_nbval(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env"]
-        + ["-p", "no:cacheprovider", "-q", str(path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
 def test_executed_copy_matches_source():
-    executed = nbformat.read(EXECUTED, as_version=4)
-    assert _code_cells(executed) == _code_cells(nbformat.read(NOTEBOOK, as_version=4)), REGENERATE
-    injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
-    values = {
-        s.targets[0].id: ast.literal_eval(s.value) for s in ast.parse(injected[0].source).body
-    }
-    assert values == _make_executed().NOTEBOOKS["internet_vs_dc"][2], REGENERATE
+    nc.assert_copy_matches_source(NOTEBOOK, EXECUTED, "internet_vs_dc")
 
 
 def test_executed_copy_has_checked_headline_outputs():
-    executed = nbformat.read(EXECUTED, as_version=4)
-    checked = [
-        c
-        for c in executed.cells
-        if c.cell_type == "code" and c.source.startswith("# NBVAL_CHECK_OUTPUT")
-    ]
-    assert len(checked) == 2
-    text = "".join(o.get("text", "") for c in checked for o in c.outputs)
+    text = nc.headline_text(EXECUTED, n_cells=2)
     assert "lab internet udp p99: 6 runs x 4 modes, sd_within 1483.5" in text
     assert "lab dc udp p50: 6 runs x 6 modes, sd_within 1.9" in text
     assert "on the Internet path the run-to-run variation of the p99 (SD 1.48 ms" in text
 
 
 def test_nbval_reproduces_headline_cells():
-    result = _run_nbval(EXECUTED)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert " passed" in result.stdout
+    nc.assert_nbval_passes(EXECUTED)

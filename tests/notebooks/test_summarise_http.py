@@ -4,31 +4,17 @@ nbval on the executed copy (22-summarise-http.fixture.ipynb)."""
 
 from __future__ import annotations
 
-import ast
-import importlib.util
-import subprocess
-import sys
-from pathlib import Path
-
-import nbformat
+import notebook_checks as nc
 import numpy as np
 import pandas as pd
-import papermill
 import pyarrow.parquet as pq
 import pytest
 from scipy import stats as st
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-NOTEBOOK = ROOT / "notebooks" / "analysis" / "22-summarise-http.ipynb"
-EXECUTED = HERE / "22-summarise-http.fixture.ipynb"
-FIXTURE = ROOT / "tests" / "fixtures" / "raw"
-LAB = FIXTURE / "http" / "lab"
+NOTEBOOK = nc.ANALYSIS / "22-summarise-http.ipynb"
+EXECUTED = nc.HERE / "22-summarise-http.fixture.ipynb"
+LAB = nc.FIXTURE / "http" / "lab"
 CONFIDENCE, N_BOOT, SEED = 0.95, 4000, 20261121
-KEYS = ["environment", "mode", "path", "variant"]
-IPVS_REASON = (
-    "skipped: kernel has no IPVS (ip_vs module missing), the Swarm routing mesh cannot work"
-)
 # make_fixture.py's HTTP_SHIFT_US.
 SHIFTS = {
     ("docker-bridge", "dc"): 30.0,
@@ -36,30 +22,11 @@ SHIFTS = {
     ("swarm-overlay", "dc"): 90.0,
     ("docker-proxy", "local"): 120.0,
 }
-REGENERATE = "regenerate it: python tests/notebooks/make_executed.py http"
 
 
-@pytest.fixture(scope="module")
-def executed(tmp_path_factory) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("summarise-http")
-    dirs = {name: out / name for name in ("processed", "figures", "tables")}
-    papermill.execute_notebook(
-        str(NOTEBOOK),
-        str(out / "executed.ipynb"),
-        parameters={
-            "raw_dir": str(FIXTURE),
-            "processed_dir": str(dirs["processed"]),
-            "figures_dir": str(dirs["figures"]),
-            "tables_dir": str(dirs["tables"]),
-            "confidence": CONFIDENCE,
-            "n_boot": N_BOOT,
-            "seed": SEED,
-        },
-        kernel_name="python3",
-        cwd=str(ROOT),
-        progress_bar=False,
-    )
-    return {"notebook": out / "executed.ipynb", **dirs}
+executed = nc.executed_fixture(
+    NOTEBOOK, "summarise-http", confidence=CONFIDENCE, n_boot=N_BOOT, seed=SEED
+)
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +41,8 @@ def measured() -> pd.DataFrame:
     """Measured rows (requests and per-window counters) of ok runs, without the pipeline."""
     samples = pq.read_table(LAB / "samples.parquet").to_pandas()
     runs = pq.read_table(LAB / "runs.parquet").to_pandas()
-    ok = runs.loc[runs["status"] == "ok", [*KEYS, "run"]]
-    return samples[~samples["warmup"]].merge(ok, on=[*KEYS, "run"])
+    ok = runs.loc[runs["status"] == "ok", [*nc.KEYS, "run"]]
+    return samples[~samples["warmup"]].merge(ok, on=[*nc.KEYS, "run"])
 
 
 def test_percentiles_and_overheads(summary, measured):
@@ -128,7 +95,7 @@ def test_table_and_figures(executed, summary):
         f"{row['p99_us']:.1f} [{row['p99_lo_us']:.1f}, {row['p99_hi_us']:.1f}]"
     )
     ingress = table[table["Configuration"] == "Swarm ingress (routing mesh)"].iloc[0]
-    assert ingress["p50 us [95% CI]"] == "n/a" and ingress["Note"] == IPVS_REASON
+    assert ingress["p50 us [95% CI]"] == "n/a" and ingress["Note"] == nc.IPVS_REASON
     assert ingress["Runs"] == "0 of 5"
     for stem in ("http_ecdf", "http_percentiles"):
         assert (executed["figures"] / f"{stem}.svg").read_text().startswith("<svg")
@@ -137,78 +104,18 @@ def test_table_and_figures(executed, summary):
 
 
 def test_source_notebook_is_clean_and_thin():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    assert nb.metadata["kernelspec"]["name"] == "python3"
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    assert code[0].metadata.get("tags") == ["parameters"]
-    for cell in code:
-        assert cell.outputs == [] and cell.execution_count is None, "commit it without outputs"
-        for node in ast.walk(ast.parse(cell.source)):
-            assert not isinstance(
-                node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
-            ), "logic belongs in pipeline/, not in the notebook"
-    params = ast.parse(code[0].source).body
-    assert {s.target.id for s in params} == {
-        "raw_dir",
-        "processed_dir",
-        "figures_dir",
-        "tables_dir",
-        "confidence",
-        "n_boot",
-        "seed",
-    }
-    for stmt in params:
-        assert isinstance(stmt, ast.AnnAssign) and isinstance(stmt.value, ast.Constant)
+    nc.assert_source_clean_and_thin(NOTEBOOK, {*nc.DIR_PARAMETERS, "confidence", "n_boot", "seed"})
 
 
 # --- nbval on the executed copy ------------------------------------------------------------
 
 
-def _make_executed():
-    spec = importlib.util.spec_from_file_location("make_executed", HERE / "make_executed.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _code_cells(nb) -> list[str]:
-    return [
-        c.source
-        for c in nb.cells
-        if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])
-    ]
-
-
-def _run_nbval(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env"]
-        + ["-p", "no:cacheprovider", "-q", str(path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
 def test_executed_copy_matches_source():
-    executed = nbformat.read(EXECUTED, as_version=4)
-    assert _code_cells(executed) == _code_cells(nbformat.read(NOTEBOOK, as_version=4)), REGENERATE
-    injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
-    values = {
-        s.targets[0].id: ast.literal_eval(s.value) for s in ast.parse(injected[0].source).body
-    }
-    assert values == _make_executed().NOTEBOOKS["http"][2], REGENERATE
+    nc.assert_copy_matches_source(NOTEBOOK, EXECUTED, "http")
 
 
 def test_executed_copy_has_checked_headline_outputs():
-    executed = nbformat.read(EXECUTED, as_version=4)
-    checked = [
-        c
-        for c in executed.cells
-        if c.cell_type == "code" and c.source.startswith("# NBVAL_CHECK_OUTPUT")
-    ]
-    assert len(checked) == 2
-    text = "".join(o.get("text", "") for c in checked for o in c.outputs)
+    text = nc.headline_text(EXECUTED, n_cells=2)
     assert "lab docker-proxy local 1k: ok, 5 runs, 5000 samples, p50 244.3" in text
     assert "errors 3" in text
     assert "lab swarm-ingress dc 1k: skipped, n/a (skipped: kernel has no IPVS" in text
@@ -216,6 +123,4 @@ def test_executed_copy_has_checked_headline_outputs():
 
 
 def test_nbval_reproduces_headline_cells():
-    result = _run_nbval(EXECUTED)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert " passed" in result.stdout
+    nc.assert_nbval_passes(EXECUTED)

@@ -4,30 +4,16 @@ nbval on the executed copy (21-summarise-latency.fixture.ipynb)."""
 
 from __future__ import annotations
 
-import ast
-import importlib.util
-import subprocess
-import sys
-from pathlib import Path
-
-import nbformat
+import notebook_checks as nc
 import numpy as np
 import pandas as pd
-import papermill
 import pyarrow.parquet as pq
 import pytest
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-NOTEBOOK = ROOT / "notebooks" / "analysis" / "21-summarise-latency.ipynb"
-EXECUTED = HERE / "21-summarise-latency.fixture.ipynb"
-FIXTURE = ROOT / "tests" / "fixtures" / "raw"
-LAB = FIXTURE / "latency" / "lab"
+NOTEBOOK = nc.ANALYSIS / "21-summarise-latency.ipynb"
+EXECUTED = nc.HERE / "21-summarise-latency.fixture.ipynb"
+LAB = nc.FIXTURE / "latency" / "lab"
 CONFIDENCE, N_BOOT, SEED = 0.95, 4000, 20261121
-KEYS = ["environment", "mode", "path", "variant"]
-IPVS_REASON = (
-    "skipped: kernel has no IPVS (ip_vs module missing), the Swarm routing mesh cannot work"
-)
 # make_fixture.py's MODE_SHIFT_US: what each mode adds to native, by construction.
 SHIFTS = {
     ("docker-bridge", "dc"): 8.0,
@@ -35,30 +21,11 @@ SHIFTS = {
     ("swarm-overlay", "dc"): 25.0,
     ("docker-proxy", "local"): 35.0,
 }
-REGENERATE = "regenerate it: python tests/notebooks/make_executed.py latency"
 
 
-@pytest.fixture(scope="module")
-def executed(tmp_path_factory) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("summarise-latency")
-    dirs = {name: out / name for name in ("processed", "figures", "tables")}
-    papermill.execute_notebook(
-        str(NOTEBOOK),
-        str(out / "executed.ipynb"),
-        parameters={
-            "raw_dir": str(FIXTURE),
-            "processed_dir": str(dirs["processed"]),
-            "figures_dir": str(dirs["figures"]),
-            "tables_dir": str(dirs["tables"]),
-            "confidence": CONFIDENCE,
-            "n_boot": N_BOOT,
-            "seed": SEED,
-        },
-        kernel_name="python3",
-        cwd=str(ROOT),
-        progress_bar=False,
-    )
-    return {"notebook": out / "executed.ipynb", **dirs}
+executed = nc.executed_fixture(
+    NOTEBOOK, "summarise-latency", confidence=CONFIDENCE, n_boot=N_BOOT, seed=SEED
+)
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +41,8 @@ def measured() -> pd.DataFrame:
     samples = pq.read_table(LAB / "samples.parquet").to_pandas()
     runs = pq.read_table(LAB / "runs.parquet").to_pandas()
     rtt = samples[samples["metric"].isin(["udp_rtt", "tcp_rtt"]) & ~samples["warmup"]]
-    ok = runs.loc[runs["status"] == "ok", [*KEYS, "run"]]
-    return rtt.merge(ok, on=[*KEYS, "run"])
+    ok = runs.loc[runs["status"] == "ok", [*nc.KEYS, "run"]]
+    return rtt.merge(ok, on=[*nc.KEYS, "run"])
 
 
 def _values(measured, mode, path, variant, runs=None) -> pd.DataFrame:
@@ -143,12 +110,12 @@ def test_failed_run_and_warmups_are_excluded(summary, measured):
 def test_skipped_mode_is_reported_not_dropped(executed, summary):
     for variant in ("udp", "tcp"):
         row = summary.loc[("swarm-ingress", "dc", variant)]
-        assert row["status"] == "skipped" and row["reason"] == IPVS_REASON
+        assert row["status"] == "skipped" and row["reason"] == nc.IPVS_REASON
         assert row["n_runs"] == 0 and np.isnan(row["p50_us"])
     md = (executed["tables"] / "latency.md").read_text()
     assert (
         "| Swarm ingress (routing mesh) | datacenter | udp | n/a | n/a | n/a | n/a | n/a | n/a "
-        f"| 0 of 6 | {IPVS_REASON} |" in md
+        f"| 0 of 6 | {nc.IPVS_REASON} |" in md
     )
     caption = (executed["figures"] / "latency_percentiles.caption.md").read_text()
     assert "Not measured: Swarm ingress (routing mesh) (skipped: kernel has no IPVS" in caption
@@ -192,84 +159,22 @@ def test_figure_and_table_files_exist(executed):
 
 
 def test_source_notebook_is_clean_and_thin():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    assert nb.metadata["kernelspec"]["name"] == "python3"
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    assert code[0].metadata.get("tags") == ["parameters"]
-    for cell in code:
-        assert cell.outputs == [] and cell.execution_count is None, "commit it without outputs"
-        for node in ast.walk(ast.parse(cell.source)):
-            assert not isinstance(
-                node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
-            ), "logic belongs in pipeline/, not in the notebook"
-    params = ast.parse(code[0].source).body
-    assert {s.target.id for s in params} == {
-        "raw_dir",
-        "processed_dir",
-        "figures_dir",
-        "tables_dir",
-        "confidence",
-        "n_boot",
-        "seed",
-    }
-    for stmt in params:
-        assert isinstance(stmt, ast.AnnAssign) and isinstance(stmt.value, ast.Constant)
+    nc.assert_source_clean_and_thin(NOTEBOOK, {*nc.DIR_PARAMETERS, "confidence", "n_boot", "seed"})
 
 
 # --- nbval on the executed copy ------------------------------------------------------------
 
 
-def _make_executed():
-    spec = importlib.util.spec_from_file_location("make_executed", HERE / "make_executed.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _code_cells(nb) -> list[str]:
-    return [
-        c.source
-        for c in nb.cells
-        if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])
-    ]
-
-
-def _run_nbval(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env"]
-        + ["-p", "no:cacheprovider", "-q", str(path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
 def test_executed_copy_matches_source():
-    executed = nbformat.read(EXECUTED, as_version=4)
-    assert _code_cells(executed) == _code_cells(nbformat.read(NOTEBOOK, as_version=4)), REGENERATE
-    injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
-    values = {
-        s.targets[0].id: ast.literal_eval(s.value) for s in ast.parse(injected[0].source).body
-    }
-    assert values == _make_executed().NOTEBOOKS["latency"][2], REGENERATE
+    nc.assert_copy_matches_source(NOTEBOOK, EXECUTED, "latency")
 
 
 def test_executed_copy_has_checked_headline_outputs():
-    executed = nbformat.read(EXECUTED, as_version=4)
-    checked = [
-        c
-        for c in executed.cells
-        if c.cell_type == "code" and c.source.startswith("# NBVAL_CHECK_OUTPUT")
-    ]
-    assert len(checked) == 2
-    text = "".join(o.get("text", "") for c in checked for o in c.outputs)
+    text = nc.headline_text(EXECUTED, n_cells=2)
     assert "lab docker-bridge dc udp: ok, 6 runs, 6000 samples, p50 65.1" in text
     assert "lab swarm-ingress dc udp: skipped, n/a (skipped: kernel has no IPVS" in text
     assert "| Docker macvlan | datacenter | udp |" in text
 
 
 def test_nbval_reproduces_headline_cells():
-    result = _run_nbval(EXECUTED)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert " passed" in result.stdout
+    nc.assert_nbval_passes(EXECUTED)

@@ -3,26 +3,18 @@ and check its outputs against numbers computed here, independently, from the fix
 
 from __future__ import annotations
 
-import ast
 import json
-from pathlib import Path
 
-import nbformat
+import notebook_checks as nc
 import numpy as np
 import pandas as pd
-import papermill
 import pyarrow.parquet as pq
 import pytest
 from scipy import stats as st
 
-ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOK = ROOT / "notebooks" / "analysis" / "20-summarise-throughput.ipynb"
-FIXTURE = ROOT / "tests" / "fixtures" / "raw"
-LAB = FIXTURE / "throughput" / "lab"
+NOTEBOOK = nc.ANALYSIS / "20-summarise-throughput.ipynb"
+LAB = nc.FIXTURE / "throughput" / "lab"
 CONFIDENCE, N_BOOT, SEED = 0.95, 4000, 20261121
-IPVS_REASON = (
-    "skipped: kernel has no IPVS (ip_vs module missing), the Swarm routing mesh cannot work"
-)
 # What make_fixture.py put in, read by eye from its RECEIVED_GBPS table.
 KNOWN_MEDIANS = {
     ("native", "dc"): 9.41,
@@ -36,27 +28,9 @@ KNOWN_MEDIANS = {
 }
 
 
-@pytest.fixture(scope="module")
-def executed(tmp_path_factory) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("summarise-throughput")
-    dirs = {name: out / name for name in ("processed", "figures", "tables")}
-    papermill.execute_notebook(
-        str(NOTEBOOK),
-        str(out / "executed.ipynb"),
-        parameters={
-            "raw_dir": str(FIXTURE),
-            "processed_dir": str(dirs["processed"]),
-            "figures_dir": str(dirs["figures"]),
-            "tables_dir": str(dirs["tables"]),
-            "confidence": CONFIDENCE,
-            "n_boot": N_BOOT,
-            "seed": SEED,
-        },
-        kernel_name="python3",
-        cwd=str(ROOT),
-        progress_bar=False,
-    )
-    return {"notebook": out / "executed.ipynb", **dirs}
+executed = nc.executed_fixture(
+    NOTEBOOK, "summarise-throughput", confidence=CONFIDENCE, n_boot=N_BOOT, seed=SEED
+)
 
 
 @pytest.fixture(scope="module")
@@ -148,17 +122,17 @@ def test_warmups_are_excluded(executed, summary):
 def test_skipped_mode_is_reported_not_dropped(executed, summary):
     row = summary.loc[("swarm-ingress", "dc")]
     assert row["status"] == "skipped"
-    assert row["reason"] == IPVS_REASON
+    assert row["reason"] == nc.IPVS_REASON
     assert row["n_runs"] == 0 and np.isnan(row["median_gbps"]) and np.isnan(row["ratio"])
     table = pd.read_csv(executed["tables"] / "throughput.csv", keep_default_na=False)
     ingress = table[table["Scenario"] == "Swarm ingress (routing mesh)"].iloc[0]
     assert ingress["Throughput Gbit/s [95% CI]"] == "n/a"
     assert ingress["% of native [95% CI]"] == "n/a"
-    assert ingress["Note"] == IPVS_REASON
+    assert ingress["Note"] == nc.IPVS_REASON
     md = (executed["tables"] / "throughput.md").read_text()
     assert (
-        f"| Swarm ingress (routing mesh) | datacenter | n/a | n/a | n/a | 0 of 5 | {IPVS_REASON} |"
-        in md
+        "| Swarm ingress (routing mesh) | datacenter | n/a | n/a | n/a | 0 of 5 | "
+        f"{nc.IPVS_REASON} |" in md
     )
     caption = (executed["figures"] / "throughput.caption.md").read_text()
     assert "Not measured: Swarm ingress (routing mesh)" in caption and "no IPVS" in caption
@@ -193,25 +167,4 @@ def test_figure_and_table_files_exist(executed):
 
 
 def test_source_notebook_is_clean_and_thin():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    assert nb.metadata["kernelspec"]["name"] == "python3"
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    assert code[0].metadata.get("tags") == ["parameters"]
-    for cell in code:
-        assert cell.outputs == [] and cell.execution_count is None, "commit it without outputs"
-        for node in ast.walk(ast.parse(cell.source)):
-            assert not isinstance(
-                node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
-            ), "logic belongs in pipeline/, not in the notebook"
-    params = ast.parse(code[0].source).body
-    assert {s.target.id for s in params} == {
-        "raw_dir",
-        "processed_dir",
-        "figures_dir",
-        "tables_dir",
-        "confidence",
-        "n_boot",
-        "seed",
-    }
-    for stmt in params:
-        assert isinstance(stmt, ast.AnnAssign | ast.Assign) and isinstance(stmt.value, ast.Constant)
+    nc.assert_source_clean_and_thin(NOTEBOOK, {*nc.DIR_PARAMETERS, "confidence", "n_boot", "seed"})
