@@ -41,8 +41,9 @@ demo: setup ## install, bring up the lab, run the pipeline on params.yaml's prof
 	$(PY) -m pipeline.lab up
 	dvc repro
 	@echo
-	@echo "Figures: figures/throughput/   Tables: reports/tables/throughput.md (.csv, .tex)"
-	@echo "Executed notebooks: reports/executed/   Raw data: data/raw/throughput/"
+	@echo "Figures (svg, png):    $$(ls -d figures/*/ | tr '\n' ' ')"
+	@echo "Tables (md, csv, tex): $$(ls reports/tables/*.md | tr '\n' ' ')"
+	@echo "Executed notebooks:    reports/executed/   Raw data: data/raw/"
 
 test: setup ## the whole suite, as CI runs it (needs root: it brings the lab up and down)
 	$(PY) -m pytest tests

@@ -46,6 +46,9 @@ class Benchmark:
     # relative to the repository): a load generator, a server config. They go into the tool
     # image too, at the same path, so containers run them bit-identically.
     uploads: dict[str, str] = {}
+    # Count-based tools whose every output row is one sample may take the warm-up and the
+    # first measured window in one run (the first warmup_count samples are flagged).
+    warmup_in_window: bool = False
 
     def image_paths(self) -> list[str]:
         return [*self.binaries, *self.uploads]

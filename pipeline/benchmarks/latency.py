@@ -53,6 +53,7 @@ class Latency(Benchmark):
     paths = ("dc", "internet", "local")
     variants = ("udp", "tcp")
     summary_metric = "{variant}_rtt"
+    warmup_in_window = True  # every row of the full log is one round trip
 
     def server_argv(self, variant: str) -> list[str]:
         return [BINARY, "server", "--port", str(self.port), *_protocol(variant)]

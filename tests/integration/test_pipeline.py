@@ -111,8 +111,9 @@ def test_smoke_repro_measures_every_mode(workdir):
     samples = pd.read_parquet(_raw(workdir) / "samples.parquet")
     hosts = pd.read_parquet(_raw(workdir) / "hosts.parquet")
     pairs = plan(Throughput(), list(MODES))
-    assert len(runs) == 2 * len(pairs), "smoke profile: every (mode, path) once per run"
-    assert not runs.duplicated(["run", "mode", "path"]).any()
+    assert len(runs) == 2 * len(pairs), "smoke profile: every (mode, path, variant) once per run"
+    assert not runs.duplicated(["run", "mode", "path", "variant"]).any()
+    assert set(runs["variant"]) == {"tcp", "udp"}
     assert set(runs["mode"]) == set(MODES)
 
     skipped = runs[runs.status == "skipped"]
@@ -123,13 +124,15 @@ def test_smoke_repro_measures_every_mode(workdir):
 
     ok = runs[runs.status == "ok"]
     assert ok["binary_sha256"].str.fullmatch(r"[0-9a-f]{64}").all()
-    containers = ok[ok["mode"] != "native"]
-    assert containers["image_digest"].str.startswith("sha256:").all()
+    containers = ok[ok["image"].notna()]  # pasta runs the host binary in pasta's namespace
+    assert set(containers["mode"]) >= {"docker-host", "podman", "rootless-docker"}
+    assert containers["image_digest"].str.fullmatch(r"(sha256:)?[0-9a-f]{64}").all()
     # the image holds the very binary the native mode runs
     assert containers["binary_sha256"].nunique() == 1
     assert set(containers["binary_sha256"]) == set(ok.loc[ok["mode"] == "native", "binary_sha256"])
     for raw_log in ok["raw_log"]:  # the tool's own output, kept compressed
         assert json.loads(gzip.decompress((_raw(workdir) / raw_log).read_bytes()))["end"]
+    ok = ok[ok["variant"] == "tcp"]
 
     received = samples[samples.metric == "tcp_throughput_received"]
     assert received.groupby(["run", "mode", "path", "rep"]).size().eq(1).all()
@@ -163,11 +166,9 @@ def _check_latency_and_http(workdir: Path) -> None:
     from pipeline.benchmarks.http import Http
     from pipeline.benchmarks.latency import Latency
 
-    count = int(
-        re.search(
-            r"smoke:.*?latency: \{count: (\d+)", (workdir / "params.yaml").read_text(), re.S
-        ).group(1)
-    )
+    params = (workdir / "params.yaml").read_text()
+    smoke = re.search(r"smoke:.*?latency: \{count: (\d+), warmup_count: (\d+)", params, re.S)
+    count, warmup_count = int(smoke.group(1)), int(smoke.group(2))
     for name, bench in (("latency", Latency()), ("http", Http())):
         raw = workdir / "data" / "raw" / name / "lab"
         runs = pd.read_parquet(raw / "runs.parquet")
@@ -183,6 +184,8 @@ def _check_latency_and_http(workdir: Path) -> None:
             measured = samples[~samples.warmup]
             per_window = measured.groupby(["run", "mode", "path", "variant", "rep"]).size()
             assert (per_window == count).all(), per_window[per_window != count]
+            warm = samples[samples.warmup].groupby(["run", "mode", "path", "variant"]).size()
+            assert (warm == warmup_count).all() and len(warm) == len(per_window)
             med = measured.groupby(["path"])["value"].median()
             assert med["internet"] > 30_000 > 10 * med["dc"], med  # the WAN path adds ~40 ms
     sentence = (workdir / "reports" / "tables" / "internet_vs_dc_sentences.md").read_text()
@@ -211,7 +214,9 @@ def _digest(path: Path) -> str:
 
 
 def test_interrupted_campaign_resumes_without_loss_or_duplicates(workdir):
-    _set_param(workdir, r"^  seed: 20261121", "  seed: 424242")  # a new campaign
+    # A new throughput campaign (other modes), so only that stage runs again.
+    subset = ["native", "docker-host", "docker-bridge", "docker-nat", "macvlan"]
+    _set_param(workdir, r"^  modes: all(?=\s+# \"all\")", f"  modes: {','.join(subset)}")
     proc = subprocess.Popen(
         ["dvc", "repro", "collect-throughput@lab"],
         cwd=workdir,
@@ -242,14 +247,14 @@ def test_interrupted_campaign_resumes_without_loss_or_duplicates(workdir):
     n_saved = len(list(campaign_dir.glob("run-*.runs.parquet")))
     assert n_saved >= 3
 
-    result = dvc(workdir, "repro")
+    result = dvc(workdir, "repro", "collect-throughput@lab")
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"{n_saved} already measured" in result.stdout + result.stderr
     for path, digest in saved.items():  # nothing measured before was measured again
         assert _digest(path) == digest, f"{path.name} was rewritten on resume"
     runs = pd.read_parquet(_raw(workdir) / "runs.parquet")
-    assert len(runs) == 2 * len(plan(Throughput(), list(MODES)))
-    assert not runs.duplicated(["run", "mode", "path"]).any()
+    assert len(runs) == 2 * len(plan(Throughput(), subset))
+    assert not runs.duplicated(["run", "mode", "path", "variant"]).any()
     assert runs["campaign"].nunique() == 1 and runs["campaign"].iloc[0] == campaign_dir.name
     assert not _leftovers()
 
