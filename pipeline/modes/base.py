@@ -360,6 +360,7 @@ def cleanup_host(ctx: Context, host: Host) -> str:
     script = "\n".join(
         [
             _kill_pidfiles(f"{PID_DIR}/*/{shlex.quote(host.name)}-*.pid"),
+            f"rmdir {PID_DIR}/*/ 2>/dev/null",  # campaign directories left empty
             "if docker info >/dev/null 2>&1; then",
             f'  c=$(docker ps -aq --filter {label}); [ -z "$c" ] || docker rm -f $c >/dev/null',
             f"  s=$(docker service ls -q --filter {label} 2>/dev/null); "

@@ -71,6 +71,10 @@ def workdir(tmp_path_factory) -> Path:
         if src.is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
+    # build outputs `make setup` made, which a clone's own `make setup` would make too
+    for built in (".make/bin/co-loadgen",):
+        (dest / built).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / built, dest / built)
     subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
     _set_param(dest, r"^profile: \*\w+$", "profile: *smoke")
     return dest
