@@ -34,7 +34,7 @@ from pipeline.benchmarks.base import Benchmark, Sample, ToolOutputError, Window
 PORT = 11111  # sockperf's default port
 BINARY = "/usr/bin/sockperf"
 MSG_SIZE = 14  # bytes, sockperf's default and minimum: latency, not bandwidth
-INTERNET_MPS = 500  # paced rate on the internet path: 2 ms spacing, ~20 messages in flight
+INTERNET_MPS = 1000  # paced rate on the internet path: 1 ms spacing, ~40 messages in flight
 # Slowest serial ping-pong rate a mode may have and still fill its count (mean RTT <= 250 us);
 # the lab's native dc path does ~20,000/s.
 PINGPONG_MIN_RATE = 4000
