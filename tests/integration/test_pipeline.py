@@ -47,12 +47,20 @@ def _set_param(workdir: Path, pattern: str, replacement: str) -> None:
     params.write_text(text)
 
 
-def dvc(workdir: Path, *args: str, timeout: float = 1200) -> subprocess.CompletedProcess:
-    result = subprocess.run(
-        ["dvc", *args], cwd=workdir, env=_env(), capture_output=True, text=True, timeout=timeout
-    )
-    print(result.stdout[-4000:], result.stderr[-4000:])
-    return result
+def dvc(workdir: Path, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
+    """Run dvc; past the timeout it gets Ctrl-C first, so the campaign cleans up."""
+    proc = subprocess.Popen(
+        ["dvc", *args], cwd=workdir, env=_env(), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=300)
+        pytest.fail(f"dvc {' '.join(args)} took over {timeout} s:\n{out[-3000:]}\n{err[-3000:]}")
+    print(out[-4000:], err[-4000:])
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 @pytest.fixture(scope="module")
