@@ -407,6 +407,7 @@ class Campaign:
             argv=tuple(self.benchmark.server_argv(step.variant)),
             port=self.benchmark.port,
             udp=self.benchmark.server_udp(step.variant),
+            scratch=self.benchmark.server_scratch,
         )
         try:
             deployment = mode.start(ctx, workload)

@@ -49,6 +49,10 @@ class Benchmark:
     # Count-based tools whose every output row is one sample may take the warm-up and the
     # first measured window in one run (the first warmup_count samples are flagged).
     warmup_in_window: bool = False
+    # Paths the server leaves on the host's filesystem (pid and temp files). Modes that run it
+    # as a host process remove them before and after, so a run as root cannot leave files a
+    # later run as the rootless user may not replace.
+    server_scratch: tuple[str, ...] = ()
 
     def image_paths(self) -> list[str]:
         return [*self.binaries, *self.uploads]

@@ -46,6 +46,10 @@ class Http(Benchmark):
     variants = ("1k",)
     summary_metric = "http_achieved_rate"
     uploads = {CONF: "pipeline/conf/nginx-1k.conf", LOADGEN: ".make/bin/co-loadgen"}
+    server_scratch = tuple(
+        f"/tmp/co-nginx-1k{suffix}"
+        for suffix in (".pid", "-body", "-proxy", "-fastcgi", "-uwsgi", "-scgi")
+    )  # as named in pipeline/conf/nginx-1k.conf
 
     def server_argv(self, variant: str) -> list[str]:
         # -e stderr: the compiled-in error log is opened before the conf is read

@@ -89,6 +89,7 @@ class Workload:
     argv: tuple[str, ...]
     port: int
     udp: bool = False
+    scratch: tuple[str, ...] = ()  # files the server leaves on the host (Benchmark.server_scratch)
 
 
 @dataclass
@@ -183,9 +184,7 @@ def engine_run(
     return name
 
 
-def remove_engine_container(
-    ctx: Context, host: Host, engine: str, name: str
-) -> Callable[[], None]:
+def remove_engine_container(ctx: Context, host: Host, engine: str, name: str) -> Callable[[], None]:
     cli = engine_cli(ctx, host, engine)
     return lambda: ctx.pool[host.name].run([*cli, "rm", "--force", name], timeout=60)
 
@@ -284,11 +283,15 @@ class Snapshot:
 
 
 def snapshot(ctx: Context, host: Host, port: int) -> Snapshot:
-    out = ctx.pool[host.name].run(
-        f"ss -Htlnp 'sport = :{port}'; echo ---; ps -eo {PS_FORMAT}; echo ---; "
-        "stat -L -c %i /proc/self/ns/net",
-        timeout=30,
-    ).stdout
+    out = (
+        ctx.pool[host.name]
+        .run(
+            f"ss -Htlnp 'sport = :{port}'; echo ---; ps -eo {PS_FORMAT}; echo ---; "
+            "stat -L -c %i /proc/self/ns/net",
+            timeout=30,
+        )
+        .stdout
+    )
     ss_text, ps_text, netns = out.split("\n---\n")
     return Snapshot(parse_ss_listeners(ss_text), parse_ps(ps_text), netns.strip())
 
@@ -331,17 +334,24 @@ def ensure_network(ctx: Context, host: Host, name: str, create_args: list[str]) 
     )
 
 
-def start_process(ctx: Context, host: Host, name: str, argv: tuple[str, ...]) -> Callable[[], None]:
-    """Start argv as a detached native process; the pidfile lets cleanup find it after a crash."""
+def start_process(
+    ctx: Context, host: Host, name: str, argv: tuple[str, ...], scratch: tuple[str, ...] = ()
+) -> Callable[[], None]:
+    """Start argv as a detached native process; the pidfile lets cleanup find it after a crash.
+    ``scratch`` paths the server writes on the host are removed before the start and after
+    the stop."""
     stem = f"{PID_DIR}/{ctx.campaign}/{host.name}-{name}"
+    remove = f"rm -rf -- {shlex.join(scratch)}" if scratch else "true"
     # Separate statements: `a && b &` would background the list, holding the SSH channel open.
     script = (
+        f"{remove}\n"
         f"mkdir -p {shlex.quote(PID_DIR + '/' + ctx.campaign)}\n"
         f"setsid {shlex.join(argv)} > {shlex.quote(stem + '.log')} 2>&1 < /dev/null &\n"
         f"echo $! > {shlex.quote(stem + '.pid')}"
     )
     ctx.pool[host.name].run(script, timeout=30)
-    return lambda: ctx.pool[host.name].run(_kill_pidfiles(stem + ".pid"), timeout=30)
+    stop = f"{_kill_pidfiles(shlex.quote(stem + '.pid'))}\n{remove}"
+    return lambda: ctx.pool[host.name].run(stop, timeout=30)
 
 
 def _kill_pidfiles(pattern: str) -> str:
@@ -399,9 +409,9 @@ def _engine_cleanup(cli: str, guard: str, engine: str) -> str:
     return "\n".join(
         [
             f"if {guard}; then",
-            f'  c=$({cli} ps -aq --filter {label} 2>/dev/null); '
+            f"  c=$({cli} ps -aq --filter {label} 2>/dev/null); "
             f'[ -z "$c" ] || {cli} rm -f $c >/dev/null 2>&1',
-            f'  n=$({cli} network ls -q --filter {label} 2>/dev/null); '
+            f"  n=$({cli} network ls -q --filter {label} 2>/dev/null); "
             f'[ -z "$n" ] || {cli} network rm $n >/dev/null 2>&1',
             f"  echo {engine}: containers=$(echo $c | wc -w) networks=$(echo $n | wc -w)",
             "fi",

@@ -9,5 +9,5 @@ class Native(Mode):
 
     def start(self, ctx: Context, workload: Workload) -> Deployment:
         host = server_host(ctx)
-        stop = start_process(ctx, host, f"{workload.name}-native", workload.argv)
+        stop = start_process(ctx, host, f"{workload.name}-native", workload.argv, workload.scratch)
         return Deployment(server=host, address=host.address, stop=stop)

@@ -87,11 +87,12 @@ class Pasta(Mode):
                              "--", *workload.argv])  # fmt: skip
         name = f"{workload.name}-pasta"
         stem = pidfile_stem(ctx, host, name)
-        start_process(ctx, host, name, tuple(argv))
+        remove_scratch = start_process(ctx, host, name, tuple(argv), workload.scratch)
         pidfiles = [f"{stem}.pid", f"{stem}.server.pid"]
 
         def stop() -> None:
             kill_pidfiles(ctx, host, pidfiles)
+            remove_scratch()  # its pidfile is gone already: this removes the server's files
 
         try:
             pasta_pid = self._record_server(ctx, host, stem)
