@@ -43,6 +43,7 @@ SOCKPERF_DISCARD_S = 0.45  # sockperf drops its first 400 ms and last 50 ms of -
 SOCKPERF_STARTUP_S = 2.0  # its fixed "Warmup stage" before --time starts counting
 LOG_HEADER = "packet, txTime(sec), rxTime(sec),"
 VALID_RE = re.compile(r"\[Valid Duration\].*ReceivedMessages=(\d+)")
+INTERLEAVED_MESSAGE = re.compile(r"sockperf: [^\n]*\n")
 
 
 class Latency(Benchmark):
@@ -139,8 +140,12 @@ def parse_sockperf_full_log(raw: str, metric: str) -> list[Sample]:
         raise ToolOutputError(
             f"sockperf output has no full log (no {LOG_HEADER!r} line): {raw[-300:]!r}"
         ) from None
+    # sockperf writes the log and its own messages through two stdio buffers onto the same
+    # stdout, so a whole "sockperf: ...\n" message can land inside a log line at the end of a
+    # run. Cutting the messages out of the log section rejoins the split line exactly.
+    log = INTERLEAVED_MESSAGE.sub("", "\n".join(lines[start:]))
     rows = []
-    for line in lines[start:]:
+    for line in log.splitlines():
         if line.startswith("---"):
             break
         fields = line.split(",")

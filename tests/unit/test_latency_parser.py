@@ -154,3 +154,16 @@ def test_server_and_contract():
     assert bench.paths == ("dc", "internet", "local")
     with pytest.raises(ValueError):
         bench.server_argv("sctp")
+
+
+def test_a_sockperf_message_written_into_a_log_line_is_cut_out():
+    # Seen on the lab: "1152, 3.554407068, 3.5544909sockperf: Test end (interrupted by
+    # signal 2)" then the rest of the row on the next line (two stdio buffers, one stdout).
+    text = raw("sockperf-tcp-underload-inet.log")
+    lines = text.splitlines(keepends=True)
+    last = max(i for i, line in enumerate(lines) if line[:1].isdigit() and line.count(",") == 3)
+    cut = len(lines[last]) // 2
+    lines[last] = (lines[last][:cut] + "sockperf: Test end (interrupted by signal 2)\n"
+                   + lines[last][cut:])  # fmt: skip
+    damaged = Latency().parse("tcp", "".join(lines))
+    assert damaged == Latency().parse("tcp", text)
