@@ -41,7 +41,7 @@ PINGPONG_MIN_RATE = 4000
 COUNT_MARGIN = 1.1  # run 10 % longer than the count needs: losses, slow starts
 SOCKPERF_DISCARD_S = 0.45  # sockperf drops its first 400 ms and last 50 ms of --time
 # Seen on the Internet path: a 2 s paced run logged 1,152 of the ~1,550 round trips the rate
-# promises, so short runs get half a second more.
+# promises, so count-based runs get half a second more.
 SLACK_S = 0.5
 SOCKPERF_STARTUP_S = 2.0  # its fixed "Warmup stage" before --time starts counting
 LOG_HEADER = "packet, txTime(sec), rxTime(sec),"
@@ -111,8 +111,8 @@ def sockperf_seconds(window: Window, path: str) -> int:
         needed = window.seconds
     else:
         rate = INTERNET_MPS if path == "internet" else PINGPONG_MIN_RATE
-        needed = window.count / rate * COUNT_MARGIN
-    return max(1, math.ceil(needed + SOCKPERF_DISCARD_S + SLACK_S))
+        needed = window.count / rate * COUNT_MARGIN + SLACK_S
+    return max(1, math.ceil(needed + SOCKPERF_DISCARD_S))
 
 
 def take(samples: list[Sample], count: int) -> list[Sample]:
