@@ -6,7 +6,6 @@ inside the overlay, as service-to-service traffic does in a Swarm.
 
 import shlex
 
-from pipeline.inventory import Host
 from pipeline.modes.base import (
     LABEL,
     Context,
@@ -50,36 +49,40 @@ class SwarmOverlay(Mode):
     def available(self, ctx: Context, path: str) -> str | None:
         return swarm_problem(ctx)
 
-    def network(self, ctx: Context, host: Host) -> tuple[str, list[str], dict[str, str]]:
-        """The overlay to use: its name, its `docker network create` options, notes."""
-        return NETWORK, ["--driver", "overlay", "--attachable"], {}
-
-    def observe(self, ctx: Context, host: Host, client: Host, container: str) -> dict[str, str]:
-        """What a variant wants recorded about the running server (nothing here)."""
-        return {}
-
     def start(self, ctx: Context, workload: Workload) -> Deployment:
         host = server_host(ctx)
         client = ctx.inventory.servers[1]
-        network, create, notes = self.network(ctx, host)
-        ensure_network(ctx, host, network, create)
-        name = container_name(ctx, self.name, workload)
-        docker_run(ctx, host, name, ["--network", network], workload.argv)
-        stop = remove_container(ctx, host, name)
-        try:
-            address = container_address(ctx, host, name, network)
-            notes = {**notes, **self.observe(ctx, host, client, name)}
-        except Exception:
-            stop()
-            raise
-        client_cmd = ["docker", "run", "--rm", "--network", network,
-                      "--label", f"{LABEL}={ctx.campaign}", ctx.image(client).tag]  # fmt: skip
+        ensure_network(ctx, host, NETWORK, ["--driver", "overlay", "--attachable"])
+        name = docker_run(
+            ctx,
+            host,
+            container_name(ctx, self.name, workload),
+            ["--network", NETWORK],
+            workload.argv,
+        )
+        address = container_address(ctx, host, name, NETWORK)
+        image = ctx.image(client).tag
+
+        def in_container(argv: list[str]) -> str:
+            return shlex.join(
+                [
+                    "docker",
+                    "run",
+                    "--rm",
+                    "--network",
+                    NETWORK,
+                    "--label",
+                    f"{LABEL}={ctx.campaign}",
+                    image,
+                    *argv,
+                ]
+            )
+
         return Deployment(
             server=host,
             address=address,
             client=client,
-            wrap_client=lambda argv: shlex.join([*client_cmd, *argv]),
-            stop=stop,
+            wrap_client=in_container,
+            stop=remove_container(ctx, host, name),
             image=ctx.image(host),
-            notes=notes,
         )

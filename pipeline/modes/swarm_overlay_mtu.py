@@ -10,10 +10,23 @@ than the underlay (1400 on a 1500-byte underlay, where swarm-overlay's default g
 """
 
 import re
+import shlex
 
-from pipeline.inventory import Host
-from pipeline.modes.base import Context, host_interface
-from pipeline.modes.swarm_overlay import SwarmOverlay
+from pipeline.modes.base import (
+    LABEL,
+    Context,
+    Deployment,
+    Mode,
+    Workload,
+    container_address,
+    container_name,
+    docker_run,
+    ensure_network,
+    host_interface,
+    remove_container,
+    server_host,
+)
+from pipeline.modes.swarm_overlay import swarm_problem
 
 VXLAN_OVERHEAD = 50
 DOCKER_DEFAULT_OVERLAY_MTU = 1450
@@ -31,29 +44,58 @@ def parse_link_mtu(text: str) -> int:
     return int(found.group(1))
 
 
-class SwarmOverlayMtu(SwarmOverlay):
+class SwarmOverlayMtu(Mode):
     name = "swarm-overlay-mtu"
+    paths = ("dc",)
 
-    def network(self, ctx: Context, host: Host) -> tuple[str, list[str], dict[str, str]]:
+    def available(self, ctx: Context, path: str) -> str | None:
+        return swarm_problem(ctx)
+
+    def start(self, ctx: Context, workload: Workload) -> Deployment:
+        host = server_host(ctx)
+        client = ctx.inventory.servers[1]
         underlay = host_interface(ctx, host)
         mtu = overlay_mtu(underlay.mtu)
+        network = f"co-overlay-mtu{mtu}"  # one network per MTU: an existing one keeps its own
         option = f"com.docker.network.driver.mtu={mtu}"
-        notes = {
-            "underlay_interface": underlay.name,
-            "underlay_mtu": str(underlay.mtu),
-            "overlay_mtu": str(mtu),
-            "docker_default_overlay_mtu": str(DOCKER_DEFAULT_OVERLAY_MTU),
-            "network": f"co-overlay-mtu{mtu}",
-        }
-        # one network per MTU: an existing network keeps the MTU it was made with
-        return notes["network"], ["--driver", "overlay", "--attachable", "--opt", option], notes
-
-    def observe(self, ctx: Context, host: Host, client: Host, container: str) -> dict[str, str]:
+        ensure_network(ctx, host, network, ["--driver", "overlay", "--attachable", "--opt", option])
+        name = docker_run(
+            ctx, host, container_name(ctx, self.name, workload), ["--network", network],
+            workload.argv,
+        )  # fmt: skip
+        stop = remove_container(ctx, host, name)
         session = ctx.pool[host.name]
-        pid = session.run(["docker", "inspect", "--format", "{{.State.Pid}}", container]).stdout
-        link = session.run(["nsenter", "-t", pid.strip(), "-n", "ip", "-o", "link", "show",
-                            "eth0"]).stdout  # fmt: skip
-        return {
-            "overlay_mtu_in_container": str(parse_link_mtu(link)),
-            "client_underlay_mtu": str(host_interface(ctx, client).mtu),
-        }
+        try:
+            address = container_address(ctx, host, name, network)
+            pid = session.run(["docker", "inspect", "--format", "{{.State.Pid}}", name]).stdout
+            link = session.run(["nsenter", "-t", pid.strip(), "-n", "ip", "-o", "link", "show",
+                                "eth0"]).stdout  # fmt: skip
+            seen = parse_link_mtu(link)
+            client_underlay = host_interface(ctx, client).mtu
+        except Exception:
+            stop()
+            raise
+        image = ctx.image(client).tag
+
+        def in_container(argv: list[str]) -> str:
+            label = f"{LABEL}={ctx.campaign}"
+            return shlex.join(["docker", "run", "--rm", "--network", network, "--label", label,
+                               image, *argv])  # fmt: skip
+
+        return Deployment(
+            server=host,
+            address=address,
+            client=client,
+            wrap_client=in_container,
+            stop=stop,
+            image=ctx.image(host),
+            notes={
+                "underlay_interface": underlay.name,
+                "underlay_mtu": str(underlay.mtu),
+                "client_underlay_mtu": str(client_underlay),
+                "overlay_mtu": str(mtu),
+                "overlay_mtu_in_container": str(seen),
+                "docker_default_overlay_mtu": str(DOCKER_DEFAULT_OVERLAY_MTU),
+                "network": network,
+            },
+        )
