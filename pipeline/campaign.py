@@ -274,6 +274,9 @@ class Campaign:
         )
         self.data = Dataset(Path(out_dir), self.id)
         self.steps = schedule(self.triples, profile.runs, seed)
+        # available() costs SSH round trips (docker info on two nodes, kernel probes): ask once
+        # per (mode, path) and campaign, not before every measurement.
+        self._availability: dict[tuple[str, str], str | None] = {}
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -399,7 +402,10 @@ class Campaign:
             "tool_version": self.tool_version,
             "started_at": pd.Timestamp.now(tz="UTC"),
         }
-        reason = mode.available(ctx, step.path)
+        key = (step.mode, step.path)
+        if key not in self._availability:
+            self._availability[key] = mode.available(ctx, step.path)
+        reason = self._availability[key]
         if reason:
             return [], self._finish(row, "skipped", reason)
         workload = Workload(

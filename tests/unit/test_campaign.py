@@ -94,3 +94,28 @@ def test_image_build_output_parse():
     image = images.parse_build_output("node1", text)
     assert image.tag == "container-overhead/tools:abc" and image.digest == "sha256:def"
     assert image.sha256_of("/usr/bin/iperf3") == "3f0a"
+
+
+def test_availability_is_asked_once_per_mode_and_path(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from pipeline import inventory
+    from pipeline.campaign import Campaign
+
+    inv = inventory.load(Path(__file__).parents[2] / "inventory" / "lab.yaml", MODES,
+                         check_files=False)  # fmt: skip
+    campaign = Campaign(Throughput(), inv, Profile(2, 1, 0, 1), tmp_path, seed=1,
+                        modes=["native", "swarm-ingress"], log=lambda _: None)  # fmt: skip
+    campaign.tool_version = "iperf 3.12"
+    calls = []
+
+    def available(ctx, path):
+        calls.append(path)
+        return "no IPVS here"
+
+    monkeypatch.setattr(MODES["swarm-ingress"], "available", available)
+    steps = [s for s in campaign.steps if s.mode == "swarm-ingress"]
+    assert len(steps) == 4  # 2 runs x (tcp, udp) on the dc path
+    rows = [campaign._measure(None, step)[1] for step in steps]
+    assert calls == ["dc"]
+    assert {r["status"] for r in rows} == {"skipped"} and rows[0]["reason"] == "no IPVS here"
