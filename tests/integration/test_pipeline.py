@@ -219,7 +219,7 @@ def test_second_repro_does_nothing(workdir):
 
 
 def test_analysis_parameter_reruns_only_analysis(workdir):
-    _set_param(workdir, r"^  n_boot: \d+", "  n_boot: 1500")
+    _set_param(workdir, r"^(summarise_throughput:\n(?:  .*\n)*?  n_boot: )\d+", r"\g<1>1500")
     result = dvc(workdir, "repro")
     assert result.returncode == 0
     ran = re.findall(r"Running stage '([^']+)'", result.stdout)
