@@ -128,6 +128,17 @@ class Dataset:
     def has_hosts(self, run: int) -> bool:
         return (self.parts / f"hosts-run-{run:03d}.parquet").exists()
 
+    def save_session(self, record: dict) -> None:
+        """One collection session (a `dvc repro`, or its resumption) and where its time went."""
+        self.parts.mkdir(parents=True, exist_ok=True)
+        path = self.parts / f"session-{record['started_at'].replace(':', '')}.json"
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
+        os.replace(tmp, path)
+
+    def sessions(self) -> list[dict]:
+        return [json.loads(f.read_text()) for f in sorted(self.parts.glob("session-*.json"))]
+
     def consolidate(self) -> dict[str, int]:
         """Write samples/runs/hosts.parquet for this campaign from its committed parts."""
         runs_files = sorted(self.parts.glob("run-*.runs.parquet"))
@@ -142,7 +153,30 @@ class Dataset:
             table = pa.concat_tables(tables) if tables else schema.to_table([], schema.TABLES[name])
             schema.write_table(table, self.root / f"{name}.parquet")
             counts[name] = table.num_rows
+        summary = duty_cycle(self.sessions())
+        tmp = self.root / ".campaign.json.tmp"
+        tmp.write_text(json.dumps({"campaign": self.parts.name, **summary}, indent=1))
+        os.replace(tmp, self.root / "campaign.json")
         return counts
+
+
+def duty_cycle(sessions: list[dict]) -> dict:
+    """Wall time of every collection session against the seconds spent inside load windows.
+
+    ``duty_cycle`` = window seconds / wall seconds over all sessions of the campaign (resumed
+    sessions add up). The rest of the wall time is split into where it went: preparation
+    (reachability, uploads, tool images, hashes), per-measurement overhead (deploying and
+    removing the mode, SSH round trips, the tools' own start-up, host facts) and clean-up.
+    """
+    keys = ("wall_s", "window_s", "prepare_s", "loop_s", "cleanup_s", "steps")
+    total = {k: float(sum(s.get(k, 0) for s in sessions)) for k in keys}
+    total["steps"] = int(total["steps"])
+    total["per_step_overhead_s"] = (
+        (total["loop_s"] - total["window_s"]) / total["steps"] if total["steps"] else None
+    )
+    total["duty_cycle"] = total["window_s"] / total["wall_s"] if total["wall_s"] else None
+    total["sessions"] = len(sessions)
+    return total
 
 
 @contextmanager
@@ -229,6 +263,34 @@ def _renumber(samples: list) -> list:
     ]
 
 
+class _SessionClock:
+    """Where one collection session's wall time goes, for the campaign's duty cycle."""
+
+    def __init__(self) -> None:
+        self.started_at = pd.Timestamp.now(tz="UTC")
+        self.t0 = time.monotonic()
+        self.phases: dict[str, float] = {}
+        self.steps = 0
+        self.window_s = 0.0
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        t = time.monotonic()
+        try:
+            yield
+        finally:
+            self.phases[name] = self.phases.get(name, 0.0) + time.monotonic() - t
+
+    def record(self) -> dict:
+        return {
+            "started_at": self.started_at.isoformat(),
+            "wall_s": time.monotonic() - self.t0,
+            "window_s": self.window_s,
+            "steps": self.steps,
+            **self.phases,
+        }
+
+
 def _fmt_duration(seconds: float) -> str:
     seconds = max(0, int(seconds))
     return f"{seconds // 60}m{seconds % 60:02d}s"
@@ -293,11 +355,16 @@ class Campaign:
                 ctx = Context(inventory=self.inv, pool=pool, campaign=self.id)
                 try:
                     with HostLock(ctx.pool[self.inv.manager.name], self.id):
+                        clock = _SessionClock()
                         try:
-                            self._prepare(ctx)
-                            self._measure_all(ctx, todo)
+                            with clock.phase("prepare_s"):
+                                self._prepare(ctx)
+                            with clock.phase("loop_s"):
+                                self._measure_all(ctx, todo, clock)
                         finally:
-                            self._cleanup(ctx)
+                            with clock.phase("cleanup_s"):
+                                self._cleanup(ctx)
+                            self.data.save_session(clock.record())
                 except KeyboardInterrupt:
                     self.log("interrupted: cleaned up; what was measured is saved")
                     raise
@@ -311,6 +378,13 @@ class Campaign:
                     ) from exc
         counts = self.data.consolidate()
         self.log(f"campaign {self.id}: wrote {counts} to {self.data.root}")
+        duty = duty_cycle(self.data.sessions())
+        if duty["steps"] and duty["wall_s"]:
+            self.log(
+                f"duty cycle {duty['duty_cycle']:.2f}: {duty['window_s']:.0f} s inside load "
+                f"windows of {duty['wall_s']:.0f} s wall ({duty['prepare_s']:.0f} s preparing, "
+                f"{duty['per_step_overhead_s']:.1f} s overhead per measurement)"
+            )
         return counts
 
     def _prepare(self, ctx: Context) -> None:
@@ -351,13 +425,15 @@ class Campaign:
             hosts.append(self.inv.internet_client)
         return hosts
 
-    def _measure_all(self, ctx: Context, todo: list[Step]) -> None:
+    def _measure_all(self, ctx: Context, todo: list[Step], clock: _SessionClock) -> None:
         started = time.monotonic()
         for index, step in enumerate(todo, start=1):
             if not self.data.has_hosts(step.run):
                 self.data.save_hosts(step.run, self._host_rows(ctx, step.run))
             samples, row = self._measure(ctx, step)
             self.data.save(step, samples, row)
+            clock.steps += 1
+            clock.window_s += row.get("window_s") or 0.0
             elapsed = time.monotonic() - started
             left = elapsed / index * (len(todo) - index)
             self.log(
@@ -401,6 +477,7 @@ class Campaign:
             "tool": self.benchmark.tool,
             "tool_version": self.tool_version,
             "started_at": pd.Timestamp.now(tz="UTC"),
+            "window_s": 0.0,
         }
         key = (step.mode, step.path)
         if key not in self._availability:
@@ -431,7 +508,7 @@ class Campaign:
                 row["binary_sha256"] = image.sha256_of(binary)
             else:
                 row["binary_sha256"] = self.binary_sha[deployment.server.name][binary]
-            run_client = partial(self._run_client, ctx, deployment, client, address, step)
+            run_client = partial(self._run_client, ctx, deployment, client, address, step, row)
             measured = Window(self.profile.seconds, self.profile.omit_seconds, self.profile.count)
             warmup = self.profile.warmup_count if self.benchmark.warmup_in_window else None
             if warmup and measured.count:
@@ -465,7 +542,7 @@ class Campaign:
             deployment.stop()
         return samples, self._finish(row, "ok", "")
 
-    def _run_client(self, ctx, deployment, client, address, step, window, retry=False):
+    def _run_client(self, ctx, deployment, client, address, step, row, window, retry=False):
         argv = self.benchmark.client_argv(step.variant, address, window, step.path)
         command = deployment.client_command(argv)
         timeout = self.benchmark.client_timeout(window, step.path)
@@ -485,6 +562,7 @@ class Campaign:
                 f"{self.benchmark.tool} on {client.name} exited {result.status}: "
                 f"{result.stderr.strip()[-400:]}"
             )
+        row["window_s"] += self.benchmark.load_seconds(window, step.path)
         return raw, f"{client.name}$ {command}"
 
     def _keep_log(self, step: Step, rep: int, raw: str) -> str:

@@ -74,6 +74,11 @@ class Benchmark:
         """Seconds one client run may take before it counts as hung."""
         return window.seconds + window.omit_seconds + 60
 
+    def load_seconds(self, window: Window, path: str = "dc") -> float:
+        """Seconds one client run spends inside its load window (omitted start included, the
+        tool's own start-up excluded): the numerator of the campaign's duty cycle."""
+        return window.seconds + window.omit_seconds
+
     def parse(
         self, variant: str, raw: str, window: Window | None = None
     ) -> list[Sample]:  # pragma: no cover - contract

@@ -1,12 +1,15 @@
 """Campaign planning, scheduling and resumable storage, without hosts."""
 
+import json
 from collections import Counter
 
 import pandas as pd
+import pytest
 
 from pipeline import hostfacts, images
+from pipeline.benchmarks.base import Window
 from pipeline.benchmarks.throughput import Throughput
-from pipeline.campaign import Dataset, Profile, Step, campaign_id, plan, schedule
+from pipeline.campaign import Dataset, Profile, Step, campaign_id, duty_cycle, plan, schedule
 from pipeline.modes import MODES
 
 
@@ -119,3 +122,34 @@ def test_availability_is_asked_once_per_mode_and_path(tmp_path, monkeypatch):
     rows = [campaign._measure(None, step)[1] for step in steps]
     assert calls == ["dc"]
     assert {r["status"] for r in rows} == {"skipped"} and rows[0]["reason"] == "no IPVS here"
+
+
+def test_duty_cycle_adds_up_resumed_sessions_and_splits_the_overhead(tmp_path):
+    data = Dataset(tmp_path, "c")
+    first = {"started_at": "2026-11-21T10:00:00+00:00", "wall_s": 100.0, "window_s": 80.0,
+             "prepare_s": 6.0, "loop_s": 92.0, "cleanup_s": 2.0, "steps": 8}  # fmt: skip
+    resumed = {"started_at": "2026-11-21T11:00:00+00:00", "wall_s": 50.0, "window_s": 40.0,
+               "prepare_s": 2.0, "loop_s": 47.0, "cleanup_s": 1.0, "steps": 4}  # fmt: skip
+    data.save_session(first)
+    data.save_session(resumed)
+    data.consolidate()
+    summary = json.loads((tmp_path / "campaign.json").read_text())
+    assert summary["campaign"] == "c" and summary["sessions"] == 2
+    assert summary["wall_s"] == 150.0 and summary["window_s"] == 120.0
+    assert summary["duty_cycle"] == 0.8
+    assert summary["per_step_overhead_s"] == (139.0 - 120.0) / 12
+    assert summary["steps"] == 12
+
+
+def test_duty_cycle_of_no_session_is_unknown_not_zero():
+    assert duty_cycle([])["duty_cycle"] is None
+
+
+def test_load_seconds_count_the_tool_window_not_its_start_up():
+    from pipeline.benchmarks.latency import Latency
+    from pipeline.benchmarks.throughput import Throughput
+
+    assert Throughput().load_seconds(Window(3.0, 1.0)) == 4.0
+    # 11,000 round trips at the slowest accepted rate (4000/s) + 10 % + 0.5 s + the 0.45 s
+    # sockperf drops -> --time 4, of which 3.55 s are logged
+    assert Latency().load_seconds(Window(30.0, 0.0, 11_000), "dc") == pytest.approx(3.55)

@@ -1,0 +1,141 @@
+"""Does the harness perturb what it measures? The pipeline against the same tool run by hand.
+
+Arm "pipeline": a one-step campaign through `pipeline.campaign.Campaign` (SSH, the native mode's
+server start, the campaign's warm-up, parsing, parquet). Arm "by hand": the same server and
+client argv, on the same lab hosts, started directly in their network namespaces with
+`nsenter`, no SSH and no Python in the loop; its output goes through the same parser (the
+parsers are tested against verbatim tool output on their own). The arms alternate in an
+A B B A pattern so a slow drift of the machine hits both equally.
+
+Per round: sockperf UDP ping-pong p50 round trip (quick profile's 10,000 measured round trips
+after 1,000 warm-up) and iperf3 TCP throughput (median of the 1 s intervals of a 3 s window
+after a 1 s warm-up run and 1 s omitted). The figure is the ratio of the arms' medians over
+rounds; the goal is agreement within 2 %.
+
+Needs root and the embedded lab (brought up here if it is down). Traffic stays in the lab.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pipeline import inventory, lab  # noqa: E402
+from pipeline.benchmarks.base import Window  # noqa: E402
+from pipeline.benchmarks.latency import Latency  # noqa: E402
+from pipeline.benchmarks.throughput import Throughput  # noqa: E402
+from pipeline.campaign import Campaign, Profile  # noqa: E402
+from pipeline.modes import MODES  # noqa: E402
+
+INVENTORY = ROOT / "inventory" / "lab.yaml"
+GOAL = 0.02
+CASES = {
+    # benchmark, variant, profile (the quick profile's windows), metric, statistic
+    "latency": (Latency, "udp", Profile(1, 30.0, 0.0, 1.0, 1, 10_000, 1_000), "udp_rtt", 0.5),
+    "throughput": (Throughput, "tcp", Profile(1, 3.0, 1.0, 1.0), "tcp_throughput_received", 0.5),
+}
+
+
+def _one_variant(cls, variant: str):
+    bench = cls()
+    bench.variants = (variant,)  # this instance only: the benchmark's class is untouched
+    return bench
+
+
+def pipeline_round(case: str, inv: inventory.Inventory, workdir: Path, seed: int) -> float:
+    cls, variant, profile, metric, q = CASES[case]
+    bench = _one_variant(cls, variant)
+    out = workdir / f"{case}-{seed}"
+    campaign = Campaign(bench, inv, profile, out, seed, ["native"], lambda _: None, ("dc",))
+    campaign.run()
+    samples = pq.read_table(out / "samples.parquet").to_pandas()
+    runs = pq.read_table(out / "runs.parquet").to_pandas()
+    if (runs["status"] != "ok").any():
+        raise RuntimeError(f"pipeline arm failed: {runs[['status', 'reason']].to_dict('records')}")
+    measured = samples[(~samples["warmup"]) & (samples["metric"] == metric)]["value"]
+    return float(np.quantile(measured, q, method="inverted_cdf"))
+
+
+def _netns(host: str, argv: list[str]) -> list[str]:
+    return ["nsenter", f"--net=/run/netns/{host}", *argv]
+
+
+def hand_round(case: str, inv: inventory.Inventory) -> float:
+    cls, variant, profile, metric, q = CASES[case]
+    bench = _one_variant(cls, variant)
+    server, client = inv.servers[0], inv.dc_client  # where the native mode puts them
+    proc = subprocess.Popen(
+        _netns(server.name, bench.server_argv(variant)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(1.0)  # the server binds; the pipeline's warm-up absorbs this by retrying
+
+        def client_run(window: Window) -> str:
+            argv = bench.client_argv(variant, server.address, window, "dc")
+            timeout = bench.client_timeout(window, "dc")
+            done = subprocess.run(
+                _netns(client.name, argv), capture_output=True, text=True, timeout=timeout
+            )
+            return done.stdout
+
+        measured = Window(profile.seconds, profile.omit_seconds, profile.count)
+        if bench.warmup_in_window:
+            both = Window(measured.seconds, 0.0, profile.warmup_count + measured.count)
+            samples = bench.parse(variant, client_run(both), both)[profile.warmup_count :]
+        else:
+            client_run(Window(profile.warmup_seconds, 0.0, profile.warmup_count))
+            samples = bench.parse(variant, client_run(measured), measured)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    values = [s.value for s in samples if s.metric == metric]
+    return float(np.quantile(values, q, method="inverted_cdf"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=6, help="rounds per arm (even: ABBA)")
+    args = parser.parse_args(argv)
+    lab.up()
+    inv = inventory.load(INVENTORY, known_modes=MODES)
+    print(f"perturbation: pipeline vs by hand, {args.rounds} rounds per arm, ABBA order")
+    failed = False
+    with tempfile.TemporaryDirectory(prefix="co-perturbation-") as tmp:
+        for case in CASES:
+            arms: dict[str, list[float]] = {"pipeline": [], "hand": []}
+            for i in range(args.rounds):
+                order = ("pipeline", "hand") if i % 2 == 0 else ("hand", "pipeline")
+                for arm in order:
+                    if arm == "pipeline":
+                        value = pipeline_round(case, inv, Path(tmp), seed=i)
+                    else:
+                        value = hand_round(case, inv)
+                    arms[arm].append(value)
+            pipe, hand = np.median(arms["pipeline"]), np.median(arms["hand"])
+            ratio = pipe / hand
+            ok = abs(ratio - 1) <= GOAL
+            failed |= not ok
+            unit = "us p50 RTT" if case == "latency" else "bit/s"
+            print(
+                f"  {case:<10} pipeline {pipe:,.5g} vs by hand {hand:,.5g} {unit}: "
+                f"ratio {ratio:.4f} ({'within' if ok else 'OUTSIDE'} +-{GOAL:.0%})"
+            )
+            for arm, values in arms.items():
+                print(f"{'':13}{arm:<9}" + " ".join(f"{v:,.5g}" for v in values))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
