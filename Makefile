@@ -8,9 +8,9 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # inside the containers built from them).
 APT_PACKAGES := docker.io iperf3 sockperf nginx openssh-server openssh-client iproute2 \
 	iptables kmod procps psmisc util-linux iputils-ping python3-venv ca-certificates golang-go \
-	podman slirp4netns passt rootlesskit uidmap fuse-overlayfs
+	podman slirp4netns passt rootlesskit uidmap fuse-overlayfs sysbench
 
-.PHONY: setup demo test test-unit test-lab lint lab-up lab-down lab-status jupyter clean-data
+.PHONY: setup demo test test-unit test-lab lint lab-up lab-down lab-status jupyter clean-data bench
 
 setup: .make/apt.stamp .make/venv.stamp .make/bin/co-loadgen ## install everything (idempotent)
 
@@ -62,6 +62,9 @@ lab-down: setup
 
 lab-status: setup
 	$(PY) -m pipeline.lab status
+
+bench: setup ## the pipeline measuring itself (issue 6): every bench/*.py, one summary
+	$(PY) -m bench
 
 jupyter: setup ## JupyterLab on the study with the project's kernel
 	$(VENV)/bin/jupyter lab --allow-root --no-browser --ip 127.0.0.1 notebooks/

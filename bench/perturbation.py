@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline import inventory, lab  # noqa: E402
+from pipeline import inventory, lab, schema  # noqa: E402
 from pipeline.benchmarks.base import Window  # noqa: E402
 from pipeline.benchmarks.latency import Latency  # noqa: E402
 from pipeline.benchmarks.throughput import Throughput  # noqa: E402
@@ -58,7 +58,7 @@ def pipeline_round(case: str, inv: inventory.Inventory, workdir: Path, seed: int
     out = workdir / f"{case}-{seed}"
     campaign = Campaign(bench, inv, profile, out, seed, ["native"], lambda _: None, ("dc",))
     campaign.run()
-    samples = pq.read_table(out / "samples.parquet").to_pandas()
+    samples = schema.read_samples(out / "samples.parquet")
     runs = pq.read_table(out / "runs.parquet").to_pandas()
     if (runs["status"] != "ok").any():
         raise RuntimeError(f"pipeline arm failed: {runs[['status', 'reason']].to_dict('records')}")

@@ -74,8 +74,13 @@ def plan(
     benchmark: Benchmark, modes: list[str], paths: tuple[str, ...] | None = None
 ) -> list[tuple[str, str, str]]:
     """Every (mode, path, variant) the benchmark measures, with a native baseline on every
-    path a mode uses, so each mode is compared with native on its own path."""
+    path a mode uses, so each mode is compared with native on its own path. A host benchmark
+    runs on its one path ("host") in the modes it names, native among them; others are not
+    planned at all (they are not "skipped": the benchmark does not apply to them)."""
     wanted = [p for p in benchmark.paths if paths is None or p in paths]
+    if benchmark.kind == "host":
+        chosen = [m for m in benchmark.modes or () if m in modes]
+        return [(m, p, v) for p in wanted for m in chosen for v in benchmark.variants]
     pairs = [(m, p) for m in modes for p in MODES[m].paths if p in wanted]
     baselines = [("native", p) for p in wanted if p in {p for _, p in pairs}]
     pairs = baselines + [pair for pair in pairs if pair not in baselines]
@@ -402,6 +407,7 @@ class Campaign:
             h.name: images.binary_hashes(ctx.pool[h.name], binaries) for h in self.inv.servers
         }
         version = ctx.pool[self.inv.servers[0].name].run(self.benchmark.version_argv())
+        self.benchmark.prepare(ctx.pool[self.inv.servers[0].name])
         self.tool_version = version.stdout.splitlines()[0].strip()
 
     def _upload(self, ctx: Context, hosts: list[inventory.Host]) -> None:
@@ -485,15 +491,21 @@ class Campaign:
         reason = self._availability[key]
         if reason:
             return [], self._finish(row, "skipped", reason)
+        host_kind = self.benchmark.kind == "host"
         workload = Workload(
             name=f"{self.benchmark.name}-{step.variant}",
-            argv=tuple(self.benchmark.server_argv(step.variant)),
+            # a host benchmark has no server: its modes get a quick run of the tool to probe with
+            argv=tuple(
+                self.benchmark.version_argv()
+                if host_kind
+                else self.benchmark.server_argv(step.variant)
+            ),
             port=self.benchmark.port,
             udp=self.benchmark.server_udp(step.variant),
             scratch=self.benchmark.server_scratch,
         )
         try:
-            deployment = mode.start(ctx, workload)
+            deployment = mode.foreground(ctx, workload) if host_kind else mode.start(ctx, workload)
         except ModeUnavailable as exc:
             return [], self._finish(row, "skipped", str(exc))
         samples: list[dict] = []

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import polars as pl
 
-from pipeline import figures, schema, stats
+from pipeline import figures, schema, stats, tables
 
 BASELINE = "native"
 KEYS = ["environment", "mode", "path", "variant"]
@@ -68,52 +68,70 @@ def _measured(raw_dir: Path | str, benchmark: str, metrics: Iterable[str]) -> pl
         .select([*KEYS, "run"])
         .unique()
     )
-    samples = (
-        pl.scan_parquet(_files(raw_dir, benchmark, "samples"))
-        .filter(pl.col("metric").is_in(metrics) & ~pl.col("warmup"))
-        .select([*KEYS, "metric", "run", "rep", "value"])
+    samples = pl.concat(
+        [
+            pl.scan_parquet(f)
+            .filter(pl.col("metric").is_in(metrics) & ~pl.col("warmup"))
+            .select([*KEYS, "metric", "run", "rep", _value_expr(f)])
+            for f in _files(raw_dir, benchmark, "samples")
+        ]
     )
     # A failed run can leave partial samples behind: they describe a broken measurement.
     return samples.join(runs, on=[*KEYS, "run"], how="semi")
 
 
-def _sorted_by_run(values: np.ndarray, runs: np.ndarray) -> stats.RunSamples:
-    """RunSamples from one cell's unsorted values: group by run (small ints: a cheap stable
-    sort), then sort each run's slice, so nothing sorts the whole study at once."""
-    order = np.argsort(runs, kind="stable")
-    runs, values = runs[order], values[order]
-    ids, starts = np.unique(runs, return_index=True)
-    bounds = np.r_[starts, runs.size]
-    per_run = tuple(np.sort(values[bounds[i] : bounds[i + 1]]) for i in range(ids.size))
-    pooled = np.sort(np.concatenate(per_run)) if per_run else np.empty(0)
-    return stats.RunSamples(runs=ids, values=per_run, pooled=pooled)
+def _value_expr(path: Path) -> pl.Expr:
+    """``value`` of a samples file in either layout (``schema.to_storage``), as float64."""
+    import pyarrow.parquet as pq
+
+    if not schema.is_stored_layout(pq.read_schema(path).names):
+        return pl.col("value")
+    milli = pl.col("value_milli")
+    exact = milli.cast(pl.Float64) / 1000.0
+    return pl.when(milli.is_not_null()).then(exact).otherwise(pl.col("value_float")).alias("value")
+
+
+def _sorted_by_run(chunks: dict[int, list[np.ndarray]]) -> stats.RunSamples:
+    """RunSamples from one cell's value chunks per run: each run is joined, NaNs dropped and
+    sorted on its own, and the chunks are released as soon as their run is built."""
+    ids, per_run = [], []
+    for run in sorted(chunks):
+        values = np.concatenate(chunks.pop(run))
+        values = values[~np.isnan(values)]
+        if values.size:  # a run with no value left was not measured
+            values.sort()
+            ids.append(run)
+            per_run.append(values)
+    ids = np.array(ids, dtype=np.int64)
+    # Stable: merges the sorted runs (several times faster than sorting the cell from scratch).
+    pooled = np.sort(np.concatenate(per_run), kind="stable") if per_run else np.empty(0)
+    return stats.RunSamples(runs=ids, values=tuple(per_run), pooled=pooled)
+
+
+def _kept(batch, name: str, null, keep: np.ndarray) -> np.ndarray:
+    """The ``keep`` rows of a batch column as numpy, nulls as ``null``."""
+    return batch.column(name).fill_null(null).to_numpy(zero_copy_only=False)[keep]
 
 
 def _scan_cells(path: Path, wanted: dict[tuple[str, str], int], batch_rows: int):
-    """``(cell index, run, value)`` arrays of the measured samples of the ``wanted`` (variant,
-    metric) pairs in one samples file, read batch by batch with dictionary-encoded keys: about
-    14 bytes per kept sample, whatever the width of the file."""
+    """The values of the measured samples of the ``wanted`` (variant, metric) pairs in one
+    samples file, as ``{cell key: {run: [value chunks]}}``, read batch by batch with
+    dictionary-encoded keys: 8 bytes per kept sample, whatever the width of the file."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     cell_ids: dict[tuple[str, str, str, str], int] = {}
-    keys, runs, values = [], [], []
-    columns = [*KEYS, "metric", "run", "value", "warmup"]
+    chunks: dict[int, dict[int, list[np.ndarray]]] = {}
     reader = pq.ParquetFile(path, read_dictionary=[*KEYS, "metric"])
+    stored = schema.is_stored_layout(reader.schema_arrow.names)
+    value_cols = ["value_float", "value_milli"] if stored else ["value"]
+    columns = [*KEYS, "metric", "run", "warmup", *value_cols]
     for batch in reader.iter_batches(batch_size=batch_rows, columns=columns):
-        metric = batch.column("metric")
-        mask = pc.and_(
-            pc.invert(batch.column("warmup").fill_null(False)),
-            pc.is_in(
-                metric.dictionary_decode() if pa.types.is_dictionary(metric.type) else metric,
-                value_set=pa.array(sorted({m for _, m in wanted})),
-            ),
-        )
-        batch = batch.filter(mask)
         if batch.num_rows == 0:
             continue
-        # Per-batch dictionaries -> one small lookup table of cell ids for this batch.
+        # Rows are selected on numpy codes, not by filtering the batch: no string is decoded
+        # and nothing copied but the kept rows. Per-batch dictionaries -> one small lookup
+        # table of cell ids for this batch.
         cols = []
         for name in [*KEYS, "metric"]:
             col = batch.column(name)
@@ -137,13 +155,30 @@ def _scan_cells(path: Path, wanted: dict[tuple[str, str], int], batch_rows: int)
             if (variant, metric_name) in wanted:
                 lut[c] = cell_ids.setdefault((env, mode, path_, variant), len(cell_ids))
         cell = lut[code]
-        keep = cell >= 0
-        keys.append(cell[keep].astype(np.int16 if len(cell_ids) < 2**15 else np.int32))
-        runs.append(batch.column("run").to_numpy(zero_copy_only=False)[keep].astype(np.int32))
-        values.append(batch.column("value").to_numpy(zero_copy_only=False)[keep])
-    if not keys:
-        return {}, np.empty(0, np.int16), np.empty(0, np.int32), np.empty(0)
-    return cell_ids, np.concatenate(keys), np.concatenate(runs), np.concatenate(values)
+        warmup = batch.column("warmup").fill_null(False).to_numpy(zero_copy_only=False)
+        keep = (cell >= 0) & ~warmup
+        if not keep.any():
+            continue
+        value = _kept(batch, value_cols[0], np.nan, keep)
+        if stored:
+            milli = _kept(batch, "value_milli", 0, keep)
+            has_milli = batch.column("value_milli").is_valid().to_numpy(zero_copy_only=False)
+            value = schema.stored_value(value, milli, has_milli[keep])
+        run = _kept(batch, "run", 0, keep).astype(np.int64)
+        cell = cell[keep].astype(np.int64)
+        # Collection writes window after window, so (cell, run) comes in long stretches; cut
+        # there. An interleaved file is grouped first (a stable sort of small integer codes).
+        pair = cell << 32 | (run & 0xFFFFFFFF)
+        cuts = np.flatnonzero(pair[1:] != pair[:-1]) + 1
+        if cuts.size > 1024:
+            order = np.argsort(pair, kind="stable")
+            pair, cell, run, value = pair[order], cell[order], run[order], value[order]
+            cuts = np.flatnonzero(pair[1:] != pair[:-1]) + 1
+        for a, b in zip(np.r_[0, cuts], np.r_[cuts, pair.size], strict=True):
+            if b > a:
+                per_run = chunks.setdefault(int(cell[a]), {})
+                per_run.setdefault(int(run[a]), []).append(value[a:b])
+    return {key: chunks[index] for key, index in cell_ids.items() if index in chunks}
 
 
 def load_cells(
@@ -159,9 +194,9 @@ def load_cells(
     measured samples (``warmup`` false) of runs with status ok are kept.
 
     Built for ~1e8 samples: the file is read in batches of ``batch_rows`` with dictionary-
-    encoded keys and reduced to (cell, run, value) arrays (14 bytes per sample); each cell is
-    then selected with one pass over the small cell codes, and only each run's own samples are
-    sorted by value. Peak memory is about 40 bytes per sample of the largest file.
+    encoded keys and reduced to value chunks per (cell, run) (8 bytes per sample); only each
+    run's own samples are sorted, and the cell's pooled order is a merge of its sorted runs.
+    Peak memory is about 17 bytes per sample (bench/analysis_scale.py measures it).
     """
     runs = load_runs(raw_dir, benchmark)
     ok_runs: dict[tuple, np.ndarray] = {
@@ -171,13 +206,12 @@ def load_cells(
     wanted = {(v, m): 1 for v, m in metrics.items()}
     cells: dict[tuple[str, str, str, str], stats.RunSamples] = {}
     for path in _files(raw_dir, benchmark, "samples"):
-        cell_ids, cell_of, run_ids, values = _scan_cells(path, wanted, batch_rows)
-        for key, index in cell_ids.items():
-            rows = np.flatnonzero(cell_of == index)
-            cell_runs = run_ids[rows]
-            keep = np.isin(cell_runs, ok_runs.get(key, [])) & ~np.isnan(values[rows])
-            if keep.any():
-                cells[key] = _sorted_by_run(values[rows[keep]], cell_runs[keep])
+        for key, per_run in _scan_cells(path, wanted, batch_rows).items():
+            ok = set(ok_runs.get(key, np.empty(0, np.int64)).tolist())
+            per_run = {run: chunks for run, chunks in per_run.items() if run in ok}
+            cell = _sorted_by_run(per_run)
+            if cell.n_samples:
+                cells[key] = cell
     return dict(sorted(cells.items()))
 
 
@@ -247,7 +281,45 @@ def summary_columns(quantiles=QUANTILES, overhead=OVERHEAD_QUANTILES) -> list[st
         lab = q_label(q)
         cols += [f"d_{lab}_us", f"d_{lab}_lo_us", f"d_{lab}_hi_us"]
         cols += [f"ratio_{lab}", f"ratio_{lab}_lo", f"ratio_{lab}_hi"]
-    return [*cols, "confidence", "n_boot", "seed"]
+    return [*cols, *verdict_columns(overhead), "confidence", "n_boot", "seed"]
+
+
+def verdict_columns(overhead=OVERHEAD_QUANTILES) -> list[str]:
+    """The margin, and per overhead level the ratio's equivalence interval, the TOST on per-run
+    quantiles beside it and the verdict (``stats.quantile_equivalence``)."""
+    cols = ["margin", "equivalence_confidence"]
+    for q in overhead:
+        lab = q_label(q)
+        cols += [f"ratio_{lab}_eq_lo", f"ratio_{lab}_eq_hi", f"tost_{lab}_p", f"tost_{lab}_ratio"]
+        cols += [f"tost_{lab}_reason", f"verdict_{lab}"]
+    return cols
+
+
+def _verdicts(
+    cell: stats.RunSamples,
+    base: stats.RunSamples,
+    overhead,
+    margin: float,
+    confidence: float,
+    n_boot: int,
+    seed: int,
+) -> dict:
+    """The verdict columns of one mode against native (latency: lower is better)."""
+    eq = stats.quantile_equivalence(
+        cell, base, overhead, margin, confidence, n_boot, seed, higher_is_better=False
+    )
+    out = {}
+    for r in eq.itertuples():
+        lab = q_label(r.q)
+        out |= {
+            f"ratio_{lab}_eq_lo": r.lo_eq,
+            f"ratio_{lab}_eq_hi": r.hi_eq,
+            f"tost_{lab}_p": r.tost_p,
+            f"tost_{lab}_ratio": r.tost_ratio,
+            f"tost_{lab}_reason": r.tost_reason,
+            f"verdict_{lab}": r.verdict,
+        }
+    return out
 
 
 def _row_order(frame: pd.DataFrame) -> pd.DataFrame:
@@ -271,6 +343,7 @@ def summarise(
     confidence: float = 0.95,
     n_boot: int = 4000,
     seed: int = 20261121,
+    margin: float = 0.05,
 ) -> pd.DataFrame:
     """One row per (environment, mode, path, variant) with the columns of ``summary_columns``.
 
@@ -280,6 +353,11 @@ def summarise(
     as a ratio. The same ``seed`` is used for every cell, so cells with the same runs are
     resampled over the same run sets. ``variants`` restricts the cells (e.g. to the variants
     whose per-sample metric was loaded); by default every variant in ``runs`` or ``cells``.
+
+    ``verdict_pXX``: ``stats.verdict`` for ``ratio_pXX`` against the equivalence ``margin``
+    (fixed in params.yaml before the data), from its ``equivalence_confidence`` interval
+    (``ratio_pXX_eq_*``, same replicates) and the paired TOST on per-run percentiles
+    (``tost_pXX_*``); None for native itself and for cells without a comparison.
     """
     run_cells = runs[KEYS].drop_duplicates().itertuples(index=False, name=None)
     all_cells = list(dict.fromkeys([*run_cells, *cells]))
@@ -312,6 +390,8 @@ def summarise(
             "confidence": confidence,
             "n_boot": n_boot,
             "seed": seed,
+            "margin": margin,
+            "equivalence_confidence": stats.equivalence_level(confidence),
         }
         if cell is not None and cell.n_samples:
             pct = stats.cluster_quantile_ci(cell, quantiles, confidence, n_boot, seed)
@@ -334,6 +414,8 @@ def summarise(
                             f"ratio_{lab}_hi": r.ratio_hi,
                         }
                     )
+                if mode != BASELINE:
+                    row |= _verdicts(cell, base, overhead, margin, confidence, n_boot, seed)
             elif status == "ok":
                 extra = f"no {BASELINE} baseline measured on path {path} ({variant})"
                 row["reason"] = f"{reason}; {extra}" if reason else extra
@@ -342,7 +424,10 @@ def summarise(
     for col in ("n_runs", "n_runs_planned", "n_samples", "overhead_n_runs"):
         out[col] = out[col].astype("int64")
     float_cols = [c for c in out.columns if c.endswith("_us") or c.startswith("ratio_")]
+    float_cols += [c for c in out.columns if c.startswith("tost_") and not c.endswith("_reason")]
     out[float_cols] = out[float_cols].astype(float)
+    for col in [c for c in out.columns if c.startswith("verdict_") or c.endswith("_reason")]:
+        out[col] = [as_text(v) or None for v in out[col]]
     return _row_order(out)
 
 
@@ -435,13 +520,18 @@ def _note(row: pd.Series) -> str:
     parts = note_parts(row)
     if row["status"] == "ok" and row["n_runs"] < 2:
         parts.append("one run: no interval")
+    tost = dict.fromkeys(as_text(row.get(f"tost_{q_label(q)}_reason")) for q in OVERHEAD_QUANTILES)
+    tost.pop("", None)
+    if row["status"] == "ok" and tost:
+        parts.append("no TOST: " + "; ".join(tost))
     return "; ".join(parts)
 
 
 def article_table(
     summary: pd.DataFrame, columns=(0.5, 0.95, 0.99, 0.999), overhead=OVERHEAD_QUANTILES
 ) -> pd.DataFrame:
-    """The 000 article's "Configuration | p50 | p95 | p99" with intervals, overheads and notes.
+    """The 000 article's "Configuration | p50 | p95 | p99" with intervals, overheads, a verdict
+    per overhead level (on the ratio of percentiles to native) and notes.
 
     Every latency is in microseconds; a skipped or failed mode shows n/a and its reason.
     """
@@ -466,6 +556,17 @@ def article_table(
             ("" if r["mode"] == BASELINE and r["n_runs"] else None)
             if r["mode"] == BASELINE
             else _fmt_shift(r[f"d_{lab}_us"], r[f"d_{lab}_lo_us"], r[f"d_{lab}_hi_us"])
+            for _, r in summary.iterrows()
+        ]
+    margin = float(summary["margin"].iloc[0]) if len(summary) else 0.05
+    for q in overhead:
+        lab = q_label(q)
+        table[f"Verdict {lab} ({tables.margin_text(margin)})"] = [
+            ("" if r["n_runs"] else None)
+            if r["mode"] == BASELINE
+            else tables.verdict_text(
+                r[f"verdict_{lab}"], r[f"ratio_{lab}_lo"], r[f"ratio_{lab}_hi"], False
+            )
             for _, r in summary.iterrows()
         ]
     if "rate_rps" in summary.columns:
@@ -495,8 +596,14 @@ def table_caption(summary: pd.DataFrame, what: str) -> str:
         f"measured runs (warm-up excluded) with {conf:.0%} cluster-bootstrap percentile "
         f"intervals ({n_boot} replicates resampling whole runs). Overhead: the same percentile "
         "minus native's on the same path and variant, paired bootstrap over the runs both "
-        "measured (each replicate gives a run the same weight in both). Modes that could not run "
-        "are listed with n/a and their reason."
+        "measured (each replicate gives a run the same weight in both). "
+        + tables.verdict_caption(
+            float(summary["margin"].iloc[0]),
+            conf,
+            "paired cluster-bootstrap interval of the ratio of the percentile to native's",
+            "the per-run percentiles (log ratios)",
+        )
+        + " Modes that could not run are listed with n/a and their reason."
     )
     if "rate_rps" in summary.columns:
         text += (
@@ -526,6 +633,8 @@ def headline(summary: pd.DataFrame) -> str:
                     f"d{lab} {r[f'd_{lab}_us']:+.1f} "
                     f"[{r[f'd_{lab}_lo_us']:+.1f}, {r[f'd_{lab}_hi_us']:+.1f}]"
                 )
+            for lab in ("p50", "p99"):
+                parts.append(f"{lab} verdict {r[f'verdict_{lab}']}")
         if "rate_rps" in summary.columns:
             parts.append(f"rate {r['rate_rps']:.1f} req/s, errors {r['errors']:.0f}")
         lines.append(f"{head}, " + ", ".join(parts))
@@ -536,7 +645,9 @@ def findings(summary: pd.DataFrame) -> str:
     """Markdown sentences: which modes add latency at the median and the p99, and how much.
 
     An overhead is only called one when its whole interval lies above 0; an interval that
-    contains 0 is "not distinguishable from native here", which is not a proof of no overhead.
+    contains 0 is "not distinguishable from native here", which is not a proof of no overhead:
+    that is the verdict's job (``stats.verdict`` on the ratio, against the margin fixed before
+    the data), given after each statement.
     """
     out = []
     for _, r in summary.iterrows():
@@ -560,7 +671,16 @@ def findings(summary: pd.DataFrame) -> str:
                 said.append(f"is {fmt_us(-d)} us faster at the {lab} ({span})")
             else:
                 said.append(f"is not distinguishable from native at the {lab} ({span})")
-        out.append(f"- {label} " + "; ".join(said) + f" [{r['overhead_n_runs']} paired runs].")
+            text = tables.verdict_text(
+                r[f"verdict_{lab}"], r[f"ratio_{lab}_lo"], r[f"ratio_{lab}_hi"], False
+            )
+            p = tables.p_text(r[f"tost_{lab}_p"])
+            said[-1] += f", verdict **{text}**" + (f" (TOST p {p})" if p else "")
+        margin = tables.margin_text(r["margin"])
+        out.append(
+            f"- {label} " + "; ".join(said) + f" [{r['overhead_n_runs']} paired runs, "
+            f"margin {margin}]."
+        )
     return "\n".join(out)
 
 

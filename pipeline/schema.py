@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -61,6 +62,7 @@ RUNS = pa.schema(
         ("binary_sha256", pa.string()),
         ("raw_log", pa.string()),  # path relative to the dataset directory
         ("notes", pa.string()),  # JSON: what the mode observed (e.g. the network backend seen)
+        ("window_s", pa.float64()),  # seconds inside load windows, warm-up included (duty cycle)
     ]
 )
 
@@ -92,7 +94,190 @@ HOSTS = pa.schema(
 
 TABLES = {"samples": SAMPLES, "runs": RUNS, "hosts": HOSTS}
 STATUSES = ("ok", "failed", "skipped")
-PATHS = ("dc", "internet", "local")
+PATHS = ("dc", "internet", "local", "host")  # host: a tool run on the server host itself
+
+
+# --- the stored layout of the consolidated samples file ---------------------------------------
+#
+# Per-sample latency is most of the data (1e6 round trips per window in the full profile), and
+# stored as written (float64 microseconds, int64 send offsets) it costs ~9 bytes per sample with
+# zstd: the float of ``ns / 1000`` has 52 noisy mantissa bits, and ``t_ns`` grows by a whole
+# round trip per sample. sockperf's timestamps are integer nanoseconds, so the same information
+# fits exactly in small integers:
+#
+# - ``value_milli``: a value in thousandths of its unit (microseconds -> integer nanoseconds),
+#   for rows with unit "us" whose value survives ``round(v * 1000) / 1000`` bit for bit;
+#   every other value (throughput, rates, NaN) is in ``value_float``.
+# - ``t_step_ns``: ``t_ns`` minus the previous sample's ``t_ns`` in the same window, and, where
+#   ``t_after_reply`` is set, minus the previous round trip too. Serial ping-pong sends the next
+#   message right after the reply, so that remainder is the client's turnaround (tens of ns);
+#   paced windows (the internet path) keep the plain step (their send period). The writer picks
+#   whichever is tighter per window. A window's first sample stores its ``t_ns`` itself.
+#
+# Both are undone exactly by ``from_storage`` (integer arithmetic, then one division by 1000.0,
+# the same operation the parser did), so readers see the SAMPLES schema with identical values.
+# Only the consolidated ``samples.parquet`` uses it: part files are re-read by the campaign.
+# The file has no ``value`` or ``t_ns`` column on purpose: a reader that bypasses
+# ``read_table`` (``pd.read_parquet``) fails on the missing column instead of reading nulls.
+
+SAMPLES_STORED = pa.schema(
+    [f for f in SAMPLES if f.name not in ("value", "t_ns")]
+    + [
+        ("value_float", pa.float64()),
+        ("value_milli", pa.int64()),
+        ("t_step_ns", pa.int64()),
+        ("t_after_reply", pa.bool_()),
+    ],
+    metadata={b"container_overhead.layout": b"samples-compact-1"},
+)
+_WINDOW_KEYS = [
+    "environment", "campaign", "benchmark", "metric", "mode", "path", "variant", "run", "rep"
+]  # fmt: skip
+_EXACT_UNITS = ("us",)  # values computed as integer nanoseconds / 1000
+_MAX_MILLI = 2**53  # integers a float64 holds exactly
+
+
+def parquet_options(stored: pa.Schema) -> dict:
+    """``pyarrow.parquet`` writer options for a table of schema ``stored``: zstd; the monotone
+    sample index delta-encoded; the two integer columns of the stored layout byte-stream-split
+    (their high bytes are nearly constant and zstd removes them; measured on lab sockperf data
+    and bench/storage.py: smaller than a dictionary, which overflows on ns-resolution values);
+    every other column dictionary-encoded (the keys repeat)."""
+    delta = [c for c in ("sample",) if c in stored.names]
+    split = [c for c in ("value_milli", "t_step_ns") if c in stored.names]
+    return {
+        "compression": "zstd",
+        "use_dictionary": [c for c in stored.names if c not in delta + split],
+        "column_encoding": {
+            **dict.fromkeys(delta, "DELTA_BINARY_PACKED"),
+            **dict.fromkeys(split, "BYTE_STREAM_SPLIT"),
+        },
+    }
+
+
+def _window_starts(table: pa.Table, has_t: np.ndarray) -> np.ndarray:
+    """True where a row does not continue the previous row's window: another key, a sample
+    index that is not the previous one's + 1, or no send time on either row."""
+    import pyarrow.compute as pc
+
+    n = table.num_rows
+    start = np.ones(n, dtype=bool)
+    if n < 2:
+        return start
+    same = np.ones(n - 1, dtype=bool)
+    for name in [*_WINDOW_KEYS, "sample"]:
+        col = table.column(name)
+        nxt, prev = col.slice(1), col.slice(0, n - 1)
+        if name == "sample":
+            prev = pc.add(prev, 1)
+        eq = pc.fill_null(pc.equal(nxt, prev), False)
+        same &= eq.to_numpy(zero_copy_only=False)
+    start[1:] = ~(same & has_t[1:] & has_t[:-1])
+    return start
+
+
+def _int_or_zero(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """(values with nulls as 0, validity) of an integer column."""
+    import pyarrow.compute as pc
+
+    valid = pc.is_valid(col).to_numpy(zero_copy_only=False)
+    return pc.fill_null(col, 0).to_numpy(zero_copy_only=False).astype(np.int64), valid
+
+
+def to_storage(table: pa.Table) -> pa.Table:
+    """A SAMPLES table in the stored layout (``SAMPLES_STORED``); rows keep their order."""
+    import pyarrow.compute as pc
+
+    table = table.cast(SAMPLES)
+    value = pc.fill_null(table.column("value"), np.nan).to_numpy(zero_copy_only=False)
+    exact_unit = pc.fill_null(pc.is_in(table.column("unit"), pa.array(_EXACT_UNITS)), False)
+    milli = np.zeros(value.size, dtype=np.int64)
+    ok = exact_unit.to_numpy(zero_copy_only=False) & (np.abs(value) < _MAX_MILLI / 1000)
+    milli[ok] = np.round(value[ok] * 1000).astype(np.int64)
+    # Exact means the same bits back, so -0.0 and anything not a whole number of thousandths
+    # stay floats.
+    ok &= (milli / 1000.0).view(np.int64) == value.view(np.int64)
+    t, has_t = _int_or_zero(table.column("t_ns"))
+    start = _window_starts(table, has_t)
+    step = np.where(start, t, t - np.r_[0, t[:-1]])
+    reply = np.r_[0, milli[:-1]]  # the previous row's round trip in ns
+    after = ~start & np.r_[False, ok[:-1]]
+    # Per window: subtract the previous round trip when that leaves the tighter spread.
+    window = np.cumsum(start) - 1
+    n_win = int(window[-1]) + 1 if window.size else 0
+
+    def spread(x: np.ndarray) -> np.ndarray:
+        x = x.astype(float)
+        w = (~start).astype(float)  # the first sample's absolute offset is not a step
+        cnt = np.maximum(np.bincount(window, w, n_win), 1)
+        mean = np.bincount(window, w * x, n_win) / cnt
+        return np.bincount(window, w * np.abs(x - mean[window]), n_win) / cnt
+
+    use = spread(step - reply) < spread(step)
+    after &= use[window] if n_win else after
+    step = np.where(after, step - reply, step)
+    columns = {f.name: table.column(f.name) for f in SAMPLES if f.name not in ("value", "t_ns")}
+    columns["value_float"] = pa.array(
+        np.where(ok, np.nan, value), mask=ok | ~_valid(table, "value")
+    )
+    columns["value_milli"] = pa.array(milli, mask=~ok)
+    columns["t_step_ns"] = pa.array(step, mask=~has_t)
+    columns["t_after_reply"] = pa.array(after)
+    return pa.table(columns, schema=SAMPLES_STORED)
+
+
+def _valid(table: pa.Table, name: str) -> np.ndarray:
+    import pyarrow.compute as pc
+
+    return pc.is_valid(table.column(name)).to_numpy(zero_copy_only=False)
+
+
+def is_stored_layout(names) -> bool:
+    """Whether a samples file with these column names is in the stored (compact) layout."""
+    return "value_milli" in names
+
+
+def stored_value(value: np.ndarray, milli: np.ndarray, has_milli: np.ndarray) -> np.ndarray:
+    """The float64 value of each row from the stored ``value_float`` and ``value_milli``."""
+    return np.where(has_milli, milli / 1000.0, value)
+
+
+def from_storage(table: pa.Table) -> pa.Table:
+    """A stored-layout samples table back to SAMPLES, values bit-identical to what was written."""
+    import pyarrow.compute as pc
+
+    if not is_stored_layout(table.column_names):
+        return table.cast(SAMPLES)
+    milli, has_milli = _int_or_zero(table.column("value_milli"))
+    value = pc.fill_null(table.column("value_float"), np.nan).to_numpy(zero_copy_only=False)
+    value_valid = has_milli | _valid(table, "value_float")
+    step, has_t = _int_or_zero(table.column("t_step_ns"))
+    after = pc.fill_null(table.column("t_after_reply"), False).to_numpy(zero_copy_only=False)
+    start = _window_starts(table, has_t)
+    inc = np.where(after, step + np.r_[0, milli[:-1]], step)
+    # Cumulative sum restarted at every window start: t_ns = sum of the window's increments.
+    total = np.cumsum(inc)
+    base = (total - inc)[start]
+    t = total - base[np.cumsum(start) - 1] if total.size else total
+    columns = {f.name: table.column(f.name) for f in SAMPLES if f.name not in ("value", "t_ns")}
+    columns["value"] = pa.array(stored_value(value, milli, has_milli), mask=~value_valid)
+    columns["t_ns"] = pa.array(t, mask=~has_t)
+    return pa.table({f.name: columns[f.name] for f in SAMPLES}, schema=SAMPLES)
+
+
+def read_table(path: Path | str, table: str = "samples") -> pa.Table:
+    """One parquet file of ``table`` with exactly its schema, whatever layout it was stored in."""
+    import pyarrow.parquet as pq
+
+    if table == "samples" and is_stored_layout(pq.read_schema(path).names):
+        return from_storage(pq.read_table(path))
+    return pq.read_table(path, schema=TABLES[table])
+
+
+def read_samples(path: Path | str) -> pd.DataFrame:
+    """A samples file as a DataFrame in the SAMPLES schema (use it instead of
+    ``pd.read_parquet``, which would show the stored layout's columns)."""
+    return read_table(path, "samples").to_pandas()
 
 
 def to_table(records: list[dict] | pd.DataFrame, schema: pa.Schema) -> pa.Table:
@@ -105,14 +290,20 @@ def to_table(records: list[dict] | pd.DataFrame, schema: pa.Schema) -> pa.Table:
 
 
 def write_table(table: pa.Table, path: Path) -> None:
-    """Write parquet atomically: a reader sees the old file or the new one, never half of one."""
+    """Write parquet atomically: a reader sees the old file or the new one, never half of one.
+
+    The consolidated ``samples.parquet`` is written in the stored layout (``to_storage``);
+    read it back with ``read_table``/``read_samples``/``read_dataset``.
+    """
     import os
 
     import pyarrow.parquet as pq
 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    pq.write_table(table, tmp, compression="zstd")
+    if path.name == "samples.parquet" and table.schema.remove_metadata().equals(SAMPLES):
+        table = to_storage(table)
+    pq.write_table(table, tmp, **parquet_options(table.schema))
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
     os.replace(tmp, path)
@@ -120,8 +311,6 @@ def write_table(table: pa.Table, path: Path) -> None:
 
 def read_dataset(raw_dir: Path | str, benchmark: str, table: str) -> pd.DataFrame:
     """One table of a benchmark across every environment collected under ``raw_dir``."""
-    import pyarrow.parquet as pq
-
     base = Path(raw_dir) / benchmark
     files = sorted(base.glob(f"*/{table}.parquet"))
     if not files:
@@ -129,4 +318,4 @@ def read_dataset(raw_dir: Path | str, benchmark: str, table: str) -> pd.DataFram
             f"no {table}.parquet under {base}/<environment>/: run the collection stage first "
             f"(dvc repro collect-{benchmark})"
         )
-    return pa.concat_tables([pq.read_table(f, schema=TABLES[table]) for f in files]).to_pandas()
+    return pa.concat_tables([read_table(f, table) for f in files]).to_pandas()

@@ -213,6 +213,8 @@ class RunSamples:
     values: tuple[np.ndarray, ...]
     pooled: np.ndarray
 
+    _RANK_BLOCK = 32  # pooled positions per block of the cached rank index (not a field)
+
     @classmethod
     def from_arrays(cls, values, run_ids, assume_sorted: bool = False) -> RunSamples:
         """Group ``values`` by ``run_ids``. With ``assume_sorted`` the input is already ordered
@@ -242,9 +244,33 @@ class RunSamples:
     def subset(self, run_ids) -> RunSamples:
         """The same cell restricted to ``run_ids`` (those not present are ignored)."""
         want = np.isin(self.runs, np.asarray(run_ids))
+        if want.all():
+            return self  # immutable: nothing to copy, and its rank index stays cached
         values = tuple(v for v, k in zip(self.values, want, strict=True) if k)
-        pooled = np.sort(np.concatenate(values)) if values else np.empty(0)
+        # A stable sort merges the already sorted runs instead of sorting from scratch.
+        pooled = np.sort(np.concatenate(values), kind="stable") if values else np.empty(0)
         return RunSamples(runs=self.runs[want], values=values, pooled=pooled)
+
+    def rank_index(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(labels, cum)``, built once per cell: ``labels[k]`` is the run (position in
+        ``runs``) of the ``k``-th pooled sample, and ``cum[g, r]`` how many of the first
+        ``g * _RANK_BLOCK`` pooled samples come from run ``r``. With them a weighted count of
+        the pooled samples up to any position needs no search in the runs."""
+        cached = self.__dict__.get("_rank")
+        if cached is None:
+            sizes = [v.size for v in self.values]
+            order = np.argsort(np.concatenate(self.values), kind="stable") if sizes else []
+            dtype = np.int8 if self.n_runs < 128 else np.int32
+            labels = np.repeat(np.arange(self.n_runs, dtype=dtype), sizes)[order]
+            n_blocks = -(-labels.size // self._RANK_BLOCK)
+            code = np.arange(labels.size) // self._RANK_BLOCK * self.n_runs + labels
+            counts = np.bincount(code, minlength=n_blocks * self.n_runs)
+            wide = labels.size >= 2**31  # int32 counts otherwise: half the memory
+            cum = np.zeros((n_blocks + 1, self.n_runs), dtype=np.int64 if wide else np.int32)
+            cum[1:] = np.cumsum(counts.reshape(n_blocks, self.n_runs), axis=0)
+            cached = (labels, cum)
+            object.__setattr__(self, "_rank", cached)  # a cache, not state: frozen stays true
+        return cached
 
     def run_quantiles(self, qs) -> np.ndarray:
         """``(n_runs, len(qs))`` per-run quantiles (inverted-CDF, as the pooled ones)."""
@@ -290,20 +316,28 @@ def pooled_quantiles(cell: RunSamples, qs, weights: np.ndarray | None = None) ->
     sizes = np.array([v.size for v in cell.values], dtype=float)
     total = w @ sizes  # weighted pooled sample size per replicate
     target = np.maximum(np.ceil(total[:, None] * qs[None, :]), 1.0)
+    # The answer is pooled[k] for the smallest k whose weighted count of pooled[0..k] reaches
+    # the target (ties included: every sample equal to pooled[k] but later in the order is
+    # counted by a later k, which has the same value). Counted with the cell's rank index:
+    # bisection over blocks, then a cumulative sum inside the block. The counts are integers
+    # held exactly in float64, so the result does not depend on the order of the sums.
+    labels, cum = cell.rank_index()
+    block = cell._RANK_BLOCK
     lo = np.zeros(target.shape, dtype=np.int64)
-    hi = np.full(target.shape, cell.n_samples - 1, dtype=np.int64)
-    # Bisection on the index into the pooled sorted values: count(<= pooled[k]) is monotone in k.
+    hi = np.full(target.shape, cum.shape[0] - 2, dtype=np.int64)
     while np.any(lo < hi):
         mid = (lo + hi) // 2
-        x = cell.pooled[mid]
-        count = np.zeros(target.shape)
-        for r, v in enumerate(cell.values):
-            count += w[:, r, None] * np.searchsorted(v, x, side="right")
+        reached = (cum[mid + 1] * w[:, None, :]).sum(axis=-1) >= target
         active = lo < hi  # settled entries must not move again
-        reached = count >= target
         hi = np.where(active & reached, mid, hi)
         lo = np.where(active & ~reached, mid + 1, lo)
-    out = cell.pooled[lo]
+    before = (cum[lo] * w[:, None, :]).sum(axis=-1)
+    pos = lo[..., None] * block + np.arange(block)
+    inside = pos < cell.n_samples
+    run_of = labels[np.minimum(pos, cell.n_samples - 1)]
+    step = np.where(inside, w[np.arange(w.shape[0])[:, None, None], run_of], 0.0)
+    reached = before[..., None] + np.cumsum(step, axis=-1) >= target[..., None]
+    out = cell.pooled[lo * block + np.argmax(reached, axis=-1)]
     out[total == 0] = np.nan
     return out[0] if single else out
 
@@ -606,3 +640,278 @@ def variance_components(
         converged=bool(fit.converged),
         effects=effects,
     )
+
+
+# --- equivalence: a verdict for every comparison with native --------------------------------
+#
+# "No overhead" is a claim of its own: an interval that merely contains 1 says the runs could
+# not tell the modes apart, not that they are alike. The claim is only made when the data put
+# the ratio inside a margin (e.g. +-5% for network, +-2% for CPU and disk) that params.yaml
+# fixed before any data was collected; the analysis never chooses it.
+
+VERDICTS = ("overhead", "faster", "equivalent", "inconclusive")
+TOST_MIN_RUNS = 3
+
+
+def equivalence_level(confidence: float) -> float:
+    """Level of the interval that decides equivalence, for tests at ``alpha = 1 - confidence``.
+
+    Two one-sided tests at ``alpha`` each (TOST) reject "the difference is at least the margin"
+    exactly when the ``1 - 2 alpha`` interval lies inside the margin: 0.95 -> 0.90.
+    """
+    if not 0.5 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0.5, 1), got {confidence}")
+    return round(2.0 * confidence - 1.0, 12)
+
+
+def difference(lo: float, hi: float, higher_is_better: bool = True) -> str | None:
+    """``"overhead"`` or ``"faster"`` when the interval ``(lo, hi)`` of a ratio to native lies
+    strictly on one side of 1, else None (also when an end is NaN).
+
+    For throughput (``higher_is_better``) a ratio below 1 is an overhead; for latency, where
+    lower is better, a ratio above 1 is.
+    """
+    if np.isnan(lo) or np.isnan(hi):
+        return None
+    worse, better = ("overhead", "faster") if higher_is_better else ("faster", "overhead")
+    if hi < 1.0:
+        return worse
+    if lo > 1.0:
+        return better
+    return None
+
+
+def verdict(
+    ratio: float,
+    lo: float,
+    hi: float,
+    lo_eq: float,
+    hi_eq: float,
+    margin: float,
+    higher_is_better: bool = True,
+    tost_p: float | None = None,
+    alpha: float = 0.05,
+) -> str | None:
+    """The verdict of one comparison with native: one of ``VERDICTS``, or None without a ratio.
+
+    ``ratio`` is the mode's ratio to native, ``(lo, hi)`` its ``1 - alpha`` interval (95%) and
+    ``(lo_eq, hi_eq)`` its ``1 - 2 alpha`` interval (90%, see ``equivalence_level``), both from
+    the same bootstrap replicates. The rule, applied in this order:
+
+    1. **equivalent** when ``1 - margin < lo_eq`` and ``hi_eq < 1 + margin``: the 90% interval
+       lies strictly inside the margin, i.e. both one-sided tests at ``alpha`` reject a
+       difference as large as the margin. When the caller has per-run values it passes the
+       p-value of the paired TOST on them (``tost_log_ratio``), which must then agree
+       (``tost_p < alpha``); NaN (the TOST could not be run, e.g. fewer than 3 paired runs)
+       never agrees. With few runs the bootstrap percentile interval is too narrow, so "no
+       meaningful overhead" is not claimed on its word alone. ``tost_p=None`` (no per-run
+       values at all) applies the interval rule alone.
+    2. **overhead** when the 95% interval lies strictly on the worse side of 1 (below 1 when
+       ``higher_is_better``, as for throughput; above 1 for latency); **faster** when strictly
+       on the better side.
+    3. **inconclusive** otherwise, and whenever an interval is missing (fewer than 2 runs).
+
+    Equivalence is decided first, so a difference that is real (the 95% interval excludes 1)
+    but smaller than the margin is "equivalent": by the margin fixed beforehand it does not
+    matter. ``difference`` on the 95% interval still tells it apart, and the tables show it as
+    "equivalent (small overhead)" or "equivalent (slightly faster)". "overhead" says nothing
+    about size: the ratio and its interval do.
+    """
+    if not 0.0 < margin < 1.0:
+        raise ValueError(f"margin must be in (0, 1), got {margin}")
+    if ratio is None or np.isnan(ratio):
+        return None
+    tost_agrees = tost_p is None or bool(tost_p < alpha)  # NaN < alpha is False
+    inside = bool(1.0 - margin < lo_eq and hi_eq < 1.0 + margin)  # False when NaN
+    if inside and tost_agrees:
+        return "equivalent"
+    return difference(lo, hi, higher_is_better) or "inconclusive"
+
+
+@dataclass(frozen=True)
+class TostResult:
+    """Paired two one-sided t tests (TOST) on per-run log ratios ``log(mode) - log(baseline)``.
+
+    ``p_value`` is statsmodels' ``ttost_paired`` p-value of non-equivalence for the margin
+    ``(1 - margin, 1 + margin)`` on the ratio; ``ratio`` the geometric mean of the per-run ratios
+    and ``(lo, hi)`` its ``1 - 2 alpha`` t interval. ``equivalent`` is ``p_value < alpha``, or
+    None with a ``reason`` when the test was not run.
+    """
+
+    p_value: float
+    ratio: float
+    lo: float
+    hi: float
+    margin: float
+    alpha: float
+    n_runs: int
+    equivalent: bool | None
+    reason: str | None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def tost_log_ratio(values, baseline_values, margin: float, alpha: float = 0.05) -> TostResult:
+    """TOST of ``values / baseline_values`` (paired by position: one pair per run) in ``margin``.
+
+    Used beside the bootstrap verdict where its assumptions hold: at least ``TOST_MIN_RUNS``
+    paired runs (with 2 the t distribution has one degree of freedom and the test says nothing),
+    positive values, runs independent of each other and per-run log ratios roughly normal (a
+    ratio of two positive measurements of the same run is close to log-normal). The log makes
+    the test one of ratios, as the margin is. Pairs with a NaN are dropped. When every run has
+    the same ratio the t statistics are infinite and the result is their limit (p 0 inside the
+    margin, 1 outside). ``stats.verdict`` only calls a comparison equivalent when this test
+    was run and agrees.
+    """
+    x = np.asarray(values, dtype=float)
+    y = np.asarray(baseline_values, dtype=float)
+    if x.shape != y.shape:
+        raise ValueError("values and baseline_values must be paired (same length)")
+    keep = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[keep], y[keep]
+    n = int(x.size)
+    nan = float("nan")
+
+    def not_run(reason: str) -> TostResult:
+        return TostResult(nan, nan, nan, nan, margin, alpha, n, None, reason)
+
+    if n < TOST_MIN_RUNS:
+        return not_run(f"{n} paired run(s): the TOST needs at least {TOST_MIN_RUNS}")
+    if (x <= 0).any() or (y <= 0).any():
+        return not_run("values not all positive: no log ratio")
+    d = np.log(x) - np.log(y)
+    if np.ptp(d) < 1e-12:  # equal ratios up to rounding (log(4) - log(2) != log(2) exactly)
+        # Zero variance: the t statistics are infinite, the limit of the test is exact.
+        r = float(np.exp(d.mean()))
+        inside = bool(1.0 - margin < r < 1.0 + margin)
+        return TostResult(0.0 if inside else 1.0, r, r, r, margin, alpha, n, inside, None)
+    from statsmodels.stats.weightstats import DescrStatsW, ttost_paired
+
+    p, _, _ = ttost_paired(x, y, 1.0 - margin, 1.0 + margin, transform=np.log)
+    lo, hi = DescrStatsW(d).tconfint_mean(alpha=2.0 * alpha)
+    p = float(p)
+    return TostResult(
+        p, float(np.exp(d.mean())), float(np.exp(lo)), float(np.exp(hi)), margin, alpha, n,
+        bool(p < alpha), None,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Equivalence:
+    """One comparison with native: ratio, its 95% (``lo``/``hi``) and 90% (``lo_eq``/``hi_eq``)
+    cluster-bootstrap intervals, the TOST beside them, and the verdict (see ``verdict``)."""
+
+    ratio: float
+    lo: float
+    hi: float
+    lo_eq: float
+    hi_eq: float
+    confidence: float
+    equivalence_confidence: float
+    margin: float
+    n_runs: int
+    tost: TostResult
+    verdict: str | None
+
+    def as_dict(self) -> dict:
+        """Flat: the TOST's fields prefixed with ``tost_``."""
+        out = {k: v for k, v in asdict(self).items() if k != "tost"}
+        return out | {f"tost_{k}": v for k, v in self.tost.as_dict().items()}
+
+
+def ratio_equivalence(
+    per_run: pd.DataFrame,
+    mode: str,
+    baseline: str = "native",
+    margin: float = 0.05,
+    confidence: float = 0.95,
+    n_boot: int = 4000,
+    seed: int | None = 0,
+    higher_is_better: bool = True,
+) -> Equivalence:
+    """``ratio_ci`` at ``confidence`` and at ``equivalence_level(confidence)`` (the same seed,
+    so the same replicates), the paired TOST on the per-run values, and the verdict.
+
+    ``per_run`` as for ``ratio_ci``. With fewer than 3 paired runs there is no TOST and so no
+    "equivalent"; with fewer than 2 there is no interval and the verdict is "inconclusive"; with
+    none it is None.
+    """
+    eq_level = equivalence_level(confidence)
+    r = ratio_ci(per_run, mode, baseline, confidence, n_boot, seed)
+    r_eq = ratio_ci(per_run, mode, baseline, eq_level, n_boot, seed)
+    lo, hi, lo_eq, hi_eq = r.lo, r.hi, r_eq.lo, r_eq.hi
+    if r.n_runs < 2:  # one run resampled is that run: a zero-width interval, not a finding
+        lo = hi = lo_eq = hi_eq = float("nan")
+    pairs = _paired(per_run, mode, baseline)
+    alpha = round(1.0 - confidence, 12)
+    tost = tost_log_ratio(pairs[:, 0], pairs[:, 1], margin, alpha)
+    said = verdict(r.ratio, lo, hi, lo_eq, hi_eq, margin, higher_is_better, tost.p_value, alpha)
+    return Equivalence(
+        r.ratio, lo, hi, lo_eq, hi_eq, confidence, eq_level, margin, r.n_runs, tost, said
+    )
+
+
+def quantile_equivalence(
+    cell: RunSamples,
+    baseline: RunSamples,
+    qs=(0.5, 0.99),
+    margin: float = 0.05,
+    confidence: float = 0.95,
+    n_boot: int = 4000,
+    seed: int | None = 0,
+    higher_is_better: bool = False,
+) -> pd.DataFrame:
+    """Verdicts for ratios of pooled quantiles ``cell / baseline`` (latency: lower is better).
+
+    The ratio and its paired cluster-bootstrap intervals are those of ``quantile_shift_ci``
+    (same runs, seed and replicates), at ``confidence`` and ``equivalence_level(confidence)``
+    from one set of replicates. The TOST beside them is run on the per-run quantiles of the
+    paired runs (its estimand is the geometric mean of per-run quantile ratios, close to but
+    not the ratio of pooled quantiles). One row per level: ``q``, ``ratio``, ``lo``, ``hi``,
+    ``lo_eq``, ``hi_eq``, ``n_runs``, ``margin``, ``tost_p``, ``tost_ratio``, ``tost_lo``,
+    ``tost_hi``, ``tost_reason``, ``verdict``.
+    """
+    qs = np.atleast_1d(np.asarray(qs, dtype=float))
+    alpha = round(1.0 - confidence, 12)
+    common = np.intersect1d(cell.runs, baseline.runs)
+    nan = np.full(qs.size, np.nan)
+    ratio, lo, hi, lo_eq, hi_eq = nan.copy(), nan.copy(), nan.copy(), nan.copy(), nan.copy()
+    per_run_a = per_run_b = np.full((0, qs.size), np.nan)
+    if common.size:
+        # Subsetting copies and sorts the pooled samples: skip it when every run is common.
+        a = cell if np.array_equal(cell.runs, common) else cell.subset(common)
+        b = baseline if np.array_equal(baseline.runs, common) else baseline.subset(common)
+        ratio = pooled_quantiles(a, qs) / pooled_quantiles(b, qs)
+        per_run_a, per_run_b = a.run_quantiles(qs), b.run_quantiles(qs)
+        if common.size >= 2:
+            w = bootstrap_run_weights(int(common.size), n_boot, seed)
+            boot = pooled_quantiles(a, qs, w) / pooled_quantiles(b, qs, w)
+            lo, hi = _percentile_interval(boot, confidence)
+            lo_eq, hi_eq = _percentile_interval(boot, equivalence_level(confidence))
+    rows = []
+    for i, q in enumerate(qs):
+        tost = tost_log_ratio(per_run_a[:, i], per_run_b[:, i], margin, alpha)
+        said = verdict(
+            ratio[i], lo[i], hi[i], lo_eq[i], hi_eq[i], margin, higher_is_better,
+            tost.p_value, alpha,
+        )  # fmt: skip
+        rows.append(
+            {
+                "q": float(q),
+                "ratio": ratio[i],
+                "lo": lo[i],
+                "hi": hi[i],
+                "lo_eq": lo_eq[i],
+                "hi_eq": hi_eq[i],
+                "n_runs": int(common.size),
+                "margin": margin,
+                "tost_p": tost.p_value,
+                "tost_ratio": tost.ratio,
+                "tost_lo": tost.lo,
+                "tost_hi": tost.hi,
+                "tost_reason": tost.reason,
+                "verdict": said,
+            }
+        )
+    return pd.DataFrame(rows)

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+
+from pipeline import stats
 
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}",
@@ -90,3 +93,56 @@ def write(
     df.to_csv(csv, index=False, na_rep=na_rep, lineterminator="\n")
     tex.write_text(to_latex(df, caption, na_rep), encoding="utf-8")
     return [md, csv, tex]
+
+
+# --- verdicts against the equivalence margin (see stats.verdict) ---------------------------
+
+
+def margin_text(margin: float) -> str:
+    """0.05 -> "±5%", 0.025 -> "±2.5%"."""
+    return f"±{100 * margin:g}%"
+
+
+def verdict_text(verdict, lo: float, hi: float, higher_is_better: bool = True) -> str | None:
+    """A table cell for ``stats.verdict``'s result; ``(lo, hi)`` is the 95% interval of the ratio.
+
+    "equivalent" whose 95% interval still excludes 1 reads "equivalent (small overhead)" or
+    "equivalent (slightly faster)": a real difference, smaller than the margin. No verdict
+    (None or NaN, e.g. not measured) is None, which ``write`` shows as n/a.
+    """
+    if verdict is None or (isinstance(verdict, float) and np.isnan(verdict)):
+        return None
+    if verdict == "equivalent":
+        side = stats.difference(lo, hi, higher_is_better)
+        if side == "overhead":
+            return "equivalent (small overhead)"
+        if side == "faster":
+            return "equivalent (slightly faster)"
+    return str(verdict)
+
+
+def p_text(p: float) -> str | None:
+    """A p-value cell: three decimals, "<0.001" below that, None (n/a) when not computed."""
+    if p is None or np.isnan(p):
+        return None
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def verdict_caption(margin: float, confidence: float, interval: str, tost: str) -> str:
+    """The caption sentence that states the verdict rule, the margin and the levels.
+
+    ``interval`` names the bootstrap interval of the ratio, ``tost`` what the TOST is run on.
+    """
+    eq = stats.equivalence_level(confidence)
+    alpha = 1.0 - confidence
+    return (
+        f"Verdict, against a margin of {margin_text(margin)} on the ratio to native fixed in "
+        f"params.yaml before any data was collected: equivalent when the {eq:.0%} {interval} "
+        f"lies inside [{1 - margin:g}, {1 + margin:g}] and a paired TOST on {tost} also "
+        f"rejects a difference as large as the margin at {alpha:.0%} (the TOST needs at least "
+        f"{stats.TOST_MIN_RUNS} paired runs: with fewer, nothing is called equivalent); "
+        "otherwise overhead (faster) when the "
+        f"{confidence:.0%} interval lies entirely on the worse (better) side of 1; otherwise "
+        'inconclusive. "equivalent (small overhead)": the difference is real (its '
+        f"{confidence:.0%} interval excludes 1) but smaller than the margin."
+    )

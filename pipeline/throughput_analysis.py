@@ -23,7 +23,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from pipeline import figures, schema, stats
+from pipeline import figures, schema, stats, tables
 from pipeline.latency_analysis import as_text, cell_status, note_parts, status_text
 
 BENCHMARK = "throughput"
@@ -62,6 +62,20 @@ CELL_COLUMNS = [
 ]
 # ... the ratio to native, and the settings the intervals were computed with.
 RATIO_COLUMNS = ["baseline", "ratio", "ratio_lo", "ratio_hi", "ratio_n_runs"]
+# ... the verdict against the equivalence margin: the ratio's 90% interval (same bootstrap
+# replicates), the paired TOST on per-run log ratios beside it, and stats.verdict's word.
+VERDICT_COLUMNS = [
+    "margin",
+    "equivalence_confidence",
+    "ratio_eq_lo",
+    "ratio_eq_hi",
+    "tost_p",
+    "tost_ratio",
+    "tost_lo",
+    "tost_hi",
+    "tost_reason",
+    "verdict",
+]
 SETTINGS_COLUMNS = ["confidence", "n_boot", "seed"]
 SUMMARY_COLUMNS = [
     *CELL_COLUMNS,
@@ -71,6 +85,7 @@ SUMMARY_COLUMNS = [
     "median_coverage",
     "median_ci_reached",
     *RATIO_COLUMNS,
+    *VERDICT_COLUMNS,
     "impact_pct",
     "impact_lo_pct",
     "impact_hi_pct",
@@ -165,11 +180,19 @@ def _cell_row(cell: tuple, metric: str, confidence: float, n_boot: int, seed: in
 
 
 def _add_ratio(
-    row: dict, per_run: pd.DataFrame, n_runs: int, value: str, n_boot: int, seed: int
+    row: dict,
+    per_run: pd.DataFrame,
+    n_runs: int,
+    value: str,
+    n_boot: int,
+    seed: int,
+    margin: float = 0.05,
 ) -> None:
     """Add ``ratio*`` (ratio of medians of ``value`` to native on the same environment and path)
-    to ``row``; a measured mode whose path has no native run says so in its reason."""
+    and the verdict columns to ``row``; a measured mode whose path has no native run says so in
+    its reason."""
     mode, path = row["mode"], row["path"]
+    row.update(margin=margin, equivalence_confidence=stats.equivalence_level(row["confidence"]))
     if mode == BASELINE and n_runs:
         row.update(ratio=1.0, ratio_lo=1.0, ratio_hi=1.0, ratio_n_runs=n_runs)
         return
@@ -180,14 +203,36 @@ def _add_ratio(
     ][["run", "mode", value]].rename(columns={value: "value"})
     r = stats.ratio_ci(pair, mode, BASELINE, row["confidence"], n_boot, seed)
     row.update(ratio=r.ratio, ratio_lo=r.lo, ratio_hi=r.hi, ratio_n_runs=r.n_runs)
+    _add_verdict(row, pair, mode, n_boot, seed, margin)
     if n_runs and not r.n_runs and row["status"] == "ok":
         extra = f"no {BASELINE} baseline measured on path {path}"
         row["reason"] = f"{row['reason']}; {extra}" if row["reason"] else extra
 
 
+def _add_verdict(
+    row: dict, pair: pd.DataFrame, mode: str, n_boot: int, seed: int, margin: float
+) -> None:
+    """The verdict columns of one comparison with native (throughput: higher is better)."""
+    eq = stats.ratio_equivalence(
+        pair, mode, BASELINE, margin, row["confidence"], n_boot, seed, higher_is_better=True
+    )
+    row.update(
+        ratio_eq_lo=eq.lo_eq,
+        ratio_eq_hi=eq.hi_eq,
+        tost_p=eq.tost.p_value,
+        tost_ratio=eq.tost.ratio,
+        tost_lo=eq.tost.lo,
+        tost_hi=eq.tost.hi,
+        tost_reason=eq.tost.reason if eq.n_runs else None,
+        verdict=eq.verdict,
+    )
+
+
 def _finish(out: pd.DataFrame) -> pd.DataFrame:
     """Empty reasons as None, counts as integers, rows in reading order."""
     out["reason"] = [as_text(r) or None for r in out["reason"]]
+    for col in ("verdict", "tost_reason"):
+        out[col] = [as_text(v) or None for v in out[col]]
     out["n_runs"] = out["n_runs"].astype("int64")
     out["ratio_n_runs"] = out["ratio_n_runs"].astype("int64")
     return _row_order(out)
@@ -199,6 +244,7 @@ def summarise(
     confidence: float = 0.95,
     n_boot: int = 4000,
     seed: int = 20261121,
+    margin: float = 0.05,
 ) -> pd.DataFrame:
     """One row per (environment, mode, path) with the columns of ``SUMMARY_COLUMNS``.
 
@@ -208,6 +254,12 @@ def summarise(
     to native on the same environment and path with a cluster-bootstrap percentile interval;
     ``impact_*`` is the same as a percentage change (ratio - 1). The same ``seed`` is used for
     every comparison, so every mode is resampled over the same bootstrap run sets.
+
+    ``verdict``: ``stats.verdict`` against the equivalence ``margin`` on the ratio (fixed in
+    params.yaml before the data), from the ratio's ``equivalence_confidence`` interval
+    (``ratio_eq_*``, 90% for a 95% ``confidence``) and, with at least 3 paired runs, the paired
+    TOST on per-run log ratios (``tost_*``; ``tost_reason`` says why it was not run). None for
+    native itself and for cells without a comparison.
     """
     per_run = per_run_throughput(samples, runs)
     rows = []
@@ -224,7 +276,7 @@ def summarise(
             median_coverage=med.coverage,
             median_ci_reached=med.reached,
         )
-        _add_ratio(row, per_run, med.n, "value", n_boot, seed)
+        _add_ratio(row, per_run, med.n, "value", n_boot, seed, margin)
         rows.append(row)
     out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     for col, src in (
@@ -256,7 +308,26 @@ def _note(row: pd.Series, stat: str = "median", interval: str = "throughput inte
             f"{interval} the range of {row['n_runs']} runs "
             f"(coverage {row[f'{stat}_coverage']:.1%} < {row['confidence']:.0%})"
         )
+    if row["status"] == "ok" and as_text(row.get("tost_reason")):
+        parts.append(f"no TOST: {row['tost_reason']}")
     return "; ".join(parts)
+
+
+def _margin(summary: pd.DataFrame) -> float:
+    return float(summary["margin"].iloc[0]) if len(summary) else 0.05
+
+
+def _verdict_cells(summary: pd.DataFrame) -> tuple[list, list]:
+    """The Verdict and TOST p columns: empty for native itself, n/a where nothing was compared."""
+    verdicts, p_values = [], []
+    for r in summary.itertuples():
+        if r.mode == BASELINE and r.n_runs:
+            verdicts.append("")
+            p_values.append("")
+            continue
+        verdicts.append(tables.verdict_text(r.verdict, r.ratio_lo, r.ratio_hi, True))
+        p_values.append(tables.p_text(r.tost_p))
+    return verdicts, p_values
 
 
 def _pct_of_native(summary: pd.DataFrame) -> list[str | None]:
@@ -277,13 +348,16 @@ def _runs_text(summary: pd.DataFrame) -> list[str]:
 
 
 def article_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """The article's table: Scenario | Path | Throughput | % of native | Impact | Runs | Note.
+    """The article's table: Scenario | Path | Throughput | % of native | Impact | Verdict |
+    TOST p | Runs | Note.
 
     Same shape as the 002 article's "Scenario | Throughput | Performance impact", with every
-    number carrying its interval. Rows that were not measured show n/a (missing) and the reason.
+    number carrying its interval and every comparison its verdict against the margin. Rows that
+    were not measured show n/a (missing) and the reason.
     """
     conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
     ci = f"[{conf:.0%} CI]"
+    verdicts, p_values = _verdict_cells(summary)
     table = pd.DataFrame(
         {
             "Scenario": summary["scenario"],
@@ -299,6 +373,8 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
                 else _fmt_signed_ci(r.impact_pct, r.impact_lo_pct, r.impact_hi_pct)
                 for r in summary.itertuples()
             ],
+            f"Verdict ({tables.margin_text(_margin(summary))})": verdicts,
+            "TOST p": p_values,
             "Runs": _runs_text(summary),
             "Note": [_note(row) for _, row in summary.iterrows()],
         }
@@ -322,7 +398,10 @@ def table_caption(summary: pd.DataFrame) -> str:
         f"{conf:.0%} distribution-free (order-statistic) interval. % of native: ratio of medians "
         f"to native on the same path, {conf:.0%} cluster-bootstrap percentile interval "
         f"({n_boot} replicates resampling whole runs). Impact = ratio - 1. "
-        "Modes that could not run are listed with n/a and their reason."
+        + tables.verdict_caption(
+            _margin(summary), conf, "bootstrap interval of the ratio", "per-run log ratios"
+        )
+        + " Modes that could not run are listed with n/a and their reason."
     )
 
 
@@ -454,6 +533,16 @@ def figure(summary: pd.DataFrame, per_run: pd.DataFrame) -> tuple[alt.HConcatCha
     return chart, caption
 
 
+def _verdict_headline(r) -> str:
+    """The headline's verdict for a compared mode: ", verdict equivalent (90% [lo, hi], TOST p
+    0.000)"; nothing for native itself or a cell without a comparison."""
+    if r.mode == BASELINE or not as_text(r.verdict):
+        return ""
+    level = f"{r.equivalence_confidence:.0%}"
+    tost = "" if np.isnan(r.tost_p) else f", TOST p {r.tost_p:.3f}"
+    return f", verdict {r.verdict} ({level} [{r.ratio_eq_lo:.4f}, {r.ratio_eq_hi:.4f}]{tost})"
+
+
 def headline(summary: pd.DataFrame) -> str:
     """Deterministic plain-text digest of the headline numbers (checked by nbval)."""
     lines = []
@@ -464,7 +553,7 @@ def headline(summary: pd.DataFrame) -> str:
                 f"{r.environment} {r.mode} {r.path}: {r.status}, {r.n_runs} runs, "
                 f"median {r.median_gbps:.3f} Gbit/s "
                 f"[{r.median_lo_gbps:.3f}, {r.median_hi_gbps:.3f}]{cov}, "
-                f"ratio {r.ratio:.4f} [{r.ratio_lo:.4f}, {r.ratio_hi:.4f}]"
+                f"ratio {r.ratio:.4f} [{r.ratio_lo:.4f}, {r.ratio_hi:.4f}]" + _verdict_headline(r)
             )
         else:
             lines.append(f"{r.environment} {r.mode} {r.path}: {r.status}, n/a ({r.reason})")
@@ -476,7 +565,8 @@ def findings(summary: pd.DataFrame) -> str:
 
     An overhead is only called one when the whole interval of the ratio lies below 1; an interval
     that contains 1 is "not distinguishable from native here", which is not a proof of no
-    overhead (that needs the equivalence test against a pre-registered margin).
+    overhead: that is the verdict's job (``stats.verdict``, against the margin fixed before the
+    data), given after each sentence.
     """
     out = []
     for r in summary.itertuples():
@@ -498,7 +588,10 @@ def findings(summary: pd.DataFrame) -> str:
             verdict = f"is faster than native ({span})"
         else:
             verdict = f"is not distinguishable from native with {r.ratio_n_runs} runs ({span})"
-        out.append(f"- {label} {verdict}.")
+        said = tables.verdict_text(r.verdict, r.ratio_lo, r.ratio_hi, True)
+        tost = "" if np.isnan(r.tost_p) else f", TOST p {tables.p_text(r.tost_p)}"
+        margin = tables.margin_text(r.margin)
+        out.append(f"- {label} {verdict}; verdict: **{said}** (margin {margin}{tost}).")
     return "\n".join(out)
 
 
@@ -534,6 +627,7 @@ UDP_SUMMARY_COLUMNS = [
         for suffix in ("", "_lo", "_hi", "_coverage", "_ci_reached")
     ),
     *RATIO_COLUMNS,
+    *VERDICT_COLUMNS,
     *SETTINGS_COLUMNS,
 ]
 
@@ -561,13 +655,15 @@ def summarise_udp(
     confidence: float = 0.95,
     n_boot: int = 4000,
     seed: int = 20261121,
+    margin: float = 0.05,
 ) -> pd.DataFrame:
     """One row per (environment, mode, path) of the UDP variant (``UDP_SUMMARY_COLUMNS``).
 
     Received throughput, jitter and loss: median across runs with a distribution-free interval
     (the range and its actual coverage when there are too few runs). ``ratio*``: received
     throughput as a ratio of medians to native on the same path, cluster-bootstrap interval
-    over the paired runs, as for TCP. Empty (with the columns) when no UDP run was recorded.
+    over the paired runs, as for TCP, with the same verdict columns against ``margin``. Empty
+    (with the columns) when no UDP run was recorded.
     """
     per_run = per_run_udp(samples, runs)
     rows = []
@@ -586,14 +682,15 @@ def summarise_udp(
                     f"{name}_ci_reached": q.reached,
                 }
             )
-        _add_ratio(row, per_run, len(mine), "received_gbps", n_boot, seed)
+        _add_ratio(row, per_run, len(mine), "received_gbps", n_boot, seed, margin)
         rows.append(row)
     out = pd.DataFrame(rows, columns=UDP_SUMMARY_COLUMNS)
     return out if out.empty else _finish(out)
 
 
 def udp_article_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """Scenario | Path | Received Gbit/s | % of native | Jitter ms | Loss % | Runs | Note."""
+    """Scenario | Path | Received Gbit/s | % of native | Verdict | TOST p | Jitter ms | Loss % |
+    Runs | Note."""
     conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
     ci = f"[{conf:.0%} CI]"
     columns = {
@@ -615,6 +712,9 @@ def udp_article_table(summary: pd.DataFrame) -> pd.DataFrame:
         ]
         if title == first:
             table[f"% of native {ci}"] = _pct_of_native(summary)
+            verdicts, p_values = _verdict_cells(summary)
+            table[f"Verdict ({tables.margin_text(_margin(summary))})"] = verdicts
+            table["TOST p"] = p_values
     table["Runs"] = _runs_text(summary)
     table["Note"] = [
         _note(row, "received_gbps", "intervals of the medians are") for _, row in summary.iterrows()
@@ -635,7 +735,11 @@ def udp_table_caption(summary: pd.DataFrame) -> str:
         f"across runs with {conf:.0%} distribution-free (order-statistic) intervals. % of "
         "native: ratio of the median received throughput to native's on the same path, "
         f"{conf:.0%} cluster-bootstrap percentile interval ({n_boot} replicates resampling "
-        "whole runs). Modes that could not run are listed with n/a and their reason."
+        "whole runs). "
+        + tables.verdict_caption(
+            _margin(summary), conf, "bootstrap interval of the ratio", "per-run log ratios"
+        )
+        + " Modes that could not run are listed with n/a and their reason."
     )
 
 
@@ -653,7 +757,7 @@ def udp_headline(summary: pd.DataFrame) -> str:
             f"{head}, {r.n_runs} runs, received {r.received_gbps:.3f} Gbit/s "
             f"[{r.received_gbps_lo:.3f}, {r.received_gbps_hi:.3f}], "
             f"ratio {r.ratio:.4f} [{r.ratio_lo:.4f}, {r.ratio_hi:.4f}], "
-            f"jitter {r.jitter_ms:.3f} ms, loss {r.loss_pct:.2f}%"
+            f"jitter {r.jitter_ms:.3f} ms, loss {r.loss_pct:.2f}%" + _verdict_headline(r)
         )
     return "\n".join(lines)
 

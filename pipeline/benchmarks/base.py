@@ -39,6 +39,11 @@ class Benchmark:
     tool: str = ""
     binaries: tuple[str, ...] = ()  # what the tool image must contain, as absolute host paths
     port: int = 0
+    # "network": a server started by a mode and a client on another host (Mode.start).
+    # "host": the tool runs to completion inside the mode on the server host and reports its
+    # own rate (Mode.foreground), only in ``modes``, on the one path "host".
+    kind: str = "network"
+    modes: tuple[str, ...] | None = None  # host benchmarks: the modes they are measured in
     paths: tuple[str, ...] = ("dc", "local")
     variants: tuple[str, ...] = ("default",)
     summary_metric: str = ""  # the per-window value in the progress line; may use {variant}
@@ -53,6 +58,10 @@ class Benchmark:
     # as a host process remove them before and after, so a run as root cannot leave files a
     # later run as the rootless user may not replace.
     server_scratch: tuple[str, ...] = ()
+
+    def prepare(self, session) -> None:
+        """Read, once per campaign, what the commands depend on from the server host (e.g. its
+        CPU count); ``session`` runs commands there."""
 
     def image_paths(self) -> list[str]:
         return [*self.binaries, *self.uploads]

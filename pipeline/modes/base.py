@@ -138,6 +138,12 @@ class Mode:
     def start(self, ctx: Context, workload: Workload) -> Deployment:  # pragma: no cover
         raise NotImplementedError
 
+    def foreground(self, ctx: Context, workload: Workload) -> Deployment:  # pragma: no cover
+        """A Deployment whose client host is the server host and whose ``wrap_client`` runs a
+        tool's argv to completion in this mode there (host benchmarks: cpu, memory). Nothing
+        runs yet; ``workload.argv`` is a quick run of the tool a mode may use as a probe."""
+        raise NotImplementedError(f"mode {self.name} cannot run a tool in the foreground")
+
 
 def server_host(ctx: Context) -> Host:
     return ctx.inventory.servers[0]
@@ -182,6 +188,24 @@ def engine_run(
     session.run([*cli, "run", "--detach", "--name", name, *label, *options, image, *argv],
                 timeout=120)  # fmt: skip
     return name
+
+
+def foreground_container(
+    ctx: Context, host: Host, engine: str, name: str, options: list[str] | None = None
+) -> tuple[Callable[[list[str]], str], Callable[[], None]]:
+    """(wrap, stop) for running a tool to completion in a labelled ``--rm`` container of the
+    engine's tool image: wrap(argv) is the shell command, stop removes a container a crash or
+    a timeout left under that name (--rm has normally removed it already)."""
+    cli = engine_cli(ctx, host, engine)
+    label = ["--label", f"{LABEL}={ctx.campaign}"]
+    image = ctx.image(host, engine).tag
+    remove = f"{shlex.join([*cli, 'rm', '--force', name])} >/dev/null 2>&1"
+
+    def wrap(argv: list[str]) -> str:
+        run = [*cli, "run", "--rm", "--name", name, *label, *(options or []), image, *argv]
+        return f"{remove}; {shlex.join(run)}"
+
+    return wrap, lambda: ctx.pool[host.name].run(remove, check=False, timeout=60)
 
 
 def remove_engine_container(ctx: Context, host: Host, engine: str, name: str) -> Callable[[], None]:

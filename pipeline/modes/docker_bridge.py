@@ -2,6 +2,9 @@
 
 From another host this needs a route to the node's bridge subnet and a DOCKER-USER accept rule
 (the lab sets both up); it measures the bridge and veth without any NAT.
+
+Host benchmarks (cpu, memory) run in a plain `docker run --rm`, which is this default bridge
+network too; the network plays no part in them.
 """
 
 from pipeline.modes.base import (
@@ -12,6 +15,7 @@ from pipeline.modes.base import (
     container_address,
     container_name,
     docker_run,
+    foreground_container,
     remove_container,
     server_host,
 )
@@ -32,3 +36,10 @@ class DockerBridge(Mode):
             stop=remove_container(ctx, host, name),
             image=ctx.image(host),
         )
+
+    def foreground(self, ctx: Context, workload: Workload) -> Deployment:
+        host = server_host(ctx)
+        name = container_name(ctx, self.name, workload)
+        wrap, stop = foreground_container(ctx, host, "docker", name)
+        return Deployment(server=host, address=host.address, stop=stop, client=host,
+                          wrap_client=wrap, image=ctx.image(host))  # fmt: skip

@@ -11,3 +11,7 @@ class Native(Mode):
         host = server_host(ctx)
         stop = start_process(ctx, host, f"{workload.name}-native", workload.argv, workload.scratch)
         return Deployment(server=host, address=host.address, stop=stop)
+
+    def foreground(self, ctx: Context, workload: Workload) -> Deployment:
+        host = server_host(ctx)
+        return Deployment(server=host, address=host.address, stop=lambda: None, client=host)

@@ -7,10 +7,15 @@ lab every node shares /var/lib/containers, so more would share one store.
 
 Rootful podman raises the container's nofile and nproc limits above the host's (docker leaves
 them as inherited). Where root lacks CAP_SYS_RESOURCE (this lab's VM) runc refuses that, so
-the mode retries with the host's nofile limit and a lower nproc limit, and notes it.
+the mode retries with the host's nofile limit and a lower nproc limit, and notes it. Host
+benchmarks (cpu, memory) run in a `podman run --rm` on podman's default network; the limits
+they need are probed once per campaign with a quick run of the tool.
 """
 
+from collections.abc import Callable
+
 from pipeline.modes.base import (
+    LABEL,
     Context,
     Deployment,
     Host,
@@ -19,6 +24,7 @@ from pipeline.modes.base import (
     container_name,
     describe,
     engine_run,
+    foreground_container,
     missing_tool,
     publish_options,
     remove_engine_container,
@@ -33,6 +39,10 @@ FALLBACK_NPROC = 16384  # the highest power of two runc could set in the lab wit
 class Podman(Mode):
     name = "podman"
     paths = ("dc", "internet")
+
+    def __init__(self) -> None:
+        # (campaign, host) -> the ulimit options foreground containers need and their note
+        self._ulimits: dict[tuple[str, str], tuple[list[str], str]] = {}
 
     def available(self, ctx: Context, path: str) -> str | None:
         return missing_tool(ctx, server_host(ctx), "podman")
@@ -63,18 +73,65 @@ class Podman(Mode):
             },
         )
 
+    def foreground(self, ctx: Context, workload: Workload) -> Deployment:
+        host = server_host(ctx)
+        name = container_name(ctx, self.name, workload)
+        key = (ctx.campaign, host.name)
+        if key not in self._ulimits:  # one probe per campaign and host, not per measurement
+            self._ulimits[key] = probe_ulimits(ctx, host, name, workload.argv)
+        options, ulimits = self._ulimits[key]
+        wrap, stop = foreground_container(ctx, host, "podman", name, options)
+        return Deployment(
+            server=host,
+            address=host.address,
+            stop=stop,
+            client=host,
+            wrap_client=wrap,
+            image=ctx.image(host, "podman"),
+            notes={"ulimits": ulimits},
+        )
+
 
 def start_container(ctx: Context, host: Host, name: str, workload: Workload) -> str:
     """Run the server container; returns the ulimits it got ("podman defaults" or the fallback)."""
     options = publish_options(workload)
+
+    def run(ulimits: list[str]) -> None:
+        engine_run(ctx, host, "podman", name, [*ulimits, *options], workload.argv)
+
+    return with_ulimit_fallback(ctx, host, run)[1]
+
+
+def with_ulimit_fallback(
+    ctx: Context, host: Host, run: Callable[[list[str]], None]
+) -> tuple[list[str], str]:
+    """run(ulimit options) with podman's defaults, then, if runc refuses them, with the
+    fallback; returns the options that worked and how to describe them."""
     try:
-        engine_run(ctx, host, "podman", name, options, workload.argv)
-        return "podman defaults"
+        run([])
+        return [], "podman defaults"
     except RemoteError as exc:
         if "error setting rlimit" not in str(exc):
             raise
     nofile = ctx.pool[host.name].run("ulimit -Hn").stdout.strip()
     limits = [f"nofile={nofile}:{nofile}", f"nproc={FALLBACK_NPROC}:{FALLBACK_NPROC}"]
     fallback = [arg for limit in limits for arg in ("--ulimit", limit)]
-    engine_run(ctx, host, "podman", name, [*fallback, *options], workload.argv)
-    return " ".join(limits) + " (podman's defaults refused: no CAP_SYS_RESOURCE)"
+    run(fallback)
+    return fallback, " ".join(limits) + " (podman's defaults refused: no CAP_SYS_RESOURCE)"
+
+
+def probe_ulimits(
+    ctx: Context, host: Host, name: str, argv: tuple[str, ...]
+) -> tuple[list[str], str]:
+    """The ulimit options a foreground container needs here, found by running ``argv`` (a
+    quick run of the tool) to completion once."""
+    image = ctx.image(host, "podman").tag
+    label = ["--label", f"{LABEL}={ctx.campaign}"]
+    session = ctx.pool[host.name]
+
+    def run(ulimits: list[str]) -> None:
+        session.run(["podman", "rm", "--force", name], check=False, timeout=60)
+        session.run(["podman", "run", "--rm", "--name", name, *label, *ulimits, image, *argv],
+                    timeout=120)  # fmt: skip
+
+    return with_ulimit_fallback(ctx, host, run)

@@ -20,6 +20,7 @@ from pipeline.modes.base import (
     container_name,
     describe,
     engine_run,
+    foreground_container,
     publish_options,
     remove_engine_container,
     rootless_problem,
@@ -92,4 +93,18 @@ class RootlessDocker(Mode):
             stop=stop,
             image=ctx.image(host, engine),
             notes=notes,
+        )
+
+    def foreground(self, ctx: Context, workload: Workload) -> Deployment:
+        host = server_host(ctx)
+        name = container_name(ctx, self.name, workload)
+        wrap, stop = foreground_container(ctx, host, "rootless-docker", name)
+        return Deployment(
+            server=host,
+            address=host.address,
+            stop=stop,
+            client=host,
+            wrap_client=wrap,
+            image=ctx.image(host, "rootless-docker"),
+            notes={"rootless_user": ctx.users[host.name].name},
         )

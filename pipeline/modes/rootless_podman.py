@@ -21,6 +21,7 @@ from pipeline.modes.base import (
     describe,
     engine_cli,
     engine_run,
+    foreground_container,
     missing_tool,
     publish_options,
     remove_engine_container,
@@ -79,4 +80,18 @@ class RootlessPodman(Mode):
             stop=stop,
             image=ctx.image(host, ENGINE),
             notes=notes,
+        )
+
+    def foreground(self, ctx: Context, workload: Workload) -> Deployment:
+        host = server_host(ctx)
+        name = container_name(ctx, self.name, workload)
+        wrap, stop = foreground_container(ctx, host, ENGINE, name)
+        return Deployment(
+            server=host,
+            address=host.address,
+            stop=stop,
+            client=host,
+            wrap_client=wrap,
+            image=ctx.image(host, ENGINE),
+            notes={"rootless_user": ctx.users[host.name].name},
         )

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from pipeline import schema
 from pipeline.benchmarks.http import RATE
 from pipeline.campaign import Profile, collect
 from pipeline.modes.base import PID_DIR
@@ -55,7 +56,7 @@ def test_every_path_measured_with_nginx(dataset):
 
 
 def test_one_sample_per_request_at_its_due_time_and_no_errors(dataset):
-    samples = pd.read_parquet(dataset / "samples.parquet")
+    samples = schema.read_samples(dataset / "samples.parquet")
     for (path, rep), window in samples.groupby(["path", "rep"]):
         per = {m: g for m, g in window.groupby("metric")}
         counts = {m: per[m]["value"].iloc[0] for m in ("http_errors", "http_late")}
@@ -71,7 +72,7 @@ def test_one_sample_per_request_at_its_due_time_and_no_errors(dataset):
 
 
 def test_latencies_are_plausible_per_path(dataset):
-    samples = pd.read_parquet(dataset / "samples.parquet")
+    samples = schema.read_samples(dataset / "samples.parquet")
     measured = samples[(samples["metric"] == "http_latency") & ~samples["warmup"]]
     p = {
         path: np.percentile(g["value"], [50, 99])

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline import inventory
+from pipeline import inventory, schema
 from pipeline.benchmarks import ToolOutputError, Window
 from pipeline.benchmarks.latency import Latency
 from pipeline.campaign import Profile, collect
@@ -123,7 +123,7 @@ def test_campaign_measures_every_path_and_variant(dataset):
 
 
 def test_campaign_samples_are_full_round_trips(dataset):
-    samples = pd.read_parquet(dataset / "samples.parquet")
+    samples = schema.read_samples(dataset / "samples.parquet")
     assert set(samples["metric"]) == {"udp_rtt", "tcp_rtt"}
     assert (samples["unit"] == "us").all() and (samples["value"] > 0).all()
     for (path, variant, rep), window in samples.groupby(["path", "variant", "rep"]):

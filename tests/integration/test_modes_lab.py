@@ -7,7 +7,7 @@ import os
 import pandas as pd
 import pytest
 
-from pipeline import inventory
+from pipeline import inventory, schema
 from pipeline.campaign import Profile, collect
 from pipeline.modes import MODES, Context
 from pipeline.modes.base import leftovers
@@ -36,7 +36,7 @@ def needs_root():
 def test_mode_runs_next_to_native_and_leaves_nothing(tmp_path, mode):
     collect("throughput", INVENTORY, tmp_path, PROFILE, seed=11, modes=["native", mode])
     runs = pd.read_parquet(tmp_path / "throughput" / "lab" / "runs.parquet")
-    samples = pd.read_parquet(tmp_path / "throughput" / "lab" / "samples.parquet")
+    samples = schema.read_samples(tmp_path / "throughput" / "lab" / "samples.parquet")
     mine = runs[runs["mode"] == mode]
     assert set(mine["path"]) == set(MODES[mode].paths) & {"dc", "local"}
     assert (mine["status"] == "ok").all(), mine[["path", "variant", "status", "reason"]]

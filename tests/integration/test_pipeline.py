@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from pipeline import schema
 from pipeline.benchmarks.throughput import Throughput
 from pipeline.campaign import plan
 from pipeline.modes import MODES
@@ -196,7 +197,7 @@ def _check_latency_and_http(workdir: Path) -> None:
         assert not_ok["reason"].str.len().gt(10).all(), not_ok[["mode", "path", "reason"]]
         assert set(runs.loc[runs.status == "skipped", "mode"]) == {"swarm-ingress"}
         assert (runs.status == "ok").mean() > 0.8, runs[["mode", "path", "status", "reason"]]
-        samples = pd.read_parquet(raw / "samples.parquet")
+        samples = schema.read_samples(raw / "samples.parquet")
         if name == "latency":
             measured = samples[~samples.warmup]
             per_window = measured.groupby(["run", "mode", "path", "variant", "rep"]).size()

@@ -14,7 +14,7 @@ from scipy import stats as st
 NOTEBOOK = nc.ANALYSIS / "22-summarise-http.ipynb"
 EXECUTED = nc.HERE / "22-summarise-http.fixture.ipynb"
 LAB = nc.FIXTURE / "http" / "lab"
-CONFIDENCE, N_BOOT, SEED = 0.95, 4000, 20261121
+CONFIDENCE, N_BOOT, SEED, MARGIN = 0.95, 4000, 20261121, 0.05
 # make_fixture.py's HTTP_SHIFT_US.
 SHIFTS = {
     ("docker-bridge", "dc"): 30.0,
@@ -25,7 +25,12 @@ SHIFTS = {
 
 
 executed = nc.executed_fixture(
-    NOTEBOOK, "summarise-http", confidence=CONFIDENCE, n_boot=N_BOOT, seed=SEED
+    NOTEBOOK,
+    "summarise-http",
+    confidence=CONFIDENCE,
+    n_boot=N_BOOT,
+    margin=MARGIN,
+    seed=SEED,
 )
 
 
@@ -86,6 +91,22 @@ def test_achieved_rate_errors_and_late(summary, measured):
     assert summary.loc[("native", "dc"), "errors"] == 0
 
 
+def test_verdicts_follow_the_construction(executed, summary):
+    # HTTP_SHIFT_US on a ~184 us (dc) / ~124 us (local) median: docker-host +10 us (+5.4%)
+    # to docker-proxy +120 us: every mode is an overhead at the median, whatever the margin.
+    for mode, path in [*SHIFTS, ("docker-host", "dc"), ("macvlan", "dc")]:
+        assert summary.loc[(mode, path), "verdict_p50"] == "overhead", mode
+    # At the p99 (~283 us) the large shifts (+30 to +120 us) stay overheads.
+    for mode, path in SHIFTS:
+        assert summary.loc[(mode, path), "verdict_p99"] == "overhead", mode
+    assert pd.isna(summary.loc[("native", "dc"), "verdict_p50"])
+    assert pd.isna(summary.loc[("swarm-ingress", "dc"), "verdict_p50"])
+    table = pd.read_csv(executed["tables"] / "http.csv", keep_default_na=False)
+    verdict = dict(zip(table["Configuration"], table["Verdict p50 (±5%)"], strict=True))
+    assert verdict["Swarm overlay"] == "overhead"
+    assert verdict["Swarm ingress (routing mesh)"] == "n/a"
+
+
 def test_table_and_figures(executed, summary):
     table = pd.read_csv(executed["tables"] / "http.csv", keep_default_na=False)
     proxy = table[table["Configuration"] == "Docker proxy (localhost)"].iloc[0]
@@ -104,7 +125,9 @@ def test_table_and_figures(executed, summary):
 
 
 def test_source_notebook_is_clean_and_thin():
-    nc.assert_source_clean_and_thin(NOTEBOOK, {*nc.DIR_PARAMETERS, "confidence", "n_boot", "seed"})
+    nc.assert_source_clean_and_thin(
+        NOTEBOOK, {*nc.DIR_PARAMETERS, "confidence", "n_boot", "margin", "seed"}
+    )
 
 
 # --- nbval on the executed copy ------------------------------------------------------------
@@ -120,6 +143,7 @@ def test_executed_copy_has_checked_headline_outputs():
     assert "errors 3" in text
     assert "lab swarm-ingress dc 1k: skipped, n/a (skipped: kernel has no IPVS" in text
     assert "| Swarm overlay | datacenter | 1k |" in text
+    assert "p50 verdict overhead" in text
 
 
 def test_nbval_reproduces_headline_cells():

@@ -9,11 +9,12 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from scipy import stats as st
 
 NOTEBOOK = nc.ANALYSIS / "21-summarise-latency.ipynb"
 EXECUTED = nc.HERE / "21-summarise-latency.fixture.ipynb"
 LAB = nc.FIXTURE / "latency" / "lab"
-CONFIDENCE, N_BOOT, SEED = 0.95, 4000, 20261121
+CONFIDENCE, N_BOOT, SEED, MARGIN = 0.95, 4000, 20261121, 0.05
 # make_fixture.py's MODE_SHIFT_US: what each mode adds to native, by construction.
 SHIFTS = {
     ("docker-bridge", "dc"): 8.0,
@@ -21,10 +22,20 @@ SHIFTS = {
     ("swarm-overlay", "dc"): 25.0,
     ("docker-proxy", "local"): 35.0,
 }
+# Shifts that stay inside the 5% margin by construction: +1 us (docker-host) and +2 us
+# (macvlan) on a ~57-69 us datacenter median, and every shift (<= 10 us) on the ~40 ms
+# Internet round trip.
+SMALL = {("docker-host", "dc"): 1.0, ("macvlan", "dc"): 2.0}
+INTERNET_MODES = ("docker-host", "docker-bridge", "docker-nat")
 
 
 executed = nc.executed_fixture(
-    NOTEBOOK, "summarise-latency", confidence=CONFIDENCE, n_boot=N_BOOT, seed=SEED
+    NOTEBOOK,
+    "summarise-latency",
+    confidence=CONFIDENCE,
+    n_boot=N_BOOT,
+    margin=MARGIN,
+    seed=SEED,
 )
 
 
@@ -115,7 +126,7 @@ def test_skipped_mode_is_reported_not_dropped(executed, summary):
     md = (executed["tables"] / "latency.md").read_text()
     assert (
         "| Swarm ingress (routing mesh) | datacenter | udp | n/a | n/a | n/a | n/a | n/a | n/a "
-        f"| 0 of 6 | {nc.IPVS_REASON} |" in md
+        f"| n/a | n/a | 0 of 6 | {nc.IPVS_REASON} |" in md
     )
     caption = (executed["figures"] / "latency_percentiles.caption.md").read_text()
     assert "Not measured: Swarm ingress (routing mesh) (skipped: kernel has no IPVS" in caption
@@ -145,6 +156,60 @@ def test_article_table_rows(executed, summary):
     assert macvlan.iloc[0]["Runs"] == "5 of 6" and "failed: sockperf" in macvlan.iloc[0]["Note"]
 
 
+def test_verdicts_follow_the_construction(summary, measured):
+    for variant in ("udp", "tcp"):
+        # 8-35 us on 25-70 us round trips: overheads far beyond the margin, at p50 and p99.
+        for mode, path in SHIFTS:
+            row = summary.loc[(mode, path, variant)]
+            assert (row["verdict_p50"], row["verdict_p99"]) == ("overhead", "overhead")
+        # 1-2 us at the median: real (the 95% interval of the ratio is above 1) but < 5%.
+        for mode, path in SMALL:
+            row = summary.loc[(mode, path, variant)]
+            assert row["verdict_p50"] == "equivalent" and row["ratio_p50_lo"] > 1.0
+            assert row["ratio_p50_eq_hi"] < 1 + MARGIN
+        for mode in INTERNET_MODES:
+            row = summary.loc[(mode, "internet", variant)]
+            assert (row["verdict_p50"], row["verdict_p99"]) == ("equivalent", "equivalent")
+        for mode, path in (("native", "dc"), ("swarm-ingress", "dc")):
+            assert pd.isna(summary.loc[(mode, path, variant), "verdict_p50"])
+    row = summary.loc[("docker-bridge", "dc", "udp")]
+    assert row["ratio_p50_lo"] <= row["ratio_p50_eq_lo"] <= row["ratio_p50_eq_hi"]
+    assert row["ratio_p50_eq_hi"] <= row["ratio_p50_hi"]
+
+
+def test_tost_on_per_run_percentiles(summary, measured):
+    # Recomputed by hand from the fixture: per-run p50 of each run both measured, log ratios,
+    # two one-sided t tests against log(0.95) and log(1.05).
+    mode = _values(measured, "docker-host", "internet", "udp")
+    base = _values(measured, "native", "internet", "udp")
+    runs = np.intersect1d(mode["run"].unique(), base["run"].unique())
+    p50 = [
+        [np.quantile(f.loc[f["run"] == r, "value"], 0.5, method="inverted_cdf") for r in runs]
+        for f in (mode, base)
+    ]
+    d = np.log(p50[0]) - np.log(p50[1])
+    se, df = d.std(ddof=1) / np.sqrt(d.size), d.size - 1
+    p = max(
+        st.t.sf((d.mean() - np.log(1 - MARGIN)) / se, df),
+        st.t.cdf((d.mean() - np.log(1 + MARGIN)) / se, df),
+    )
+    row = summary.loc[("docker-host", "internet", "udp")]
+    assert row["tost_p50_p"] == pytest.approx(p, rel=1e-9)
+    assert row["tost_p50_ratio"] == pytest.approx(np.exp(d.mean()))
+
+
+def test_verdict_in_the_article_table(executed):
+    table = pd.read_csv(executed["tables"] / "latency.csv", keep_default_na=False)
+    udp_dc = table[(table["Variant"] == "udp") & (table["Path"] == "datacenter")]
+    verdict = dict(zip(udp_dc["Configuration"], udp_dc["Verdict p50 (±5%)"], strict=True))
+    assert verdict["Docker bridge"] == "overhead"
+    assert verdict["Docker host network"] == "equivalent (small overhead)"
+    assert verdict["Native"] == "" and verdict["Swarm ingress (routing mesh)"] == "n/a"
+    assert "Verdict p99 (±5%)" in table.columns
+    md = (executed["tables"] / "latency.md").read_text()
+    assert "margin of ±5% on the ratio to native fixed in params.yaml" in md
+
+
 def test_figure_and_table_files_exist(executed):
     for stem in ("latency_ecdf", "latency_percentiles"):
         svg = (executed["figures"] / f"{stem}.svg").read_text()
@@ -159,7 +224,9 @@ def test_figure_and_table_files_exist(executed):
 
 
 def test_source_notebook_is_clean_and_thin():
-    nc.assert_source_clean_and_thin(NOTEBOOK, {*nc.DIR_PARAMETERS, "confidence", "n_boot", "seed"})
+    nc.assert_source_clean_and_thin(
+        NOTEBOOK, {*nc.DIR_PARAMETERS, "confidence", "n_boot", "margin", "seed"}
+    )
 
 
 # --- nbval on the executed copy ------------------------------------------------------------
@@ -174,6 +241,8 @@ def test_executed_copy_has_checked_headline_outputs():
     assert "lab docker-bridge dc udp: ok, 6 runs, 6000 samples, p50 65.1" in text
     assert "lab swarm-ingress dc udp: skipped, n/a (skipped: kernel has no IPVS" in text
     assert "| Docker macvlan | datacenter | udp |" in text
+    assert "p50 verdict overhead, p99 verdict overhead" in text
+    assert "| equivalent (small overhead) |" in text
 
 
 def test_nbval_reproduces_headline_cells():

@@ -80,7 +80,7 @@ def test_dataset_commits_by_runs_part_and_consolidates_without_duplicates(tmp_pa
     data.save(s1, [_sample(s1, 1e9)], _row(s1))  # re-saving replaces, never appends
     counts = data.consolidate()
     assert counts["runs"] == 2 and counts["samples"] == 2
-    samples = pd.read_parquet(tmp_path / "samples.parquet")
+    samples = schema.read_samples(tmp_path / "samples.parquet")
     assert sorted(samples.value) == [1e9, 2e9]
 
 

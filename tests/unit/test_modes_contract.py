@@ -198,3 +198,109 @@ def test_inventory_rootless_key_errors(tmp_path, value, message):
     with pytest.raises(inventory.InventoryError, match=message) as err:
         inventory.load(_inventory_with(tmp_path, value), known_modes=MODES, check_files=False)
     assert "hosts.node1.rootless" in str(err.value)
+
+
+# ---- foreground: host benchmarks (cpu, memory) run a tool to completion in the mode ----------
+
+
+class ScriptedSession:
+    """Fails the commands that contain a given text with a given stderr; records all."""
+
+    def __init__(self, fail: dict[str, str] | None = None, stdout: str = ""):
+        self.fail = dict(fail or {})
+        self.stdout = stdout
+        self.commands: list = []
+
+    def run(self, command, check=True, **kwargs):
+        from pipeline.remote import RemoteError
+
+        self.commands.append(command)
+        text = command if isinstance(command, str) else " ".join(command)
+        for needle, stderr in list(self.fail.items()):
+            if needle in text:
+                del self.fail[needle]  # fail once
+                if check:
+                    raise RemoteError("node1", text, 126, stderr)
+                return SimpleNamespace(status=126, stdout="", stderr=stderr)
+        return SimpleNamespace(status=0, stdout=self.stdout, stderr="")
+
+
+def _foreground_ctx(session: ScriptedSession) -> Context:
+    from pipeline.images import ToolImage
+
+    inv = inventory.load(ROOT / "inventory/lab.yaml", known_modes=MODES, check_files=False)
+    ctx = Context(inventory=inv, pool={name: session for name in inv.hosts}, campaign="c0ffee")
+    ctx.users["node1"] = RootlessUser("co-bench", 60777, 60777, "/home/co-bench")
+    for engine in ("docker", "podman", "rootless-docker", "rootless-podman"):
+        ctx.images[("node1", engine)] = ToolImage("node1", f"tools:{engine}", "sha256:1", {})
+    return ctx
+
+
+def _probe():
+    from pipeline.modes import Workload
+
+    return Workload(name="cpu-1thread", argv=("/usr/bin/sysbench", "--version"), port=0)
+
+
+def test_every_host_benchmark_mode_can_run_a_tool_in_the_foreground():
+    from pipeline.benchmarks import BENCHMARKS
+
+    for benchmark in BENCHMARKS.values():
+        for mode in benchmark.modes or ():
+            assert type(MODES[mode]).foreground is not type(MODES["macvlan"]).foreground, mode
+
+
+ARGV = ["/usr/bin/sysbench", "cpu", "--threads=1", "run"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "cli"),
+    [
+        ("docker-bridge", "docker"),
+        ("rootless-docker", "docker -H unix:///run/user/60777/docker.sock"),
+        ("rootless-podman", "setpriv --reuid=60777"),
+    ],
+)
+def test_foreground_runs_the_argv_in_a_labelled_rm_container_on_the_server(mode, cli):
+    session = ScriptedSession()
+    ctx = _foreground_ctx(session)
+    deployment = MODES[mode].foreground(ctx, _probe())
+    engine = {"docker-bridge": "docker"}.get(mode, mode)
+    name = f"co-c0ffee-cpu-1thread-{mode}"
+    command = deployment.client_command(ARGV)
+    remove, run = command.split("; ")
+    assert remove.startswith(cli) and remove.endswith(f"rm --force {name} >/dev/null 2>&1")
+    assert run.startswith(cli) and run.endswith(
+        f" run --rm --name {name} --label org.container-overhead.campaign=c0ffee "
+        f"tools:{engine} /usr/bin/sysbench cpu --threads=1 run"
+    )
+    assert deployment.client_host(ctx.inventory, "host").name == "node1"
+    assert deployment.server.name == "node1" and deployment.image.tag == f"tools:{engine}"
+    assert session.commands == []  # nothing runs until the campaign runs the command
+    deployment.stop()
+    assert session.commands == [remove]
+
+
+def test_native_foreground_runs_the_argv_itself_on_the_server():
+    ctx = _foreground_ctx(ScriptedSession())
+    deployment = MODES["native"].foreground(ctx, _probe())
+    assert deployment.client_command(ARGV) == "/usr/bin/sysbench cpu --threads=1 run"
+    assert deployment.client_host(ctx.inventory, "host").name == "node1"
+    assert deployment.image is None
+
+
+def test_podman_foreground_probes_the_ulimits_once_and_falls_back_like_start():
+    refusal = "runc create failed: error setting rlimit type 7: operation not permitted"
+    session = ScriptedSession(fail={"podman run --rm": refusal}, stdout="1024\n")
+    ctx = _foreground_ctx(session)
+    ctx.campaign = "probe-test"
+    deployment = MODES["podman"].foreground(ctx, _probe())
+    runs = [c for c in session.commands if "run" in c and "--version" in c]
+    assert len(runs) == 2 and "--ulimit" in runs[1] and "--ulimit" not in runs[0]
+    assert deployment.notes["ulimits"].startswith("nofile=1024:1024 nproc=16384:16384")
+    assert "--ulimit nofile=1024:1024 --ulimit nproc=16384:16384 tools:podman" in (
+        deployment.client_command(ARGV)
+    )
+    before = len(session.commands)
+    MODES["podman"].foreground(ctx, _probe())  # same campaign and host: no second probe
+    assert len(session.commands) == before

@@ -1,0 +1,136 @@
+"""The host benchmarks (sysbench cpu and memory) on the embedded lab, through the campaign loop:
+every mode they apply to ok (or skipped with a reason), the same sysbench bits in every mode,
+plausible rates, sysbench's own output kept and re-parsable, nothing left on any node."""
+
+import gzip
+import os
+import shlex
+import time
+
+import pandas as pd
+import pytest
+
+from pipeline import inventory, schema
+from pipeline.benchmarks import BENCHMARKS, Window
+from pipeline.campaign import Profile, collect
+from pipeline.modes import MODES, Context
+from pipeline.modes.base import leftovers
+from pipeline.remote import Pool
+
+pytestmark = pytest.mark.lab
+
+INVENTORY = "inventory/lab.yaml"
+# The smoke profile's windows, one run: two benchmarks x five modes x two variants in ~3 min.
+PROFILE = Profile(runs=1, seconds=2, omit_seconds=0, warmup_seconds=1)
+MUST_RUN = {"native", "docker-bridge"}  # the lab always has these; the others may be skipped
+
+
+@pytest.fixture(scope="module", autouse=True)
+def needs_root():
+    if os.geteuid() != 0:
+        pytest.skip("the lab needs root")
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory):
+    raw = tmp_path_factory.mktemp("raw")
+    started = time.monotonic()
+    for benchmark in ("cpu", "memory"):
+        collect(benchmark, INVENTORY, raw, PROFILE, seed=5)
+    data = {
+        b: (
+            pd.read_parquet(raw / b / "lab" / "runs.parquet"),
+            schema.read_samples(raw / b / "lab" / "samples.parquet"),
+            raw / b / "lab",
+        )
+        for b in ("cpu", "memory")
+    }
+    print(f"collected cpu + memory in {time.monotonic() - started:.0f} s")
+    return data
+
+
+def _medians(samples: pd.DataFrame, variant: str) -> dict[str, float]:
+    measured = samples[~samples["warmup"] & (samples["variant"] == variant)]
+    return measured.groupby("mode")["value"].median().to_dict()
+
+
+@pytest.mark.parametrize("benchmark", ["cpu", "memory"])
+def test_every_planned_mode_ran_or_says_why_not(collected, benchmark):
+    runs, samples, _ = collected[benchmark]
+    bench = BENCHMARKS[benchmark]()
+    assert set(runs["mode"]) == set(bench.modes)  # planned: exactly the modes it applies to
+    assert set(runs["path"]) == {"host"}
+    assert len(runs) == len(bench.modes) * len(bench.variants) * PROFILE.runs
+    for row in runs.itertuples():
+        assert row.status in ("ok", "skipped"), (row.mode, row.variant, row.reason)
+        if row.status == "skipped":
+            assert row.mode not in MUST_RUN and len(row.reason) > 10, (row.mode, row.reason)
+        else:
+            assert row.server_host == row.client_host == "node1"
+            assert row.window_s == PROFILE.seconds + PROFILE.warmup_seconds
+    ok = runs[runs["status"] == "ok"]
+    assert MUST_RUN <= set(ok["mode"])
+    for mode in set(ok["mode"]):  # a flagged warm-up and a measured window per ok run
+        mine = samples[samples["mode"] == mode]
+        assert mine["warmup"].any() and (~mine["warmup"]).any(), mode
+
+
+@pytest.mark.parametrize("benchmark", ["cpu", "memory"])
+def test_every_mode_runs_the_native_sysbench_bits(collected, benchmark):
+    runs, _, _ = collected[benchmark]
+    ok = runs[runs["status"] == "ok"]
+    native = ok.loc[ok["mode"] == "native", "binary_sha256"].unique()
+    assert len(native) == 1 and len(native[0]) == 64
+    assert set(ok["binary_sha256"]) == {native[0]}
+    containers = ok[ok["mode"] != "native"]
+    assert containers["image_digest"].str.startswith("sha256:").all()
+    assert ok.loc[ok["mode"] == "native", "image_digest"].isna().all()
+
+
+def test_cpu_rates_are_plausible(collected):
+    runs, samples, _ = collected["cpu"]
+    one = _medians(samples, "1thread")
+    assert one["native"] > 100  # sysbench's primes to 20000: ~1000 events/s per core here
+    assert abs(one["docker-bridge"] / one["native"] - 1) < 0.30, one
+    every = _medians(samples, "allthreads")
+    assert every["native"] > one["native"]  # more threads on a multi-core host do more
+    cpus = os.cpu_count()  # the lab's nodes share this machine's CPUs
+    commands = runs.loc[runs["variant"] == "allthreads", "command"]
+    assert commands.str.contains(f"--threads={cpus} ", regex=False).all()
+    assert samples["unit"].eq("events/s").all() and samples["metric"].eq("cpu_events_per_s").all()
+
+
+def test_memory_rates_are_plausible(collected):
+    _, samples, _ = collected["memory"]
+    for variant in ("write", "read"):
+        rates = _medians(samples, variant)
+        assert rates["native"] > 500, rates  # MiB/s: any machine's RAM moves more than this
+        assert abs(rates["docker-bridge"] / rates["native"] - 1) < 0.30, (variant, rates)
+    assert samples["unit"].eq("MiB/s").all()
+
+
+@pytest.mark.parametrize("benchmark", ["cpu", "memory"])
+def test_kept_sysbench_output_reparses_to_the_samples(collected, benchmark):
+    runs, samples, root = collected[benchmark]
+    bench = BENCHMARKS[benchmark]()
+    row = runs[(runs["mode"] == "docker-bridge") & (runs["status"] == "ok")].iloc[0]
+    raw = gzip.decompress((root / row["raw_log"]).read_bytes()).decode()
+    window = Window(PROFILE.seconds, PROFILE.omit_seconds)
+    parsed = bench.parse(row["variant"], raw, window)
+    stored = samples[
+        (samples["mode"] == "docker-bridge")
+        & (samples["variant"] == row["variant"])
+        & ~samples["warmup"]
+    ].sort_values("sample")
+    assert [s.value for s in parsed] == stored["value"].tolist()
+    command = row["command"].split("$ ", 1)[1]
+    assert "run --rm --name" in command and "--label" in command
+    assert shlex.split(command)[-1] == "run" and "--time=2" in command
+
+
+def test_nothing_is_left_on_any_node(collected):
+    inv = inventory.load(INVENTORY, known_modes=MODES)
+    with Pool(inv) as pool:
+        ctx = Context(inventory=inv, pool=pool, campaign="check")
+        for host in (*inv.servers, inv.dc_client):
+            assert leftovers(ctx, host) == [], host.name

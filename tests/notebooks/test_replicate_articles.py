@@ -1,0 +1,220 @@
+"""Run notebooks/analysis/25-replicate-articles.ipynb with papermill on the committed processed
+fixture and check specific verdicts against numbers computed here from the fixture files; then
+nbval on the executed copy (25-replicate-articles.fixture.ipynb).
+
+The notebook reads what the summarise stages write, not raw data. Its fixture,
+tests/fixtures/processed/<benchmark>/, is the output of notebooks 20-22 on the committed raw
+fixture (tests/fixtures/make_processed.py), committed so that this test and the nbval copy do
+not depend on other tests having run. ``test_processed_fixture_is_current`` recomputes the
+columns the replication reads from the raw fixture and fails when the committed files are stale.
+"""
+
+from __future__ import annotations
+
+import notebook_checks as nc
+import numpy as np
+import pandas as pd
+import papermill
+import pytest
+
+from pipeline import latency_analysis, throughput_analysis
+
+NOTEBOOK = nc.ANALYSIS / "25-replicate-articles.ipynb"
+EXECUTED = nc.HERE / "25-replicate-articles.fixture.ipynb"
+PROCESSED = nc.ROOT / "tests" / "fixtures" / "processed"
+PUBLISHED = nc.ROOT / "data" / "reference" / "published.csv"
+CONFIDENCE, N_BOOT, SEED = 0.95, 4000, 20261121
+PARAMETERS = {"published_csv", "processed_dir", "tables_dir", "confidence", "n_boot", "seed"}
+REGENERATE = "regenerate it: python tests/fixtures/make_processed.py"
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp("replicate-articles")
+    papermill.execute_notebook(
+        str(NOTEBOOK),
+        str(out / "executed.ipynb"),
+        parameters={
+            "published_csv": str(PUBLISHED),
+            "processed_dir": str(PROCESSED),
+            "tables_dir": str(out / "tables"),
+            "confidence": CONFIDENCE,
+            "n_boot": N_BOOT,
+            "seed": SEED,
+        },
+        kernel_name="python3",
+        cwd=str(nc.ROOT),
+        progress_bar=False,
+    )
+    return {"notebook": out / "executed.ipynb", "tables": out / "tables"}
+
+
+@pytest.fixture(scope="module")
+def table(executed) -> pd.DataFrame:
+    frame = pd.read_csv(executed["tables"] / "replication.csv", keep_default_na=False, dtype=str)
+    return frame.set_index("ID")
+
+
+def _summary(stem: str) -> pd.DataFrame:
+    return pd.read_parquet(PROCESSED / stem.split("_")[0] / f"{stem}.parquet")
+
+
+def _overlaps(published: tuple[float, float], lo: float, hi: float) -> bool:
+    return published[0] <= hi and lo <= published[1]
+
+
+def _span(value: float, half: float) -> tuple[float, float]:
+    return value - half, value + half
+
+
+def test_one_row_per_published_number(table):
+    assert len(table) == len(pd.read_csv(PUBLISHED)) == 128
+    assert set(table["Verdict"]) == {"consistent", "not consistent", "not measurable here"}
+
+
+def test_throughput_ratio_from_the_summary(table):
+    # 000: Swarm overlay (custom) 18.4 Gbit/s against bare metal 24.1
+    s = _summary("throughput_summary").set_index(["mode", "path"]).loc[("swarm-overlay", "dc")]
+    row = table.loc["000-tcp-overlay-custom"]
+    assert row["Study [95% CI]"] == f"{s['ratio']:.3f} [{s['ratio_lo']:.3f}, {s['ratio_hi']:.3f}]"
+    assert (
+        row["Published"]
+        == f"{18.4 / 24.1:.3f} (rounding: {18.35 / 24.15:.3f} to {18.45 / 24.05:.3f})"
+    )
+    v, b = _span(18.4, 0.05), _span(24.1, 0.05)
+    assert not _overlaps((v[0] / b[1], v[1] / b[0]), s["ratio_lo"], s["ratio_hi"])
+    assert row["Verdict"] == "not consistent" and row["Runs"] == "5"
+    # 002: Docker host network 10.3 against host network 10.3: parity is inside the interval
+    s = _summary("throughput_summary").set_index(["mode", "path"]).loc[("docker-host", "dc")]
+    assert s["ratio_lo"] < 1.0 < s["ratio_hi"]
+    assert table.loc["002-tput-docker-host", "Verdict"] == "consistent"
+
+
+def test_cross_path_ratio_from_per_run_values(table):
+    # 002: docker-proxy over localhost against the host network measured across the network
+    per_run = _summary("throughput_per_run")
+    proxy = per_run[(per_run["mode"] == "docker-proxy") & (per_run["path"] == "local")]
+    native = per_run[(per_run["mode"] == "native") & (per_run["path"] == "dc")]
+    ratio = np.median(proxy["value"]) / np.median(native["value"])
+    row = table.loc["002-tput-proxy"]
+    assert row["Study [95% CI]"].startswith(f"{ratio:.3f} [")
+    lo, hi = (float(x) for x in row["Study [95% CI]"].split("[")[1].rstrip("]").split(","))
+    published = (7.365 / 10.35, 7.375 / 10.25)
+    assert lo <= ratio <= hi and _overlaps(published, lo, hi)
+    assert row["Verdict"] == "consistent"
+
+
+def test_latency_difference_from_the_summary(table):
+    # 001: a p99 delta of ~5 us for Docker networking in a data center
+    s = _summary("latency_summary").set_index(["mode", "path", "variant"])
+    s = s.loc[("docker-nat", "dc", "udp")]
+    assert not _overlaps((4.5, 5.5), s["d_p99_lo_us"], s["d_p99_hi_us"])
+    row = table.loc["001-udp-p99-delta"]
+    assert row["Study [95% CI]"].startswith(f"+{s['d_p99_us']:.1f} us [")
+    assert row["Verdict"] == "not consistent"
+
+
+def test_http_ratio_and_missing_statistic(table):
+    s = _summary("http_summary").set_index(["mode", "path"]).loc[("swarm-overlay", "dc")]
+    row = table.loc["000-http-overlay-p50"]  # 0.19 / 0.12 ms, rounding 1.48 .. 1.70
+    expected = _overlaps((0.185 / 0.125, 0.195 / 0.115), s["ratio_p50_lo"], s["ratio_p50_hi"])
+    assert row["Verdict"] == ("consistent" if expected else "not consistent") == "consistent"
+    p95 = table.loc["000-http-overlay-p95"]
+    assert p95["Verdict"] == "not measurable here"
+    assert p95["Note"] == "the study's http summary has no ratio at p95 (only p50, p99)"
+
+
+@pytest.mark.parametrize(
+    ("row_id", "note"),
+    [
+        ("000-tcp-overlay-ingress", f"swarm-ingress on the dc path: {nc.IPVS_REASON}"),
+        ("004-tput-pasta", "pasta was not measured on the local path (throughput data)"),
+        ("003-swarm-1", "the lb benchmark is not in the study yet"),
+        ("000-cpu-sysbench1-swarm1", "the cpu benchmark is not in the study yet"),
+        ("000-mem-dockerd-manager-idle", "the article gives no baseline to compare with"),
+        (
+            "004-lat-pasta",
+            "pasta was not measured on the local path (latency data)",
+        ),
+    ],
+)
+def test_not_measurable_rows_say_why(table, row_id, note):
+    row = table.loc[row_id]
+    assert row["Verdict"] == "not measurable here"
+    assert row["Note"].startswith(note), row["Note"]
+
+
+def test_article_misprint_is_noted(table):
+    assert table.loc["002-tput-bridge", "Note"] == (
+        "the article prints 0.78 but its own numbers give 0.867"
+    )
+
+
+def test_table_files(executed):
+    md = (executed["tables"] / "replication.md").read_text(encoding="utf-8")
+    assert md.startswith("Table: Every headline number of the five published articles")
+    assert "Absolute numbers are not compared" in md.splitlines()[0]
+    tex = (executed["tables"] / "replication.tex").read_text(encoding="utf-8")
+    assert r"\begin{tabular}" in tex and "002-tput-proxy" in tex
+
+
+def test_processed_fixture_is_current():
+    """The committed summaries are what the summarise stages give on the raw fixture today,
+    in every column the replication reads."""
+    samples, runs = throughput_analysis.load(nc.FIXTURE)
+    fresh = throughput_analysis.summarise(
+        samples, runs, confidence=CONFIDENCE, n_boot=N_BOOT, seed=SEED
+    )
+    cols = ["mode", "path", "status", "ratio", "ratio_lo", "ratio_hi", "ratio_n_runs"]
+    pd.testing.assert_frame_equal(
+        fresh[cols], _summary("throughput_summary")[cols], obj=f"throughput ({REGENERATE})"
+    )
+    per_run = throughput_analysis.per_run_throughput(samples, runs)
+    pd.testing.assert_frame_equal(
+        per_run[["mode", "path", "run", "value"]],
+        _summary("throughput_per_run")[["mode", "path", "run", "value"]],
+        obj=f"throughput per run ({REGENERATE})",
+    )
+    cols = ["mode", "path", "variant", "status", "overhead_n_runs"]
+    cols += [f"ratio_{q}{s}" for q in ("p50", "p99") for s in ("", "_lo", "_hi")]
+    cols += ["d_p99_us", "d_p99_lo_us", "d_p99_hi_us"]
+    for benchmark, metrics in (
+        ("latency", latency_analysis.LATENCY_METRICS),
+        ("http", latency_analysis.HTTP_METRICS),
+    ):
+        cells = latency_analysis.load_cells(nc.FIXTURE, benchmark, metrics)
+        fresh = latency_analysis.summarise(
+            cells,
+            latency_analysis.load_runs(nc.FIXTURE, benchmark),
+            variants=metrics,
+            confidence=CONFIDENCE,
+            n_boot=N_BOOT,
+            seed=SEED,
+        )
+        pd.testing.assert_frame_equal(
+            fresh[cols].reset_index(drop=True),
+            _summary(f"{benchmark}_summary")[cols].reset_index(drop=True),
+            obj=f"{benchmark} ({REGENERATE})",
+        )
+
+
+def test_source_notebook_is_clean_and_thin():
+    nc.assert_source_clean_and_thin(NOTEBOOK, PARAMETERS)
+
+
+# --- nbval on the executed copy ------------------------------------------------------------
+
+
+def test_executed_copy_matches_source():
+    nc.assert_copy_matches_source(NOTEBOOK, EXECUTED, "replication")
+
+
+def test_executed_copy_has_checked_headline_outputs():
+    text = nc.headline_text(EXECUTED, n_cells=2)
+    assert "consistent: 9, not consistent: 17, not measurable here: 102" in text
+    assert "lab 002-tput-proxy: published 0.716 (rounding: 0.712 to 0.720), study 0.723 [" in text
+    assert "| 000-tcp-overlay-ingress | Swarm overlay (ingress) |" in text
+
+
+def test_nbval_reproduces_headline_cells():
+    nc.assert_nbval_passes(EXECUTED)

@@ -1,0 +1,412 @@
+"""Equivalence verdicts, the TOST beside them, and the interval code checked against scipy.
+
+- ``stats.verdict``: every verdict reachable, for throughput (higher is better) and latency
+  (lower is better), and the boundaries of the rule (strict inequalities);
+- ``stats.tost_log_ratio``: against a TOST computed by hand with the closed-form t
+  distribution of 2 degrees of freedom;
+- ``stats.quantile_ci`` against ``scipy.stats.quantile_test(...).confidence_interval``, and the
+  cluster bootstraps (``ratio_ci``, ``cluster_quantile_ci``, ``quantile_shift_ci``) against
+  ``scipy.stats.bootstrap`` resampling the same unit (runs), within Monte-Carlo tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as st
+
+from pipeline import stats, tables
+
+M = 0.05  # the network margin of params.yaml
+
+
+# --- the verdict rule ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ratio", "ci95", "ci90", "higher_is_better", "expected"),
+    [
+        # Throughput: below 1 is worse.
+        (0.80, (0.78, 0.82), (0.785, 0.815), True, "overhead"),
+        (1.20, (1.18, 1.22), (1.185, 1.215), True, "faster"),
+        (1.00, (0.99, 1.01), (0.992, 1.008), True, "equivalent"),
+        (0.97, (0.90, 1.04), (0.91, 1.03), True, "inconclusive"),
+        # Latency: above 1 is worse.
+        (1.20, (1.18, 1.22), (1.185, 1.215), False, "overhead"),
+        (0.80, (0.78, 0.82), (0.785, 0.815), False, "faster"),
+        (1.00, (0.99, 1.01), (0.992, 1.008), False, "equivalent"),
+        (1.03, (0.96, 1.10), (0.97, 1.09), False, "inconclusive"),
+    ],
+)
+def test_every_verdict_is_reachable(ratio, ci95, ci90, higher_is_better, expected):
+    assert stats.verdict(ratio, *ci95, *ci90, M, higher_is_better) == expected
+
+
+def test_equivalence_boundaries_are_strict():
+    # The 90% interval touching the margin is not inside it...
+    assert stats.verdict(1.0, 0.94, 1.04, 0.95, 1.03, M) == "inconclusive"
+    assert stats.verdict(1.0, 0.96, 1.06, 0.97, 1.05, M) == "inconclusive"
+    # ...a hair inside it is.
+    assert stats.verdict(1.0, 0.94, 1.04, 0.95 + 1e-9, 1.03, M) == "equivalent"
+    assert stats.verdict(1.0, 0.96, 1.06, 0.97, 1.05 - 1e-9, M) == "equivalent"
+    # A 95% interval ending exactly at 1 is not a difference.
+    assert stats.verdict(0.9, 0.8, 1.0, 0.82, 0.99, M) == "inconclusive"
+    assert stats.verdict(0.9, 0.8, 1.0 - 1e-9, 0.82, 0.99, M) == "overhead"
+    assert stats.verdict(1.1, 1.0, 1.2, 1.01, 1.18, M, higher_is_better=False) == "inconclusive"
+
+
+def test_equivalence_is_decided_before_a_small_real_difference():
+    # 98.5% of native, 95% interval [0.980, 0.990] excludes 1, 90% interval inside +-5%.
+    said = stats.verdict(0.985, 0.980, 0.990, 0.981, 0.989, M)
+    assert said == "equivalent"
+    assert stats.difference(0.980, 0.990, higher_is_better=True) == "overhead"
+    assert tables.verdict_text(said, 0.980, 0.990, True) == "equivalent (small overhead)"
+    # Latency 1.5% above native: the same, with the worse side above 1.
+    said = stats.verdict(1.015, 1.010, 1.020, 1.011, 1.019, M, higher_is_better=False)
+    assert tables.verdict_text(said, 1.010, 1.020, False) == "equivalent (small overhead)"
+    assert tables.verdict_text("equivalent", 0.99, 1.01, True) == "equivalent"
+    assert tables.verdict_text("equivalent", 1.01, 1.02, True) == "equivalent (slightly faster)"
+    # The same interval against a margin of 1% is a plain overhead.
+    assert stats.verdict(0.985, 0.980, 0.990, 0.981, 0.989, 0.01) == "overhead"
+
+
+def test_tost_must_agree_before_equivalence_is_claimed():
+    inside = (1.0, 0.99, 1.01, 0.992, 1.008, M)
+    assert stats.verdict(*inside, tost_p=0.01) == "equivalent"
+    assert stats.verdict(*inside, tost_p=0.20) == "inconclusive"
+    assert stats.verdict(*inside, tost_p=0.05) == "inconclusive"  # p must be below alpha
+    # A TOST that could not be run (fewer than 3 paired runs) never supports equivalence...
+    assert stats.verdict(*inside, tost_p=float("nan")) == "inconclusive"
+    # ...while a caller without per-run values (None) applies the interval rule alone.
+    assert stats.verdict(*inside, tost_p=None) == "equivalent"
+    # A TOST that disagrees leaves a real difference standing.
+    assert stats.verdict(0.985, 0.980, 0.990, 0.981, 0.989, M, tost_p=0.3) == "overhead"
+
+
+def test_missing_comparison_and_missing_interval():
+    nan = float("nan")
+    assert stats.verdict(nan, nan, nan, nan, nan, M) is None
+    assert stats.verdict(0.9, nan, nan, nan, nan, M) == "inconclusive"
+    assert tables.verdict_text(None, nan, nan) is None
+    assert tables.verdict_text(nan, nan, nan) is None
+    with pytest.raises(ValueError):
+        stats.verdict(1.0, 0.99, 1.01, 0.99, 1.01, 0.0)
+    with pytest.raises(ValueError):
+        stats.verdict(1.0, 0.99, 1.01, 0.99, 1.01, 1.5)
+
+
+def test_equivalence_level_is_one_minus_two_alpha():
+    assert stats.equivalence_level(0.95) == 0.9
+    assert stats.equivalence_level(0.99) == 0.98
+    with pytest.raises(ValueError):
+        stats.equivalence_level(0.4)
+
+
+def test_margin_and_p_text():
+    assert tables.margin_text(0.05) == "±5%"
+    assert tables.margin_text(0.025) == "±2.5%"
+    assert tables.p_text(0.0004) == "<0.001"
+    assert tables.p_text(0.01234) == "0.012"
+    assert tables.p_text(float("nan")) is None
+
+
+# --- TOST against a hand computation -------------------------------------------------------
+
+
+def _t2_sf(t: float) -> float:
+    """Survival function of Student's t with 2 degrees of freedom, in closed form."""
+    return 0.5 * (1.0 - t / math.sqrt(t * t + 2.0))
+
+
+def _t2_ppf(p: float) -> float:
+    """Quantile of Student's t with 2 degrees of freedom, in closed form."""
+    return (2.0 * p - 1.0) / math.sqrt(2.0 * p * (1.0 - p))
+
+
+@pytest.mark.parametrize(
+    ("log_ratios", "equivalent"),
+    [((0.01, 0.03, 0.02), True), ((0.01, 0.05, 0.03), False)],
+)
+def test_tost_matches_a_hand_computation(log_ratios, equivalent):
+    d = np.array(log_ratios)
+    base = np.array([10.0, 20.0, 40.0])
+    mode = base * np.exp(d)
+    mean, se = d.mean(), d.std(ddof=1) / math.sqrt(3)
+    t_low = (mean - math.log(1 - M)) / se  # H0: ratio <= 0.95
+    t_upp = (mean - math.log(1 + M)) / se  # H0: ratio >= 1.05
+    p = max(_t2_sf(t_low), _t2_sf(-t_upp))
+    res = stats.tost_log_ratio(mode, base, M, alpha=0.05)
+    assert res.p_value == pytest.approx(p, rel=1e-9)
+    assert res.equivalent is equivalent and res.n_runs == 3 and res.reason is None
+    assert res.ratio == pytest.approx(math.exp(mean), rel=1e-12)
+    half = _t2_ppf(0.95) * se
+    assert (res.lo, res.hi) == pytest.approx((math.exp(mean - half), math.exp(mean + half)))
+
+
+def test_tost_first_case_known_p_value():
+    # d = (0.01, 0.03, 0.02): mean 0.02, sd 0.01, the upper test decides: t = -4.9865, p = 0.0190.
+    res = stats.tost_log_ratio(np.exp([0.01, 0.03, 0.02]), np.ones(3), M)
+    assert res.p_value == pytest.approx(0.01898, abs=5e-5)
+
+
+def test_tost_is_not_run_where_its_assumptions_fail():
+    two = stats.tost_log_ratio([1.0, 1.01], [1.0, 1.0], M)
+    assert two.equivalent is None and np.isnan(two.p_value) and "at least 3" in two.reason
+    # The same ratio in every run: infinite t statistics, the test's limit.
+    flat = stats.tost_log_ratio([2.0, 4.0, 6.0], [1.0, 2.0, 3.0], M)
+    assert (flat.p_value, flat.equivalent, flat.ratio) == (1.0, False, pytest.approx(2.0))
+    flat = stats.tost_log_ratio([1.01, 2.02, 3.03], [1.0, 2.0, 3.0], M)
+    assert (flat.p_value, flat.equivalent, flat.reason) == (0.0, True, None)
+    neg = stats.tost_log_ratio([1.0, -1.0, 2.0], [1.0, 1.0, 1.0], M)
+    assert neg.equivalent is None and "positive" in neg.reason
+    # NaN pairs are dropped before counting runs.
+    nan = stats.tost_log_ratio([1.0, np.nan, 1.01, 0.99], [1.0, 1.0, 1.0, 1.0], M)
+    assert nan.n_runs == 3 and nan.reason is None
+
+
+# --- ratio and quantile equivalence --------------------------------------------------------
+
+
+def _per_run(mode_values, base_values) -> pd.DataFrame:
+    n = len(base_values)
+    return pd.DataFrame(
+        {
+            "run": np.r_[np.arange(1, n + 1), np.arange(1, len(mode_values) + 1)],
+            "mode": ["native"] * n + ["m"] * len(mode_values),
+            "value": np.r_[base_values, mode_values],
+        }
+    )
+
+
+def test_ratio_equivalence_uses_the_same_replicates_at_both_levels():
+    rng = np.random.default_rng(3)
+    base = 9.4 * np.exp(rng.normal(0, 0.01, 8))
+    mode = base * 0.99 * np.exp(rng.normal(0, 0.005, 8))
+    per_run = _per_run(mode, base)
+    eq = stats.ratio_equivalence(per_run, "m", margin=M, n_boot=2000, seed=5)
+    r95 = stats.ratio_ci(per_run, "m", confidence=0.95, n_boot=2000, seed=5)
+    r90 = stats.ratio_ci(per_run, "m", confidence=0.90, n_boot=2000, seed=5)
+    assert (eq.ratio, eq.lo, eq.hi) == (r95.ratio, r95.lo, r95.hi)
+    assert (eq.lo_eq, eq.hi_eq) == (r90.lo, r90.hi)
+    assert eq.lo <= eq.lo_eq <= eq.hi_eq <= eq.hi
+    assert eq.equivalence_confidence == 0.9 and eq.n_runs == 8
+    assert eq.verdict == "equivalent" and eq.tost.equivalent
+    assert eq.as_dict()["tost_p_value"] == eq.tost.p_value
+    # The same data against a 0.5% margin: a 1% cost is an overhead.
+    tight = stats.ratio_equivalence(per_run, "m", margin=0.005, n_boot=2000, seed=5)
+    assert tight.verdict == "overhead"
+
+
+def test_ratio_equivalence_with_one_run_is_inconclusive():
+    eq = stats.ratio_equivalence(_per_run([8.0], [9.0]), "m", margin=M, n_boot=100)
+    assert eq.ratio == pytest.approx(8.0 / 9.0)
+    assert np.isnan(eq.lo) and np.isnan(eq.lo_eq)
+    assert eq.verdict == "inconclusive" and "at least 3" in eq.tost.reason
+    # Two runs well inside the margin: an interval, but no TOST, so not "equivalent".
+    two = stats.ratio_equivalence(_per_run([9.0, 9.1], [9.01, 9.09]), "m", margin=M, n_boot=500)
+    assert two.lo_eq > 1 - M and two.hi_eq < 1 + M
+    assert two.verdict == "inconclusive"
+    none = stats.ratio_equivalence(_per_run([], [9.0]), "m", margin=M, n_boot=100)
+    assert none.verdict is None and none.n_runs == 0
+
+
+def _cells(shift_us: float, n_runs: int = 6, n: int = 400, seed: int = 11):
+    """(mode, native) RunSamples sharing a per-run offset; the mode adds ``shift_us``."""
+    rng = np.random.default_rng(seed)
+    mode, base, runs = [], [], []
+    for run in range(1, n_runs + 1):
+        offset = rng.normal(0.0, 2.0)
+        base.append(50.0 + offset + rng.gamma(2.0, 4.0, n))
+        mode.append(50.0 + offset + shift_us + rng.gamma(2.0, 4.0, n))
+        runs.append(np.full(n, run))
+    r = np.concatenate(runs)
+    return (
+        stats.RunSamples.from_arrays(np.concatenate(mode), r),
+        stats.RunSamples.from_arrays(np.concatenate(base), r),
+    )
+
+
+def test_quantile_equivalence_matches_quantile_shift_ci_and_a_hand_tost():
+    cell, base = _cells(shift_us=20.0)
+    eq = stats.quantile_equivalence(cell, base, (0.5, 0.99), M, 0.95, 1000, 9)
+    shift = stats.quantile_shift_ci(cell, base, (0.5, 0.99), 0.95, 1000, 9)
+    np.testing.assert_array_equal(eq["ratio"], shift["ratio"])
+    np.testing.assert_array_equal(eq["lo"], shift["ratio_lo"])
+    np.testing.assert_array_equal(eq["hi"], shift["ratio_hi"])
+    shift90 = stats.quantile_shift_ci(cell, base, (0.5, 0.99), 0.90, 1000, 9)
+    np.testing.assert_array_equal(eq["lo_eq"], shift90["ratio_lo"])
+    np.testing.assert_array_equal(eq["hi_eq"], shift90["ratio_hi"])
+    # +20 us on ~57 us: latency overhead at both levels.
+    assert eq["verdict"].tolist() == ["overhead", "overhead"]
+    # TOST on per-run medians, by hand: the t statistics of the mean log ratio.
+    mode_p50 = [np.quantile(a, 0.5, method="inverted_cdf") for a in cell.values]
+    base_p50 = [np.quantile(b, 0.5, method="inverted_cdf") for b in base.values]
+    d = np.log(mode_p50) - np.log(base_p50)
+    se = d.std(ddof=1) / np.sqrt(d.size)
+    p = max(
+        st.t.sf((d.mean() - np.log(1 - M)) / se, d.size - 1),
+        st.t.cdf((d.mean() - np.log(1 + M)) / se, d.size - 1),
+    )
+    assert eq["tost_p"].iloc[0] == pytest.approx(p, rel=1e-9)
+    assert eq["tost_ratio"].iloc[0] == pytest.approx(np.exp(d.mean()))
+
+
+def test_quantile_equivalence_of_a_tiny_shift_and_of_missing_runs():
+    cell, base = _cells(shift_us=0.3)
+    eq = stats.quantile_equivalence(cell, base, (0.5,), M, 0.95, 1000, 9)
+    assert eq["verdict"].iloc[0] == "equivalent"  # 0.3 us on ~57 us
+    # Latency lower than native is "faster".
+    fast, slow = _cells(shift_us=-15.0)
+    assert stats.quantile_equivalence(fast, slow, (0.5,), M)["verdict"].iloc[0] == "faster"
+    # One common run: a ratio, no interval, no TOST.
+    one = stats.quantile_equivalence(cell.subset([2]), base, (0.5,), M, 0.95, 100, 1)
+    assert one["n_runs"].iloc[0] == 1 and one["verdict"].iloc[0] == "inconclusive"
+    assert "at least 3" in one["tost_reason"].iloc[0]
+    # No common run: no comparison at all.
+    none = stats.quantile_equivalence(cell.subset([1]), base.subset([2]), (0.5,), M)
+    assert none["verdict"].iloc[0] is None and np.isnan(none["ratio"].iloc[0])
+
+
+# --- cross-checks against independent implementations (scipy) ------------------------------
+
+
+def test_quantile_ci_agrees_with_scipy_quantile_test():
+    rng = np.random.default_rng(0)
+    both = one_sided = 0
+    for n in range(1, 160):
+        x = rng.normal(size=n)
+        for q in (0.1, 0.5, 0.9, 0.99):
+            for conf in (0.90, 0.95, 0.99):
+                ours = stats.quantile_ci(x, q, conf)
+                ci = st.quantile_test(x, q=0.0, p=q).confidence_interval(conf)
+                if np.isfinite(ci.low) and np.isfinite(ci.high):
+                    # The same order statistics: equal-tailed ranks from the binomial CDF.
+                    assert (ours.lo, ours.hi) == (ci.low, ci.high), (n, q, conf)
+                    assert ours.reached and ours.coverage >= conf - 1e-12
+                    both += 1
+                    continue
+                # scipy has no bound where the tail cannot be bounded inside the sample (NaN);
+                # ours pins that end to the sample's extreme and keeps the other end at least
+                # as wide as scipy's, so it contains every finite scipy bound.
+                one_sided += 1
+                if not np.isfinite(ci.low):
+                    assert ours.lo == x.min()
+                else:
+                    assert ours.lo <= ci.low
+                if not np.isfinite(ci.high):
+                    assert ours.hi == x.max()
+                else:
+                    assert ours.hi >= ci.high
+    assert both > 1000 and one_sided > 100  # both regimes were exercised
+
+
+def test_ratio_ci_agrees_with_scipy_paired_bootstrap():
+    rng = np.random.default_rng(7)
+    n = 12
+    base = 9.4 * np.exp(rng.normal(0, 0.02, n))
+    mode = base * 0.9 * np.exp(rng.normal(0, 0.03, n))
+    ours = stats.ratio_ci(_per_run(mode, base), "m", confidence=0.95, n_boot=20000, seed=1)
+
+    def ratio(a, b, axis=-1):
+        return np.median(a, axis=axis) / np.median(b, axis=axis)
+
+    def scipy_ci(paired: bool):
+        return st.bootstrap(
+            (mode, base), ratio, paired=paired, vectorized=True, method="percentile",
+            n_resamples=20000, confidence_level=0.95, random_state=np.random.default_rng(2),
+        )  # fmt: skip
+
+    ref = scipy_ci(paired=True)  # resampling unit: the run (both modes of a run together)
+    tol = 0.25 * ref.standard_error  # Monte-Carlo error of a 2.5% quantile is ~0.03 SE
+    assert ours.lo == pytest.approx(ref.confidence_interval.low, abs=tol)
+    assert ours.hi == pytest.approx(ref.confidence_interval.high, abs=tol)
+    # Negative control: resampling the modes independently breaks the pairing and is wider.
+    unpaired = scipy_ci(paired=False).confidence_interval
+    assert abs(unpaired.low - ours.lo) > tol
+
+
+def _runs_with_offsets(n_runs=8, n=300, seed=4):
+    rng = np.random.default_rng(seed)
+    base, mode = [], []
+    for _ in range(n_runs):
+        offset = rng.normal(0.0, 3.0)
+        base.append(50.0 + offset + rng.gamma(2.0, 4.0, n))
+        mode.append(58.0 + offset + rng.gamma(2.0, 4.0, n))
+    return mode, base
+
+
+def _cell(per_run: list[np.ndarray]) -> stats.RunSamples:
+    runs = np.concatenate([np.full(len(v), i) for i, v in enumerate(per_run)])
+    return stats.RunSamples.from_arrays(np.concatenate(per_run), runs)
+
+
+def _pooled(per_run, idx, q):
+    return np.quantile(np.concatenate([per_run[i] for i in idx]), q, method="inverted_cdf")
+
+
+def test_cluster_quantile_ci_agrees_with_scipy_bootstrap_over_runs():
+    _, base = _runs_with_offsets()
+    ours = stats.cluster_quantile_ci(_cell(base), (0.5, 0.99), n_boot=4000, seed=3)
+    for row in ours.itertuples():
+        ref = st.bootstrap(
+            (np.arange(len(base)),), lambda idx, q=row.q: _pooled(base, idx, q),
+            vectorized=False, method="percentile", n_resamples=4000,
+            random_state=np.random.default_rng(5),
+        )  # fmt: skip
+        assert row.value == _pooled(base, range(len(base)), row.q)
+        tol = 0.3 * ref.standard_error
+        assert row.lo == pytest.approx(ref.confidence_interval.low, abs=tol)
+        assert row.hi == pytest.approx(ref.confidence_interval.high, abs=tol)
+    # Negative control: resampling samples instead of runs ignores the run offsets (SD 3 us)
+    # and gives a far narrower interval of the median.
+    pooled = np.concatenate(base)
+    naive = st.bootstrap(
+        (pooled,), lambda x, axis=-1: np.median(x, axis=axis), n_resamples=2000,
+        method="percentile", random_state=np.random.default_rng(1),
+    ).confidence_interval  # fmt: skip
+    p50 = ours.iloc[0]
+    assert (naive.high - naive.low) < 0.5 * (p50["hi"] - p50["lo"])
+
+
+def test_quantile_shift_ci_agrees_with_scipy_paired_bootstrap_over_runs():
+    mode, base = _runs_with_offsets()
+    ours = stats.quantile_shift_ci(_cell(mode), _cell(base), (0.5,), n_boot=4000, seed=3)
+    ref = st.bootstrap(
+        (np.arange(len(base)),),
+        lambda idx: _pooled(mode, idx, 0.5) - _pooled(base, idx, 0.5),
+        vectorized=False, method="percentile", n_resamples=4000,
+        random_state=np.random.default_rng(6),
+    )  # fmt: skip
+    tol = 0.3 * ref.standard_error
+    assert ours["lo"].iloc[0] == pytest.approx(ref.confidence_interval.low, abs=tol)
+    assert ours["hi"].iloc[0] == pytest.approx(ref.confidence_interval.high, abs=tol)
+
+
+def test_two_runs_are_never_called_equivalent_in_the_latency_summary():
+    # The smoke profile's 2 runs: the bootstrap interval may sit inside the margin, but with no
+    # TOST possible the verdict stays inconclusive and the table's note says why.
+    from pipeline import latency_analysis as la
+
+    rng = np.random.default_rng(0)
+    cells, rows = {}, []
+    for mode, shift in (("native", 0.0), ("docker-host", 0.2)):
+        values = [50.0 + shift + rng.gamma(2.0, 4.0, 500) for _ in (1, 2)]
+        runs = [np.full(500, r) for r in (1, 2)]
+        cells[("lab", mode, "dc", "udp")] = stats.RunSamples.from_arrays(
+            np.concatenate(values), np.concatenate(runs)
+        )
+        rows += [
+            {"environment": "lab", "mode": mode, "path": "dc", "variant": "udp", "run": r,
+             "status": "ok", "reason": None}
+            for r in (1, 2)
+        ]  # fmt: skip
+    summary = la.summarise(cells, pd.DataFrame(rows), n_boot=500, margin=M)
+    host = summary.set_index("mode").loc["docker-host"]
+    assert host["ratio_p50_eq_lo"] > 1 - M and host["ratio_p50_eq_hi"] < 1 + M
+    assert host["verdict_p50"] == "inconclusive"
+    table = la.article_table(summary).set_index("Configuration")
+    assert table.loc["Docker host network", "Verdict p50 (±5%)"] == "inconclusive"
+    assert "no TOST: 2 paired run(s)" in table.loc["Docker host network", "Note"]
