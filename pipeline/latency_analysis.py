@@ -28,7 +28,9 @@ from pipeline import figures, schema, stats, tables
 BASELINE = "native"
 KEYS = ["environment", "mode", "path", "variant"]
 PATH_ORDER = ["dc", "local", "internet"]
-PATH_LABELS = {"dc": "datacenter", "local": "localhost", "internet": "internet"}
+PATH_LABELS = {
+    "dc": "datacenter", "local": "localhost", "internet": "internet", "host": "on the host"
+}
 QUANTILES = (0.5, 0.9, 0.95, 0.99, 0.999)
 OVERHEAD_QUANTILES = (0.5, 0.99)
 LATENCY_METRICS = {"udp": "udp_rtt", "tcp": "tcp_rtt"}

@@ -27,7 +27,7 @@ SAMPLES = pa.schema(
         ("metric", pa.string()),
         ("unit", pa.string()),
         ("mode", pa.string()),
-        ("path", pa.string()),  # dc | internet | local
+        ("path", pa.string()),  # dc | internet | local | host
         ("variant", pa.string()),  # the benchmark's variant (tcp, udp, ...)
         ("run", pa.int32()),  # the block: every mode is measured once per run, in random order
         ("rep", pa.int32()),  # 0 is the warm-up, measured windows are 1..reps

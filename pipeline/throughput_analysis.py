@@ -32,7 +32,9 @@ TCP_VARIANT = "tcp"
 UDP_VARIANT = "udp"
 BASELINE = "native"
 PATH_ORDER = ["dc", "local", "internet"]
-PATH_LABELS = {"dc": "datacenter", "local": "localhost", "internet": "internet"}
+PATH_LABELS = {
+    "dc": "datacenter", "local": "localhost", "internet": "internet", "host": "on the host"
+}
 
 # What the reader of the article should picture for each row, in the words of the 002 article.
 SCENARIOS: dict[tuple[str, str], str] = {
