@@ -10,7 +10,10 @@ A B B A pattern so a slow drift of the machine hits both equally.
 Per round: sockperf UDP ping-pong p50 round trip (quick profile's 10,000 measured round trips
 after 1,000 warm-up) and iperf3 TCP throughput (median of the 1 s intervals of a 3 s window
 after a 1 s warm-up run and 1 s omitted). The figure is the ratio of the arms' medians over
-rounds; the goal is agreement within 2 %.
+rounds, with bootstrap intervals over rounds; the verdict is the study's own rule
+(`pipeline.stats.verdict`) against a 2 % margin: "equivalent" means the 90% interval of the
+ratio lies inside 0.98..1.02. "inconclusive" means this machine's round-to-round noise is too
+large for that resolution with this many rounds, not that the harness perturbs.
 
 Needs root and the embedded lab (brought up here if it is down). Traffic stays in the lab.
 """
@@ -30,7 +33,7 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline import inventory, lab, schema  # noqa: E402
+from pipeline import inventory, lab, schema, stats  # noqa: E402
 from pipeline.benchmarks.base import Window  # noqa: E402
 from pipeline.benchmarks.latency import Latency  # noqa: E402
 from pipeline.benchmarks.throughput import Throughput  # noqa: E402
@@ -64,6 +67,17 @@ def pipeline_round(case: str, inv: inventory.Inventory, workdir: Path, seed: int
         raise RuntimeError(f"pipeline arm failed: {runs[['status', 'reason']].to_dict('records')}")
     measured = samples[(~samples["warmup"]) & (samples["metric"] == metric)]["value"]
     return float(np.quantile(measured, q, method="inverted_cdf"))
+
+
+def ratio_interval(pipeline: list[float], hand: list[float], n_boot: int = 4000):
+    """95% and 90% bootstrap percentile intervals of median(pipeline) / median(hand), rounds
+    resampled within each arm (the arms are independent runs of the tool)."""
+    rng = np.random.default_rng(0)
+    a, b = np.asarray(pipeline), np.asarray(hand)
+    boot = np.median(rng.choice(a, (n_boot, a.size)), axis=1) / np.median(
+        rng.choice(b, (n_boot, b.size)), axis=1
+    )
+    return tuple(np.quantile(boot, [0.025, 0.975, 0.05, 0.95]))
 
 
 def _netns(host: str, argv: list[str]) -> list[str]:
@@ -125,12 +139,15 @@ def main(argv: list[str] | None = None) -> int:
                     arms[arm].append(value)
             pipe, hand = np.median(arms["pipeline"]), np.median(arms["hand"])
             ratio = pipe / hand
-            ok = abs(ratio - 1) <= GOAL
-            failed |= not ok
+            lo, hi, lo_eq, hi_eq = ratio_interval(arms["pipeline"], arms["hand"])
+            higher_is_better = case == "throughput"
+            verdict = stats.verdict(ratio, lo, hi, lo_eq, hi_eq, GOAL, higher_is_better)
+            failed |= verdict != "equivalent"
             unit = "us p50 RTT" if case == "latency" else "bit/s"
             print(
                 f"  {case:<10} pipeline {pipe:,.5g} vs by hand {hand:,.5g} {unit}: "
-                f"ratio {ratio:.4f} ({'within' if ok else 'OUTSIDE'} +-{GOAL:.0%})"
+                f"ratio {ratio:.4f} [95%: {lo:.4f}, {hi:.4f}; 90%: {lo_eq:.4f}, {hi_eq:.4f}] "
+                f"-> {verdict} (margin +-{GOAL:.0%})"
             )
             for arm, values in arms.items():
                 print(f"{'':13}{arm:<9}" + " ".join(f"{v:,.5g}" for v in values))
