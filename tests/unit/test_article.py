@@ -1,0 +1,305 @@
+"""pipeline.article on the committed fixture outputs.
+
+The tree the article is assembled from is built in a temporary directory from committed files
+only: tests/fixtures/processed (the summaries notebooks 20-22 wrote on the raw fixture),
+tests/fixtures/raw (runs and hosts tables), the article tables written from those summaries by
+the same functions the summarise notebooks call, a WAN calibration table from a constructed
+calibration summary, one campaign.json (duty cycle) and small figure files. Internet vs
+datacenter, CPU, memory, disk, load balancing, cold start and the replication have no data there,
+so they must be reported as not measured.
+
+The central check: every number in the article's own prose is a formatted value of some
+numbers.json entry. It is implemented here, independently of the module, and shown to fail on
+a stray number and on a number whose entry is removed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pipeline import article, calibration, tables
+from pipeline import latency_analysis as latency
+from pipeline import throughput_analysis as throughput
+from pipeline.schema import read_dataset
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
+MARGINS = {"network": 0.05, "cpu": 0.02, "memory": 0.02, "disk": 0.02}
+# A minimal valid PNG (1x1) and SVG: the article embeds files, it does not read images.
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>\n'  # noqa: E501
+DUTY = {"campaign": "fixture", "duty_cycle": 0.625, "window_s": 150.0, "wall_s": 240.0}
+
+
+def _wan_summary() -> pd.DataFrame:
+    rows = []
+    for delay, added in ((0.0, 70.0), (20.0, 40123.0)):
+        for variant in ("udp", "tcp"):
+            for q, extra in ((0.5, 0.0), (0.99, 300.0)):
+                expected = 2000 * delay
+                rows.append({
+                    "delay_ms": delay, "variant": variant, "q": q,
+                    "expected_added_us": expected, "added_us": added + extra,
+                    "added_lo_us": added + extra - 20, "added_hi_us": added + extra + 25,
+                    "excess_us": added + extra - expected,
+                    "excess_lo_us": added + extra - 20 - expected,
+                    "excess_hi_us": added + extra + 25 - expected, "n_runs": 5,
+                })  # fmt: skip
+    return pd.DataFrame(rows, columns=calibration.COLUMNS)
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("study")
+    shutil.copytree(FIXTURES / "processed", root / "data" / "processed")
+    shutil.copytree(FIXTURES / "raw", root / "data" / "raw")
+    (root / "data" / "raw" / "throughput" / "lab" / "campaign.json").write_text(json.dumps(DUTY))
+    tabs = root / "reports" / "tables"
+    proc = root / "data" / "processed"
+    tp = pd.read_parquet(proc / "throughput" / "throughput_summary.parquet")
+    tables.write(throughput.article_table(tp), tabs, "throughput", throughput.table_caption(tp))
+    udp = pd.read_parquet(proc / "throughput" / "throughput_udp_summary.parquet")
+    tables.write(
+        throughput.udp_article_table(udp), tabs, "throughput_udp", throughput.udp_table_caption(udp)
+    )
+    for name, what in (("latency", "Round-trip time"), ("http", "HTTP request latency")):
+        s = pd.read_parquet(proc / name / f"{name}_summary.parquet")
+        tables.write(latency.article_table(s), tabs, name, latency.table_caption(s, what))
+    wan = _wan_summary()
+    tables.write(calibration.article_table(wan), tabs, "wan_calibration", "WAN calibration.")
+    (tabs / "wan_calibration_sentence.md").write_text(calibration.sentence(wan) + "\n")
+    # A table no section claims: it must still be in the article, verbatim.
+    (tabs / "extra.md").write_text("Table: an extra generated table.\n\n| a |\n| ---: |\n| 1.5 |\n")
+    figs = root / "figures"
+    (figs / "throughput").mkdir(parents=True)
+    (figs / "throughput" / "throughput.svg").write_text(SVG)
+    (figs / "throughput" / "throughput.png").write_bytes(PNG)
+    (figs / "throughput" / "throughput.caption.md").write_text("Throughput, 95% intervals.\n")
+    (figs / "latency").mkdir()
+    (figs / "latency" / "latency_ecdf.png").write_bytes(PNG)  # a PNG without its SVG
+    article.build(
+        proc, root / "data" / "raw", tabs, figs, root / "reports", MARGINS, 0.95, root=root
+    )
+    return root
+
+
+@pytest.fixture(scope="module")
+def md(tree) -> str:
+    return (tree / "reports" / "article.md").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def numbers(tree) -> dict:
+    return json.loads((tree / "reports" / "numbers.json").read_text(encoding="utf-8"))
+
+
+def _section(md: str, title: str) -> str:
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", md, re.S | re.M)
+    assert match, f"no section {title!r}"
+    return match.group(1)
+
+
+# --- "no number typed by hand" ------------------------------------------------------------
+
+INCLUDE = re.compile(r"<!-- include: [^>]* -->\n.*?\n<!-- end include -->", re.S)
+# A number: not glued to a word (p99, overlay2, IPv4) nor inside a dotted version.
+NUMBER = re.compile(r"(?<![\w.\-,])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w]|\.\d)", re.ASCII)
+
+
+def _recorded_reasons() -> set[str]:
+    """Every reason the fixture's runs tables record, as the article quotes it."""
+    out = set()
+    for benchmark in ("throughput", "latency", "http"):
+        runs = read_dataset(FIXTURES / "raw", benchmark, "runs")
+        out |= {re.sub(r"^(skipped|failed): ", "", r) for r in runs["reason"].dropna()}
+    return out
+
+
+RECORDED = _recorded_reasons()
+
+
+def prose(md: str) -> str:
+    """The article's own text: without verbatim includes, code spans, images, comments and
+    quoted reasons, each of which must be a reason the runs tables record."""
+    text = INCLUDE.sub("", md)
+    for quoted in re.findall(r"“([^”]*)”", text):
+        assert quoted in RECORDED, f"quoted text that is no recorded reason: {quoted!r}"
+    text = re.sub(r"“[^”]*”", "", text)
+    text = re.sub(r"`[^`]*`", "", text)
+    text = re.sub(r"!\[[^\]]*\]\([^)]*\)", "", text)
+    return re.sub(r"<!--.*?-->", "", text)
+
+
+def allowed(numbers: dict) -> set[str]:
+    out = set()
+    for entry in numbers.values():
+        d = entry["decimals"]
+        values = [entry["value"], *(entry["interval"] or [])]
+        out |= {f"{abs(v):,.{d}f}" for v in values}
+    return out
+
+
+def stray_numbers(md: str, numbers: dict) -> list[str]:
+    ok = allowed(numbers)
+    return [n for n in NUMBER.findall(prose(md)) if n not in ok]
+
+
+def test_every_number_in_the_prose_is_in_numbers_json(md, numbers):
+    found = NUMBER.findall(prose(md))
+    assert len(found) > 100  # the prose does state numbers: the check below is not vacuous
+    assert stray_numbers(md, numbers) == []
+
+
+def test_a_stray_number_is_caught(md, numbers):
+    assert "123,456.7" not in allowed(numbers)
+    injected = md.replace(
+        "## Network throughput\n", "## Network throughput\n\nContainers cost 123,456.7 more.\n"
+    )
+    assert stray_numbers(injected, numbers) == ["123,456.7"]
+
+
+def test_a_number_without_its_entry_is_caught(md, numbers):
+    key = "throughput.lab.dc.native.median_gbps"
+    assert numbers[key]["text"] == "9.41"
+    assert "9.41 Gbit/s [9.38, 9.44]" in _section(md, "Network throughput")
+    pruned = {k: v for k, v in numbers.items() if k != key}
+    assert "9.41" in stray_numbers(md, pruned)
+
+
+def test_numbers_json_entries(numbers, tree):
+    native = numbers["throughput.lab.dc.native.median_gbps"]
+    assert native["value"] == pytest.approx(9.41)
+    assert native["interval"] == pytest.approx([9.38, 9.44])
+    assert native["unit"] == "Gbit/s"
+    assert native["source"] == "data/processed/throughput/throughput_summary.parquet"
+    assert numbers["methods.margin.network_pct"]["value"] == pytest.approx(5.0)
+    assert numbers["methods.equivalence_level_pct"]["text"] == "90"
+    assert numbers["methods.throughput.lab.duty_cycle"]["value"] == pytest.approx(0.625)
+    for key, entry in numbers.items():
+        assert entry["text"] == article.format_number(entry["value"], entry["decimals"]), key
+        if entry["source"] != "parameters":
+            assert (tree / entry["source"]).exists(), (key, entry["source"])
+
+
+def test_formatting_known_answers():
+    assert article.format_number(1234.6, 0) == "1,235"
+    assert article.format_number(12.34, 1, signed=True) == "+12.3"
+    assert article.format_number(-0.04, 1) == "0.0"
+    assert article.format_number(-3.25, 2) == "-3.25"
+    assert article.decimals_for(9.41, 9.38, 9.44) == 2
+    assert article.decimals_for(41560.2, 41452.0, 41681.0) == 0
+    assert article.decimals_for(3) == 0
+    assert article.decimals_for(0.0, 0.0, 0.02) == 3
+
+
+# --- what the sections say -------------------------------------------------------------------
+
+
+def test_verdict_counts_match_the_summary(md):
+    summary = pd.read_parquet(FIXTURES / "processed" / "throughput" / "throughput_summary.parquet")
+    dc = summary[(summary.path == "dc") & (summary.status == "ok") & (summary["mode"] != "native")]
+    counts = dc["verdict"].value_counts()
+    text = _section(md, "Network throughput")
+    assert f"of the {len(dc)} container modes compared" in text
+    for verdict, n in counts.items():
+        assert f"{n} {verdict}" in text
+
+
+def test_tables_are_included_verbatim(md, tree):
+    tabs = sorted((tree / "reports" / "tables").glob("*.md"))
+    assert {p.stem for p in tabs} >= {"throughput", "latency", "http", "wan_calibration", "extra"}
+    for path in tabs:
+        block = f"<!-- include: reports/tables/{path.name} -->\n{path.read_text().rstrip()}\n"
+        assert block + "<!-- end include -->" in md, path.name
+    assert "reports/tables/throughput.md" in _section(md, "Network throughput")
+    assert "reports/tables/wan_calibration.md" in _section(md, "Methods")
+
+
+def test_skipped_and_failed_modes_are_in_the_limitations_with_their_reasons(md):
+    limits = _section(md, "Limitations")
+    expected = 0
+    for benchmark in ("throughput", "latency", "http"):
+        runs = read_dataset(FIXTURES / "raw", benchmark, "runs")
+        for r in runs[runs.status != "ok"].itertuples():
+            reason = re.sub(r"^(skipped|failed): ", "", r.reason)
+            line = next(
+                (x for x in limits.splitlines() if f"`{benchmark}`" in x and f"`{r.mode}`" in x
+                 and reason in x), None,
+            )  # fmt: skip
+            assert line is not None, (benchmark, r.mode, reason)
+            assert r.status in line
+            expected += 1
+    assert expected >= 5  # swarm-ingress skipped in three benchmarks, two failed macvlan runs
+    assert "failed in 1 of 5 runs" in limits  # the throughput macvlan failure
+
+
+def test_missing_benchmarks_are_reported_as_not_measured(md):
+    for title, stage in (
+        ("CPU", "`collect-cpu`"),
+        ("Memory", "`collect-memory`"),
+        ("Disk", "no stage"),
+        ("Load balancing", "no stage"),
+        ("Cold start and scaling", "no stage"),
+        ("Internet vs datacenter", "`compare-internet-datacenter`"),
+        ("Replication of the five articles", "`replicate-articles`"),
+    ):
+        text = _section(md, title)
+        assert "Not measured in this campaign" in text and stage in text, title
+        assert f"- {title}: Not measured" in _section(md, "Limitations")
+    for title in ("Network throughput", "Latency", "HTTP"):
+        assert "Not measured" not in _section(md, title)
+
+
+def test_methods(md):
+    methods = _section(md, "Methods")
+    assert "`6.1.0-fixture-amd64`" in methods and "`26.1.5`" in methods
+    assert "network ±5%" in methods and "cpu ±2%" in methods
+    assert "the 90% interval" in methods
+    assert "`throughput` (`lab`): 0.62 (150 s inside load windows of 240 s wall)" in methods
+    assert "`latency` (`lab`): not recorded" in methods
+    assert "20 ms configured one way, UDP: the median round trip grew by 40,123 us" in methods
+
+
+def test_html_is_self_contained_with_every_figure_inline(tree, md):
+    page = (tree / "reports" / "article.html").read_text(encoding="utf-8")
+    figs = tree / "figures"
+    svg = base64.b64encode((figs / "throughput" / "throughput.svg").read_bytes()).decode()
+    png = base64.b64encode((figs / "latency" / "latency_ecdf.png").read_bytes()).decode()
+    assert f"data:image/svg+xml;base64,{svg}" in page
+    assert f"data:image/png;base64,{png}" in page
+    assert page.count("<img ") == md.count("![") == 2
+    assert not re.search(r'src="(?!data:)', page)  # nothing loaded from elsewhere
+    separators = re.findall(r"^\|(?: *:?-{3,}:? *\|)+$", md, re.M)
+    assert page.count("<table>") == len(separators) >= 7
+    assert "<!--" not in page
+
+
+def test_notebook_is_thin_with_a_literal_parameters_cell():
+    import ast
+
+    import nbformat
+
+    nb = nbformat.read(ROOT / "notebooks" / "analysis" / "29-assemble-article.ipynb", 4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    params = [c for c in code if "parameters" in c.metadata.get("tags", [])]
+    assert len(params) == 1
+    names = {}
+    for node in ast.parse(params[0].source).body:
+        assert isinstance(node, ast.AnnAssign | ast.Assign), ast.dump(node)
+        assert isinstance(node.value, ast.Constant), ast.dump(node)  # literals only
+        names[node.target.id] = node.value.value
+    assert names["margin_network"] == MARGINS["network"] and names["confidence"] == 0.95
+    for cell in code:
+        tree = ast.parse(cell.source)
+        assert not [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.ClassDef)]
+        assert cell.outputs == [] and cell.execution_count is None
+    assert "article.build(" in "".join(c.source for c in code)
