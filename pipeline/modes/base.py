@@ -191,21 +191,34 @@ def engine_run(
 
 
 def foreground_container(
-    ctx: Context, host: Host, engine: str, name: str, options: list[str] | None = None
-) -> tuple[Callable[[list[str]], str], Callable[[], None]]:
-    """(wrap, stop) for running a tool to completion in a labelled ``--rm`` container of the
-    engine's tool image: wrap(argv) is the shell command, stop removes a container a crash or
-    a timeout left under that name (--rm has normally removed it already)."""
+    ctx: Context,
+    host: Host,
+    engine: str,
+    name: str,
+    options: list[str] | None = None,
+    notes: dict[str, str] | None = None,
+) -> Deployment:
+    """A host benchmark's Deployment on ``host``: its ``wrap_client`` runs a tool to completion
+    in a labelled ``--rm`` container of the engine's tool image, its ``stop`` removes a
+    container a crash or a timeout left under that name (--rm has normally removed it)."""
     cli = engine_cli(ctx, host, engine)
     label = ["--label", f"{LABEL}={ctx.campaign}"]
-    image = ctx.image(host, engine).tag
+    image = ctx.image(host, engine)
     remove = f"{shlex.join([*cli, 'rm', '--force', name])} >/dev/null 2>&1"
 
     def wrap(argv: list[str]) -> str:
-        run = [*cli, "run", "--rm", "--name", name, *label, *(options or []), image, *argv]
+        run = [*cli, "run", "--rm", "--name", name, *label, *(options or []), image.tag, *argv]
         return f"{remove}; {shlex.join(run)}"
 
-    return wrap, lambda: ctx.pool[host.name].run(remove, check=False, timeout=60)
+    return Deployment(
+        server=host,
+        address=host.address,
+        stop=lambda: ctx.pool[host.name].run(remove, check=False, timeout=60),
+        client=host,
+        wrap_client=wrap,
+        image=image,
+        notes=dict(notes or {}),
+    )
 
 
 def remove_engine_container(ctx: Context, host: Host, engine: str, name: str) -> Callable[[], None]:

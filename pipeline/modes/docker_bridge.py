@@ -40,6 +40,4 @@ class DockerBridge(Mode):
     def foreground(self, ctx: Context, workload: Workload) -> Deployment:
         host = server_host(ctx)
         name = container_name(ctx, self.name, workload)
-        wrap, stop = foreground_container(ctx, host, "docker", name)
-        return Deployment(server=host, address=host.address, stop=stop, client=host,
-                          wrap_client=wrap, image=ctx.image(host))  # fmt: skip
+        return foreground_container(ctx, host, "docker", name)

@@ -80,16 +80,7 @@ class Podman(Mode):
         if key not in self._ulimits:  # one probe per campaign and host, not per measurement
             self._ulimits[key] = probe_ulimits(ctx, host, name, workload.argv)
         options, ulimits = self._ulimits[key]
-        wrap, stop = foreground_container(ctx, host, "podman", name, options)
-        return Deployment(
-            server=host,
-            address=host.address,
-            stop=stop,
-            client=host,
-            wrap_client=wrap,
-            image=ctx.image(host, "podman"),
-            notes={"ulimits": ulimits},
-        )
+        return foreground_container(ctx, host, "podman", name, options, {"ulimits": ulimits})
 
 
 def start_container(ctx: Context, host: Host, name: str, workload: Workload) -> str:

@@ -98,13 +98,5 @@ class RootlessDocker(Mode):
     def foreground(self, ctx: Context, workload: Workload) -> Deployment:
         host = server_host(ctx)
         name = container_name(ctx, self.name, workload)
-        wrap, stop = foreground_container(ctx, host, "rootless-docker", name)
-        return Deployment(
-            server=host,
-            address=host.address,
-            stop=stop,
-            client=host,
-            wrap_client=wrap,
-            image=ctx.image(host, "rootless-docker"),
-            notes={"rootless_user": ctx.users[host.name].name},
-        )
+        user = {"rootless_user": ctx.users[host.name].name}
+        return foreground_container(ctx, host, "rootless-docker", name, notes=user)

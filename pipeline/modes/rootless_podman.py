@@ -85,13 +85,5 @@ class RootlessPodman(Mode):
     def foreground(self, ctx: Context, workload: Workload) -> Deployment:
         host = server_host(ctx)
         name = container_name(ctx, self.name, workload)
-        wrap, stop = foreground_container(ctx, host, ENGINE, name)
-        return Deployment(
-            server=host,
-            address=host.address,
-            stop=stop,
-            client=host,
-            wrap_client=wrap,
-            image=ctx.image(host, ENGINE),
-            notes={"rootless_user": ctx.users[host.name].name},
-        )
+        user = {"rootless_user": ctx.users[host.name].name}
+        return foreground_container(ctx, host, ENGINE, name, notes=user)
