@@ -29,9 +29,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import hostfacts, images, inventory, schema
-from pipeline.benchmarks import BENCHMARKS, Benchmark, ToolOutputError, Window
+from pipeline.benchmarks import BENCHMARKS, Benchmark, Scenario, ToolOutputError, Window
 from pipeline.modes import MODES, Context, Mode, ModeUnavailable, Workload
-from pipeline.modes.base import PID_DIR, cleanup_host, leftovers
+from pipeline.modes.base import LABEL, PID_DIR, cleanup_host, leftovers
 from pipeline.remote import Pool, RemoteError, Session
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository, for shipped files
@@ -76,9 +76,10 @@ def plan(
     """Every (mode, path, variant) the benchmark measures, with a native baseline on every
     path a mode uses, so each mode is compared with native on its own path. A host benchmark
     runs on its one path ("host") in the modes it names, native among them; others are not
-    planned at all (they are not "skipped": the benchmark does not apply to them)."""
+    planned at all (they are not "skipped": the benchmark does not apply to them). Scenario
+    benchmarks are planned the same way."""
     wanted = [p for p in benchmark.paths if paths is None or p in paths]
-    if benchmark.kind == "host":
+    if benchmark.kind in ("host", "scenario"):
         chosen = [m for m in benchmark.modes or () if m in modes]
         return [(m, p, v) for p in wanted for m in chosen for v in benchmark.variants]
     pairs = [(m, p) for m in modes for p in MODES[m].paths if p in wanted]
@@ -491,6 +492,8 @@ class Campaign:
         reason = self._availability[key]
         if reason:
             return [], self._finish(row, "skipped", reason)
+        if self.benchmark.kind == "scenario":
+            return self._measure_scenario(ctx, mode, step, row)
         host_kind = self.benchmark.kind == "host"
         workload = Workload(
             name=f"{self.benchmark.name}-{step.variant}",
@@ -552,6 +555,44 @@ class Campaign:
             return [], self._finish(row, "failed", str(exc))
         finally:
             deployment.stop()
+        return samples, self._finish(row, "ok", "")
+
+    def _measure_scenario(self, ctx: Context, mode: Mode, step: Step, row: dict):
+        """A scenario benchmark's step: the benchmark drives the mode's engine itself."""
+        host = self.inv.servers[0]
+        scenario = Scenario(
+            ctx=ctx,
+            mode=step.mode,
+            engine=mode.engine,
+            host=host,
+            variant=step.variant,
+            run=step.run,
+            window=Window(self.profile.seconds, self.profile.omit_seconds, self.profile.count),
+            warmup=Window(self.profile.warmup_seconds, 0.0, self.profile.warmup_count),
+            prefix=f"co-{self.id[:10]}-{self.benchmark.name}-{step.mode}",
+            labels=["--label", f"{LABEL}={self.id}"],
+        )
+        row.update(server_host=host.name, client_host=host.name)
+        try:
+            if mode.engine is not None and self.benchmark.binaries:
+                image = ctx.image(host, mode.engine)
+                row.update(image=image.tag, image_digest=image.digest)
+                row["binary_sha256"] = image.sha256_of(self.benchmark.binaries[0])
+            elif self.benchmark.binaries:
+                row["binary_sha256"] = self.binary_sha[host.name][self.benchmark.binaries[0]]
+            outcome = self.benchmark.measure(scenario)
+        except ModeUnavailable as exc:
+            return [], self._finish(row, "skipped", str(exc))
+        except ToolOutputError as exc:
+            return [], self._finish(row, "failed", str(exc))
+        row["raw_log"] = self._keep_log(step, 1, outcome.raw)
+        row["command"] = outcome.command
+        row["window_s"] = outcome.window_s
+        if outcome.notes or self.meta:
+            row["notes"] = json.dumps({**self.meta, **outcome.notes}, sort_keys=True)
+        samples = self._records(step, 0, outcome.warmup) + self._records(
+            step, 1, outcome.samples
+        )
         return samples, self._finish(row, "ok", "")
 
     def _run_client(self, ctx, deployment, client, address, step, row, window, retry=False):
@@ -630,8 +671,10 @@ def collect(
     wan: dict | None = None,
     log: Callable[[str], None] = print,
     paths: tuple[str, ...] | None = None,
+    options: dict | None = None,
 ) -> dict[str, int]:
-    """Run (or resume) one benchmark's campaign on one inventory; returns table row counts."""
+    """Run (or resume) one benchmark's campaign on one inventory; returns table row counts.
+    ``options`` are the benchmark's own settings (``Benchmark.options``)."""
     inv = inventory.load(inventory_file, known_modes=MODES, check_files=False)
     if inv.lab:
         from pipeline import lab
@@ -643,7 +686,9 @@ def collect(
         raise CampaignError(f"unknown benchmark {benchmark!r}; known: {sorted(BENCHMARKS)}")
     out_dir = Path(raw_dir) / benchmark / inv.environment
     meta = {"wan": wan} if inv.lab and wan else {}
-    campaign = Campaign(
-        BENCHMARKS[benchmark](), inv, profile, out_dir, seed, modes, log, paths, meta
-    )
+    bench = BENCHMARKS[benchmark]()
+    if options:
+        bench.configure(options)
+        meta["options"] = dict(sorted(bench.options.items()))
+    campaign = Campaign(bench, inv, profile, out_dir, seed, modes, log, paths, meta)
     return campaign.run()

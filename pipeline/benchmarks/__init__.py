@@ -1,6 +1,13 @@
 """Benchmarks by id. A new benchmark is a module here and one line in BENCHMARKS."""
 
-from pipeline.benchmarks.base import Benchmark, Sample, ToolOutputError, Window
+from pipeline.benchmarks.base import (
+    Benchmark,
+    Outcome,
+    Sample,
+    Scenario,
+    ToolOutputError,
+    Window,
+)
 from pipeline.benchmarks.cpu import Cpu
 from pipeline.benchmarks.http import Http
 from pipeline.benchmarks.latency import Latency
@@ -15,4 +22,12 @@ BENCHMARKS: dict[str, type[Benchmark]] = {
     "memory": Memory,
 }
 
-__all__ = ["BENCHMARKS", "Benchmark", "Sample", "ToolOutputError", "Window"]
+__all__ = [
+    "BENCHMARKS",
+    "Benchmark",
+    "Outcome",
+    "Sample",
+    "Scenario",
+    "ToolOutputError",
+    "Window",
+]

@@ -8,7 +8,8 @@ line in `pipeline/benchmarks/__init__.py`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 
 class ToolOutputError(ValueError):
@@ -34,6 +35,41 @@ class Window:
     count: int | None = None
 
 
+@dataclass
+class Scenario:
+    """One step of a scenario benchmark: where it runs and what it may use.
+
+    ``ctx`` is the campaign's ``pipeline.modes.Context`` (``ctx.pool[host.name].run(...)``
+    runs commands on a host, ``ctx.image(host, engine)`` is the engine's tool image there);
+    ``engine`` is the mode's container engine (``None`` for native). Everything the step
+    creates must be named from ``prefix`` and carry ``labels`` (``--label`` options), so the
+    campaign's cleanup finds it after a crash; the benchmark removes it itself on the way out.
+    """
+
+    ctx: Any
+    mode: str
+    engine: str | None
+    host: Any  # the first server (pipeline.inventory.Host)
+    variant: str
+    run: int
+    window: Window  # the profile's measured window (time-bounded benchmarks use it)
+    warmup: Window
+    prefix: str  # e.g. co-<campaign[:10]>-coldstart-podman
+    labels: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Outcome:
+    """What one scenario step measured: warm-up samples (flagged) and measured samples."""
+
+    samples: list[Sample]
+    warmup: list[Sample] = field(default_factory=list)
+    raw: str = ""  # the step's own log (commands and their output), kept gzipped
+    command: str = ""  # what was run, for the runs table
+    window_s: float = 0.0  # seconds spent measuring (the duty cycle's numerator)
+    notes: dict[str, str] = field(default_factory=dict)
+
+
 class Benchmark:
     name: str = ""
     tool: str = ""
@@ -42,6 +78,8 @@ class Benchmark:
     # "network": a server started by a mode and a client on another host (Mode.start).
     # "host": the tool runs to completion inside the mode on the server host and reports its
     # own rate (Mode.foreground), only in ``modes``, on the one path "host".
+    # "scenario": the benchmark drives the mode's engine itself (start containers, scale a
+    # service) in ``measure(Scenario)``, only in ``modes``, on the one path "host".
     kind: str = "network"
     modes: tuple[str, ...] | None = None  # host benchmarks: the modes they are measured in
     paths: tuple[str, ...] = ("dc", "local")
@@ -58,6 +96,24 @@ class Benchmark:
     # as a host process remove them before and after, so a run as root cannot leave files a
     # later run as the rootless user may not replace.
     server_scratch: tuple[str, ...] = ()
+
+    # Settings a collection notebook passes (e.g. coldstart's number of starts): they are part
+    # of the campaign's identity, so a changed setting starts a new campaign.
+    options: dict[str, Any] = {}
+
+    def configure(self, options: dict[str, Any]) -> None:
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            raise ValueError(
+                f"{self.name} has no option(s) {unknown}; it takes {sorted(self.options)}"
+            )
+        self.options = {**self.options, **options}
+
+    def measure(self, scenario: Scenario) -> Outcome:  # pragma: no cover - contract
+        """Scenario benchmarks: run one step and return what it measured. Raise
+        ``ToolOutputError`` for a failed measurement, ``ModeUnavailable`` for a mode that
+        turns out not to run here; remove what the step created before returning."""
+        raise NotImplementedError
 
     def prepare(self, session) -> None:
         """Read, once per campaign, what the commands depend on from the server host (e.g. its

@@ -130,6 +130,9 @@ class ModeUnavailable(RuntimeError):
 class Mode:
     name: str = ""
     paths: tuple[str, ...] = ("dc", "internet")
+    # The container engine (one of ENGINES) a scenario benchmark drives in this mode; None for
+    # native and for modes no scenario benchmark runs in.
+    engine: str | None = None
 
     def available(self, ctx: Context, path: str) -> str | None:
         """None when the mode can run on this path here, else the reason it cannot."""

@@ -23,6 +23,7 @@ from pipeline.modes.base import (
 
 class DockerBridge(Mode):
     name = "docker-bridge"
+    engine = "docker"
     paths = ("dc", "internet", "local")
 
     def start(self, ctx: Context, workload: Workload) -> Deployment:

@@ -38,6 +38,7 @@ FALLBACK_NPROC = 16384  # the highest power of two runc could set in the lab wit
 
 class Podman(Mode):
     name = "podman"
+    engine = "podman"
     paths = ("dc", "internet")
 
     def __init__(self) -> None:
