@@ -399,6 +399,9 @@ class Campaign:
             ctx.pool[host.name].run("true", timeout=30)
         self._cleanup(ctx)  # leftovers of an earlier, killed campaign
         self._upload(ctx, hosts)
+        # What the commands depend on on the server (CPU count, a toolchain's place) first:
+        # the image's contents may depend on it.
+        self.benchmark.prepare(ctx.pool[self.inv.servers[0].name])
         ctx.image_paths = self.benchmark.image_paths()
         for host in self.inv.servers:  # build before measuring, not inside the loop
             self.log(f"  tool image on {host.name}: {ctx.image(host).tag}")
@@ -408,7 +411,6 @@ class Campaign:
             h.name: images.binary_hashes(ctx.pool[h.name], binaries) for h in self.inv.servers
         }
         version = ctx.pool[self.inv.servers[0].name].run(self.benchmark.version_argv())
-        self.benchmark.prepare(ctx.pool[self.inv.servers[0].name])
         self.tool_version = version.stdout.splitlines()[0].strip()
 
     def _upload(self, ctx: Context, hosts: list[inventory.Host]) -> None:
@@ -452,8 +454,11 @@ class Campaign:
     def _headline(self, row: dict, samples: list[dict]) -> str:
         if row["status"] != "ok":
             return f"{row['status']}: {row['reason']}"
+        measured = [s for s in samples if not s["warmup"]]
         metric = self.benchmark.summary_metric.format(variant=row["variant"])
-        values = [s["value"] for s in samples if not s["warmup"] and s["metric"] == metric]
+        if measured and not any(s["metric"] == metric for s in measured):
+            metric = measured[0]["metric"]  # a variant with its own metric (cpu's compile_s)
+        values = [s["value"] for s in measured if s["metric"] == metric]
         return f"{metric} {self.benchmark.format_value(float(np.median(values)))}"
 
     def _host_rows(self, ctx: Context, run: int) -> list[dict]:
@@ -516,7 +521,7 @@ class Campaign:
             client = deployment.client_host(self.inv, step.path)
             address = deployment.target(step.path)
             row.update(server_host=deployment.server.name, client_host=client.name)
-            binary = self.benchmark.binaries[0]
+            binary = self.benchmark.main_binary(step.variant)
             if deployment.image is not None:
                 image = deployment.image
                 row.update(image=image.tag, image_digest=image.digest)
@@ -537,7 +542,9 @@ class Campaign:
                 samples += self._records(step, 1, _renumber(parsed[warmup:]))
                 first = 2
             else:
-                warm = Window(self.profile.warmup_seconds, 0.0, self.profile.warmup_count)
+                warm = Window(
+                    self.profile.warmup_seconds, 0.0, self.profile.warmup_count, warmup=True
+                )
                 raw, command = run_client(warm, retry=True)
                 self._keep_log(step, 0, raw)
                 samples += self._records(step, 0, self.benchmark.parse(step.variant, raw, warm))
@@ -574,12 +581,13 @@ class Campaign:
         )
         row.update(server_host=host.name, client_host=host.name)
         try:
-            if mode.engine is not None and self.benchmark.binaries:
+            binary = self.benchmark.main_binary(step.variant) if self.benchmark.binaries else ""
+            if mode.engine is not None and binary:
                 image = ctx.image(host, mode.engine)
                 row.update(image=image.tag, image_digest=image.digest)
-                row["binary_sha256"] = image.sha256_of(self.benchmark.binaries[0])
-            elif self.benchmark.binaries:
-                row["binary_sha256"] = self.binary_sha[host.name][self.benchmark.binaries[0]]
+                row["binary_sha256"] = image.sha256_of(binary)
+            elif binary:
+                row["binary_sha256"] = self.binary_sha[host.name][binary]
             outcome = self.benchmark.measure(scenario)
         except ModeUnavailable as exc:
             return [], self._finish(row, "skipped", str(exc))
@@ -590,9 +598,7 @@ class Campaign:
         row["window_s"] = outcome.window_s
         if outcome.notes or self.meta:
             row["notes"] = json.dumps({**self.meta, **outcome.notes}, sort_keys=True)
-        samples = self._records(step, 0, outcome.warmup) + self._records(
-            step, 1, outcome.samples
-        )
+        samples = self._records(step, 0, outcome.warmup) + self._records(step, 1, outcome.samples)
         return samples, self._finish(row, "ok", "")
 
     def _run_client(self, ctx, deployment, client, address, step, row, window, retry=False):
@@ -615,7 +621,7 @@ class Campaign:
                 f"{self.benchmark.tool} on {client.name} exited {result.status}: "
                 f"{result.stderr.strip()[-400:]}"
             )
-        row["window_s"] += self.benchmark.load_seconds(window, step.path)
+        row["window_s"] += self.benchmark.measured_seconds(step.variant, raw, window, step.path)
         return raw, f"{client.name}$ {command}"
 
     def _keep_log(self, step: Step, rep: int, raw: str) -> str:

@@ -33,6 +33,7 @@ class Window:
     seconds: float
     omit_seconds: float = 0.0
     count: int | None = None
+    warmup: bool = False  # the flagged warm-up before the measured windows
 
 
 @dataclass
@@ -74,6 +75,7 @@ class Benchmark:
     name: str = ""
     tool: str = ""
     binaries: tuple[str, ...] = ()  # what the tool image must contain, as absolute host paths
+    trees: tuple[str, ...] = ()  # directories the tool image holds whole (a source tree)
     port: int = 0
     # "network": a server started by a mode and a client on another host (Mode.start).
     # "host": the tool runs to completion inside the mode on the server host and reports its
@@ -119,8 +121,12 @@ class Benchmark:
         """Read, once per campaign, what the commands depend on from the server host (e.g. its
         CPU count); ``session`` runs commands there."""
 
+    def main_binary(self, variant: str) -> str:
+        """The binary a variant measures (its sha256 goes into the runs table)."""
+        return self.binaries[0]
+
     def image_paths(self) -> list[str]:
-        return [*self.binaries, *self.uploads]
+        return [*self.binaries, *self.trees, *self.uploads]
 
     def server_argv(self, variant: str) -> list[str]:  # pragma: no cover - contract
         raise NotImplementedError
@@ -143,6 +149,11 @@ class Benchmark:
         """Seconds one client run spends inside its load window (omitted start included, the
         tool's own start-up excluded): the numerator of the campaign's duty cycle."""
         return window.seconds + window.omit_seconds
+
+    def measured_seconds(self, variant: str, raw: str, window: Window, path: str) -> float:
+        """Seconds the run just made spent inside its load window, from its output when the
+        window's length is the tool's own (a compile); by default ``load_seconds``."""
+        return self.load_seconds(window, path)
 
     def parse(
         self, variant: str, raw: str, window: Window | None = None

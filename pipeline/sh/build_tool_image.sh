@@ -4,21 +4,30 @@
 # Environment: REPO (image repository), ENGINE (the engine's command line, default docker:
 # docker | podman | docker -H unix:///run/user/UID/docker.sock | setpriv --reuid=UID ... env ... podman;
 # split on spaces, so no argument in it may contain one).
-# Arguments: the absolute paths to include.
+# Arguments: the absolute paths to include: files, or directories (a source tree: copied whole,
+# symlinks followed; its digest is that of its files' sha256 list, sorted by path).
 set -eu
 engine=${ENGINE:-docker}
 for f in "$@"; do
   [ -e "$f" ] || { echo "missing $f on $(hostname): install it (see README)" >&2; exit 3; }
 done
-for f in "$@"; do echo "binary $(sha256sum "$f")"; done
+digest() {
+  if [ -d "$1" ]; then
+    find -L "$1" -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1
+  else
+    sha256sum "$1" | cut -d' ' -f1
+  fi
+}
+sums=$(for f in "$@"; do echo "binary $(digest "$f") $f"; done)
+echo "$sums"
 # The tag covers the files and this script, so a change to how images are made rebuilds them.
-tag="$REPO:$( (sha256sum "$@"; echo "$BUILDER") | sha256sum | cut -c1-16)"
+tag="$REPO:$( (echo "$sums"; echo "$BUILDER") | sha256sum | cut -c1-16)"
 if ! $engine image inspect "$tag" >/dev/null 2>&1; then
   root=$(mktemp -d)
   trap 'rm -rf "$root"' EXIT
   for f in "$@"; do
-    cp -L --parents "$f" "$root"
-    if [ -x "$f" ]; then
+    cp -L -R --parents "$f" "$root"
+    if [ -f "$f" ] && [ -x "$f" ]; then
       ldd "$f" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' |
         while read -r lib; do cp -L --parents "$lib" "$root"; done
     fi

@@ -23,6 +23,7 @@ INVENTORY = "inventory/lab.yaml"
 # The smoke profile's windows, one run: two benchmarks x five modes x two variants in ~3 min.
 PROFILE = Profile(runs=1, seconds=2, omit_seconds=0, warmup_seconds=1)
 MUST_RUN = {"native", "docker-bridge"}  # the lab always has these; the others may be skipped
+COMPILE = "fmt"  # the smoke profile's compile: fmt and its dependencies (~6 s here)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -35,8 +36,8 @@ def needs_root():
 def collected(tmp_path_factory):
     raw = tmp_path_factory.mktemp("raw")
     started = time.monotonic()
-    for benchmark in ("cpu", "memory"):
-        collect(benchmark, INVENTORY, raw, PROFILE, seed=5)
+    collect("cpu", INVENTORY, raw, PROFILE, seed=5, options={"compile_packages": COMPILE})
+    collect("memory", INVENTORY, raw, PROFILE, seed=5)
     data = {
         b: (
             pd.read_parquet(raw / b / "lab" / "runs.parquet"),
@@ -65,6 +66,9 @@ def test_every_planned_mode_ran_or_says_why_not(collected, benchmark):
         assert row.status in ("ok", "skipped"), (row.mode, row.variant, row.reason)
         if row.status == "skipped":
             assert row.mode not in MUST_RUN and len(row.reason) > 10, (row.mode, row.reason)
+        elif row.variant == "compile":  # the window is the build, measured inside the mode
+            build = samples[(samples["mode"] == row.mode) & (samples["variant"] == "compile")]
+            assert row.window_s == pytest.approx(build["value"].sum(), rel=1e-9)
         else:
             assert row.server_host == row.client_host == "node1"
             # warm-up and window, each with sysbench's tail second (pipeline/benchmarks/sysbench)
@@ -72,7 +76,7 @@ def test_every_planned_mode_ran_or_says_why_not(collected, benchmark):
     ok = runs[runs["status"] == "ok"]
     assert MUST_RUN <= set(ok["mode"])
     for mode in set(ok["mode"]):  # a flagged warm-up and a measured window per ok run
-        mine = samples[samples["mode"] == mode]
+        mine = samples[(samples["mode"] == mode) & (samples["variant"] != "compile")]
         assert mine["warmup"].any() and (~mine["warmup"]).any(), mode
 
 
@@ -80,9 +84,13 @@ def test_every_planned_mode_ran_or_says_why_not(collected, benchmark):
 def test_every_mode_runs_the_native_sysbench_bits(collected, benchmark):
     runs, _, _ = collected[benchmark]
     ok = runs[runs["status"] == "ok"]
-    native = ok.loc[ok["mode"] == "native", "binary_sha256"].unique()
-    assert len(native) == 1 and len(native[0]) == 64
-    assert set(ok["binary_sha256"]) == {native[0]}
+    for variant, rows in ok.groupby("variant"):  # compile's binary is go, the others sysbench
+        native = rows.loc[rows["mode"] == "native", "binary_sha256"].unique()
+        assert len(native) == 1 and len(native[0]) == 64, variant
+        assert set(rows["binary_sha256"]) == {native[0]}, variant
+    assert ok.groupby("variant")["binary_sha256"].first().nunique() == (
+        2 if benchmark == "cpu" else 1
+    )
     containers = ok[ok["mode"] != "native"]
     # docker prints "sha256:<hex>", podman the bare hex
     assert containers["image_digest"].str.fullmatch(r"(sha256:)?[0-9a-f]{64}").all()
@@ -99,7 +107,21 @@ def test_cpu_rates_are_plausible(collected):
     cpus = os.cpu_count()  # the lab's nodes share this machine's CPUs
     commands = runs.loc[runs["variant"] == "allthreads", "command"]
     assert commands.str.contains(f"--threads={cpus} ", regex=False).all()
-    assert samples["unit"].eq("events/s").all() and samples["metric"].eq("cpu_events_per_s").all()
+    rates = samples[samples["variant"] != "compile"]
+    assert rates["unit"].eq("events/s").all() and rates["metric"].eq("cpu_events_per_s").all()
+
+
+def test_compile_times_are_plausible_and_one_per_run(collected):
+    runs, samples, _ = collected["cpu"]
+    build = samples[samples["variant"] == "compile"]
+    assert not build["warmup"].any()  # the warm-up lists packages: it yields no sample
+    assert build["metric"].eq("compile_s").all() and build["unit"].eq("s").all()
+    assert build.groupby(["run", "mode"]).size().eq(1).all()
+    seconds = build.set_index("mode")["value"]
+    assert 0.5 < seconds["native"] < 300, seconds  # go build -a fmt: seconds, not minutes
+    assert 0.5 < seconds["docker-bridge"] / seconds["native"] < 2.0, seconds
+    commands = runs.loc[(runs["variant"] == "compile") & (runs["status"] == "ok"), "command"]
+    assert commands.str.contains(f"build -a -p {os.cpu_count()} {COMPILE};", regex=False).all()
 
 
 def test_memory_rates_are_plausible(collected):
@@ -115,7 +137,8 @@ def test_memory_rates_are_plausible(collected):
 def test_kept_sysbench_output_reparses_to_the_samples(collected, benchmark):
     runs, samples, root = collected[benchmark]
     bench = BENCHMARKS[benchmark]()
-    row = runs[(runs["mode"] == "docker-bridge") & (runs["status"] == "ok")].iloc[0]
+    ok = runs[(runs["mode"] == "docker-bridge") & (runs["status"] == "ok")]
+    row = ok[ok["variant"] != "compile"].iloc[0]
     raw = gzip.decompress((root / row["raw_log"]).read_bytes()).decode()
     window = Window(PROFILE.seconds, PROFILE.omit_seconds)
     parsed = bench.parse(row["variant"], raw, window)

@@ -24,7 +24,7 @@ import pytest
 from pipeline import schema
 from pipeline.benchmarks.throughput import Throughput
 from pipeline.campaign import plan
-from pipeline.modes import MODES
+from pipeline.modes import MODES, NETWORK_MODES
 from pipeline.modes.base import LABEL, PID_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,7 +127,7 @@ def test_smoke_repro_measures_every_mode(workdir):
     assert len(runs) == 2 * len(pairs), "smoke profile: every (mode, path, variant) once per run"
     assert not runs.duplicated(["run", "mode", "path", "variant"]).any()
     assert set(runs["variant"]) == {"tcp", "udp"}
-    assert set(runs["mode"]) == set(MODES)
+    assert set(runs["mode"]) == set(NETWORK_MODES)  # storage modes: host benchmarks only
 
     skipped = runs[runs.status == "skipped"]
     assert set(skipped["mode"]) == {"swarm-ingress"}, runs[["mode", "status", "reason"]]
@@ -171,6 +171,7 @@ def test_smoke_repro_measures_every_mode(workdir):
     assert facts.loc["node1", "ipvs"].startswith("no")
 
     _check_latency_and_http(workdir)
+    _check_article(workdir)
     table = (workdir / "reports" / "tables" / "throughput.md").read_text()
     for label in ("n/a", "IPVS"):
         assert label in table
@@ -191,7 +192,7 @@ def _check_latency_and_http(workdir: Path) -> None:
         raw = workdir / "data" / "raw" / name / "lab"
         runs = pd.read_parquet(raw / "runs.parquet")
         assert len(runs) == 2 * len(plan(bench, list(MODES))), name
-        assert set(runs["mode"]) == set(MODES)
+        assert set(runs["mode"]) == set(NETWORK_MODES)
         assert {"dc", "internet", "local"} <= set(runs["path"])
         not_ok = runs[runs.status != "ok"]
         assert not_ok["reason"].str.len().gt(10).all(), not_ok[["mode", "path", "reason"]]
@@ -212,6 +213,22 @@ def _check_latency_and_http(workdir: Path) -> None:
     assert len(calibration) == 2 * 2 * 2  # delays x protocols x (p50, p99)
 
 
+def _check_article(workdir: Path) -> None:
+    """`dvc repro` assembled the article from the smoke outputs: every number the prose states
+    has its numbers.json entry (tests/unit/test_article.py checks that rule on fixtures; here
+    the stage's wiring), and the HTML carries its figures inline."""
+    reports = workdir / "reports"
+    numbers = json.loads((reports / "numbers.json").read_text())
+    md = (reports / "article.md").read_text()
+    html = (reports / "article.html").read_text()
+    assert len(numbers) > 50, len(numbers)
+    for title in ("## Network throughput", "## Latency", "## HTTP", "## Methods"):
+        assert title in md, title
+    assert numbers["throughput.lab.dc.native.median_gbps"]["value"] > 0.1
+    images = re.findall(r'<img [^>]*src="([^"]+)"', html)
+    assert images and all(src.startswith("data:image/") for src in images), images[:3]
+
+
 def test_second_repro_does_nothing(workdir):
     result = dvc(workdir, "repro")
     assert result.returncode == 0
@@ -224,8 +241,9 @@ def test_analysis_parameter_reruns_only_analysis(workdir):
     result = dvc(workdir, "repro")
     assert result.returncode == 0
     ran = re.findall(r"Running stage '([^']+)'", result.stdout)
-    # the throughput analysis and what reads its outputs (the replication); no collection
-    assert ran == ["summarise-throughput", "replicate-articles"]
+    # the throughput analysis and what reads its outputs (replication, article); no collection
+    assert ran[0] == "summarise-throughput"
+    assert set(ran) == {"summarise-throughput", "replicate-articles", "assemble-article"}
 
 
 def _digest(path: Path) -> str:

@@ -112,7 +112,7 @@ def test_cpu_command_carries_threads_and_a_whole_second_time_bound():
     cpu = Cpu()
     with pytest.raises(RuntimeError, match="call prepare"):
         cpu.client_argv("allthreads", "", Window(2, 0))
-    cpu.prepare(SimpleNamespace(run=lambda argv, **kw: SimpleNamespace(stdout="8\n")))
+    cpu.prepare(_host_with_go())
     # --time: 3.5 s of window and omitted start rounded up to 4, and the tail second
     assert cpu.client_argv("allthreads", "", Window(2.5, 1)) == [
         "/usr/bin/sysbench", "cpu", "--cpu-max-prime=20000", "--threads=8",
@@ -122,6 +122,64 @@ def test_cpu_command_carries_threads_and_a_whole_second_time_bound():
     assert cpu.load_seconds(Window(2.5, 1)) == 5.0
     with pytest.raises(ValueError, match="variant"):
         cpu.client_argv("4threads", "", Window(2, 0))
+
+
+def _host_with_go(cpus: int = 8, go: str | None = "/usr/lib/go-1.19/bin/go") -> SimpleNamespace:
+    """A session answering `nproc` and `readlink -e /usr/bin/go` as a Debian host does."""
+
+    def run(argv, **kw):
+        if argv[0] == "nproc":
+            return SimpleNamespace(stdout=f"{cpus}\n", status=0)
+        return SimpleNamespace(stdout=f"{go}\n" if go else "", status=0 if go else 1)
+
+    return SimpleNamespace(run=run, host=SimpleNamespace(name="node1"))
+
+
+def test_compile_builds_the_hosts_go_tree_with_an_empty_cache():
+    cpu = Cpu()
+    with pytest.raises(RuntimeError, match="call prepare"):
+        cpu.client_argv("compile", "", Window(2, 0))
+    cpu.prepare(_host_with_go())
+    assert cpu.main_binary("compile") == "/usr/lib/go-1.19/bin/go"
+    assert cpu.main_binary("1thread") == "/usr/bin/sysbench"
+    # the image holds the toolchain and the source tree it compiles, at the host's paths
+    assert "/usr/lib/go-1.19/src" in cpu.image_paths()
+    assert "/usr/lib/go-1.19/pkg/tool" in cpu.image_paths()
+    argv = cpu.client_argv("compile", "", Window(2, 0))
+    assert argv[:2] == ["/bin/sh", "-c"]
+    script = argv[2]
+    assert "/usr/lib/go-1.19/bin/go build -a -p 8 std cmd;" in script
+    assert 'GOCACHE="$c/cache"' in script and "CGO_ENABLED=0" in script
+    assert "mktemp -d" in script and "rm -rf" in script  # a fresh cache, removed afterwards
+    warm = cpu.client_argv("compile", "", Window(1, 0, warmup=True))[2]
+    assert "list -deps std cmd" in warm and " build " not in warm
+    cpu.configure({"compile_packages": "fmt"})
+    assert "build -a -p 8 fmt;" in cpu.client_argv("compile", "", Window(2, 0))[2]
+
+
+def test_compile_without_go_on_the_host_says_how_to_fix_it():
+    with pytest.raises(ToolOutputError, match="golang-go"):
+        Cpu().prepare(_host_with_go(go=None))
+
+
+def test_compile_sample_is_the_build_time_measured_inside_the_mode():
+    raw = _data("cpu-compile-fmt.txt")  # verbatim: `go build -a fmt` natively on the lab
+    cpu = Cpu()
+    [sample] = cpu.parse("compile", raw, Window(2, 0))
+    assert (sample.metric, sample.unit, sample.value) == ("compile_s", "s", 6.169396376)
+    assert cpu.measured_seconds("compile", raw, Window(2, 0), "host") == 6.169396376
+    # the warm-up lists packages to /dev/null: no sample, no time inside the window
+    assert cpu.parse("compile", "", Window(1, 0, warmup=True)) == []
+    assert cpu.measured_seconds("compile", "", Window(1, 0, warmup=True), "host") == 0.0
+    with pytest.raises(ToolOutputError, match="did not finish"):
+        cpu.parse("compile", "", Window(2, 0))
+    with pytest.raises(ToolOutputError, match="go list failed"):
+        cpu.parse("compile", "can't load package: foo", Window(1, 0, warmup=True))
+
+
+def test_unknown_benchmark_options_are_refused():
+    with pytest.raises(ValueError, match="compile_packages"):
+        Cpu().configure({"compile_pkgs": "fmt"})
 
 
 def test_memory_command_is_bounded_by_time_not_size():
