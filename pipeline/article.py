@@ -373,6 +373,58 @@ def _throughput(inputs: Inputs, numbers: Numbers) -> list[str] | None:
     return paragraphs + ([_no_verdict("summarise-throughput")] if no_verdicts else [])
 
 
+def _host(benchmark: str, stage: str, what: str) -> Callable:
+    """Prose for a host benchmark summarised by pipeline.host_analysis (cpu, memory, disk): per
+    test, native's median with its interval and each mode's ratio to native with its verdict."""
+
+    def prose(inputs: Inputs, numbers: Numbers) -> list[str] | None:
+        found = inputs.summary(benchmark, f"{benchmark}_summary")
+        if found is None:
+            return None
+        summary, source = found
+        conf = _col(summary.iloc[0], "confidence") if len(summary) else None
+        paragraphs, no_verdicts = [], False
+        for (env, variant, metric), cells in summary.groupby(
+            ["environment", "variant", "metric"], sort=False
+        ):
+            ok = cells[cells["status"] == "ok"]
+            base = ok[ok["mode"] == BASELINE]
+            if base.empty:
+                continue
+            b = base.iloc[0]
+            key = f"{benchmark}.{env}.{variant}.{metric}"
+            nat = numbers.add(
+                f"{key}.native.median", b["median"], b["unit"], source, b["median_lo"],
+                b["median_hi"], _col(b, "median_coverage"),
+                "distribution-free order-statistic interval of the median across runs",
+            )  # fmt: skip
+            runs = numbers.add(f"{key}.native.n_runs", b["n_runs"], "runs", source)
+            better = "rate" if b["higher_is_better"] else "time"
+            text = (
+                f"{what}, test `{variant}` (`{metric}`): native {nat.with_ci(' ' + b['unit'])} "
+                f"(median of {runs.text()} runs)."
+            )
+            others = ok[(ok["mode"] != BASELINE) & ok["ratio"].notna()]
+            parts = []
+            for r in others.itertuples():
+                ratio = numbers.add(
+                    f"{key}.{r.mode}.pct_of_native", 100 * r.ratio, "% of native", source,
+                    100 * r.ratio_lo, 100 * r.ratio_hi, conf,
+                    "cluster-bootstrap percentile interval (runs resampled whole)",
+                )  # fmt: skip
+                verdict = f", {r.verdict}" if isinstance(r.verdict, str) else ""
+                parts.append(f"{_label(r.mode)} {ratio.with_ci('%')}{verdict}")
+            if parts:
+                text += f" Each mode's {better} as a share of native's: " + "; ".join(parts) + "."
+                counts = _verdict_counts(others, "verdict", numbers, key, source)
+                text += f" Verdicts: {counts}." if counts else ""
+                no_verdicts |= counts is None
+            paragraphs.append(text)
+        return paragraphs + ([_no_verdict(stage)] if no_verdicts else [])
+
+    return prose
+
+
 def _udp(inputs: Inputs, numbers: Numbers) -> list[str]:
     found = inputs.summary("throughput", "throughput_udp_summary")
     if found is None:
@@ -549,9 +601,36 @@ def _replication(inputs: Inputs, numbers: Numbers) -> list[str] | None:
 
 
 SECTIONS: list[Section] = [
-    Section("cpu", "CPU", "cpu", ["cpu"], "cpu", "collect-cpu", None),
-    Section("memory", "Memory", "memory", ["memory"], "memory", "collect-memory", None),
-    Section("disk", "Disk", "disk", ["disk"], "disk", None, None),
+    Section(
+        "cpu",
+        "CPU",
+        "cpu",
+        ["cpu"],
+        "cpu",
+        "collect-cpu",
+        "summarise-cpu",
+        _host("cpu", "summarise-cpu", "CPU"),
+    ),
+    Section(
+        "memory",
+        "Memory",
+        "memory",
+        ["memory"],
+        "memory",
+        "collect-memory",
+        "summarise-memory",
+        _host("memory", "summarise-memory", "Memory bandwidth"),
+    ),
+    Section(
+        "disk",
+        "Disk",
+        "disk",
+        ["disk"],
+        "disk",
+        "collect-disk",
+        "summarise-disk",
+        _host("disk", "summarise-disk", "Disk"),
+    ),
     Section(
         "throughput",
         "Network throughput",

@@ -39,6 +39,12 @@ MODE_ORDER: list[str] = [
     "named-volume",
     "rootless-overlay",
     "fuse-overlayfs",
+    # the disk benchmark's storage modes (pipeline/modes/storage.py), same colours as above
+    "docker-overlay2",
+    "docker-bind",
+    "docker-volume",
+    "rootless-docker-layer",
+    "podman-fuse-overlayfs",
 ]
 
 MODE_COLORS: dict[str, str] = {
@@ -60,6 +66,11 @@ MODE_COLORS: dict[str, str] = {
     "named-volume": "#31a354",
     "rootless-overlay": "#d6616b",
     "fuse-overlayfs": "#e7ba52",
+    "docker-overlay2": "#2171b5",
+    "docker-bind": "#6baed6",
+    "docker-volume": "#31a354",
+    "rootless-docker-layer": "#d6616b",
+    "podman-fuse-overlayfs": "#e7ba52",
 }
 
 MODE_LABELS: dict[str, str] = {
@@ -81,6 +92,11 @@ MODE_LABELS: dict[str, str] = {
     "named-volume": "Named volume",
     "rootless-overlay": "Rootless overlay",
     "fuse-overlayfs": "fuse-overlayfs",
+    "docker-overlay2": "Docker container layer (overlay2)",
+    "docker-bind": "Docker bind mount",
+    "docker-volume": "Docker named volume",
+    "rootless-docker-layer": "Rootless Docker container layer",
+    "podman-fuse-overlayfs": "Podman fuse-overlayfs",
 }
 
 UNKNOWN_COLOR = "#969696"

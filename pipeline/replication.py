@@ -235,6 +235,9 @@ class Source:
     -> (point, lo, hi) columns of the ratio / difference to native on the same path.
     ``per_run``: variant -> (file stem, value column) of per-run values, which let a ratio
     between any two cells of a run (another baseline, another path) be bootstrapped here.
+    ``defaults``: what an empty ``path``, ``variant`` or ``statistic`` of a published row means
+    for this benchmark (the host benchmarks have the one path "host"; an article that names no
+    statistic of a sysbench rate reports a median of runs).
     """
 
     files: dict[str, str]
@@ -242,6 +245,7 @@ class Source:
     n_runs: str
     delta_us: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     per_run: dict[str, tuple[str, str]] = field(default_factory=dict)
+    defaults: dict[str, str] = field(default_factory=dict)
 
 
 def _quantile_columns(kind: str, labels=("p50", "p99")) -> dict[str, tuple[str, str, str]]:
@@ -272,6 +276,20 @@ SOURCES: dict[str, Source] = {
         ratio=_quantile_columns("ratio"),
         delta_us=_quantile_columns("delta"),
         n_runs="overhead_n_runs",
+    ),
+    # notebook 26 (pipeline.host_analysis): one row per variant and mode on the path "host";
+    # a published row must name its variant (1thread, allthreads, compile).
+    "cpu": Source(
+        files={"*": "cpu_summary"},
+        ratio=_THROUGHPUT_RATIO,
+        n_runs="ratio_n_runs",
+        defaults={"path": "host", "statistic": "median"},
+    ),
+    "memory": Source(
+        files={"*": "memory_summary"},
+        ratio=_THROUGHPUT_RATIO,
+        n_runs="ratio_n_runs",
+        defaults={"path": "host", "statistic": "median"},
     ),
 }
 CELL = ["environment", "mode", "path", "variant"]
@@ -374,10 +392,12 @@ def study_figure(
             reason="the article gives no baseline to compare with (an absolute figure; "
             "absolute numbers are not compared across hardware)"
         )
-    benchmark, mode, path = row["benchmark"], row["mode"], row["path"]
+    benchmark = row["benchmark"]
     source = sources.get(benchmark)
     if source is None:
         return Figure(reason=f"the {benchmark} benchmark is not in the study yet")
+    row = _with_defaults(row, source)
+    mode, path = row["mode"], row["path"]
     key = row["variant"] if row["variant"] in source.files else "*"
     if key not in source.files:
         return Figure(reason=f"the study has no {row['variant']} variant of {benchmark}")
@@ -387,6 +407,11 @@ def study_figure(
         return Figure(reason=f"no {benchmark}/{stem}.parquet in the processed data (stage not run)")
     if not mode:
         return Figure(reason=f"no study mode corresponds to {row['configuration']!r}")
+    if key == "*" and not row["variant"] and "variant" in summary.columns:
+        have = ", ".join(dict.fromkeys(summary["variant"].astype(str)))
+        return Figure(
+            reason=f"the article's figure names no {benchmark} variant (the study has {have})"
+        )
     variant = row["variant"] or key
     cell = _cell(summary, env, mode, path, variant)
     if why := _not_ok(cell, mode, path, benchmark):
@@ -412,6 +437,17 @@ def study_figure(
         return Figure(point=point, n_runs=n_runs, reason=why)
     how = f"{benchmark} summary: {columns[0]} [{columns[1]}, {columns[2]}]"
     return Figure(point, lo, hi, n_runs, "", how)
+
+
+def _with_defaults(row: pd.Series, source: Source) -> pd.Series:
+    """``row`` with the source's meaning of its empty path, variant and statistic."""
+    empty = {k: v for k, v in source.defaults.items() if not row[k]}
+    if not empty:
+        return row
+    out = row.copy()
+    for key, value in empty.items():
+        out[key] = value
+    return out
 
 
 def _no_statistic(row: pd.Series, source: Source, benchmark: str) -> str:
@@ -487,7 +523,10 @@ def replicate(
     derived = derive(published)
     rows = []
     for env in study.environments():
-        for _, row in derived.iterrows():
+        for _, typed in derived.iterrows():
+            # The cell as the study reads it (a benchmark's defaults filled in), shown as such.
+            source = sources.get(typed["benchmark"])
+            row = _with_defaults(typed, source) if source else typed
             fig = study_figure(row, study, env, sources, confidence, n_boot, seed)
             rows.append(
                 {

@@ -64,8 +64,20 @@ NOTEBOOKS: dict[str, tuple[Path, Path, dict]] = {
         ROOT / "tests" / "notebooks" / "23-compare-internet-datacenter.fixture.ipynb",
         _fixture_parameters("internet_vs_dc", n_sim=100),
     ),
+    # One notebook for every host benchmark, parameterised by `benchmark`.
+    **{
+        f"host_{benchmark}": (
+            ROOT / "notebooks" / "analysis" / "26-summarise-host.ipynb",
+            ROOT / "tests" / "notebooks" / f"26-summarise-host-{benchmark}.fixture.ipynb",
+            {
+                "benchmark": benchmark,
+                **_fixture_parameters(benchmark, n_boot=4000, margin=0.02),
+            },
+        )
+        for benchmark in ("cpu", "memory")
+    },
     # Reads processed summaries, not raw data: the committed tests/fixtures/processed (written
-    # by tests/fixtures/make_processed.py from notebooks 20-22 on the raw fixture).
+    # by tests/fixtures/make_processed.py from notebooks 20-22 and 26 on the raw fixture).
     "replication": (
         ROOT / "notebooks" / "analysis" / "25-replicate-articles.ipynb",
         ROOT / "tests" / "notebooks" / "25-replicate-articles.fixture.ipynb",

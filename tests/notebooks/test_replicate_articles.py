@@ -17,7 +17,7 @@ import pandas as pd
 import papermill
 import pytest
 
-from pipeline import latency_analysis, throughput_analysis
+from pipeline import host_analysis, latency_analysis, throughput_analysis
 
 NOTEBOOK = nc.ANALYSIS / "25-replicate-articles.ipynb"
 EXECUTED = nc.HERE / "25-replicate-articles.fixture.ipynb"
@@ -130,7 +130,7 @@ def test_http_ratio_and_missing_statistic(table):
         ("000-tcp-overlay-ingress", f"swarm-ingress on the dc path: {nc.IPVS_REASON}"),
         ("004-tput-pasta", "pasta was not measured on the local path (throughput data)"),
         ("003-swarm-1", "the lb benchmark is not in the study yet"),
-        ("000-cpu-sysbench1-swarm1", "the cpu benchmark is not in the study yet"),
+        ("000-cpu-sysbench1-swarm1", "swarm-overlay was not measured on the host path (cpu data)"),
         ("000-mem-dockerd-manager-idle", "the article gives no baseline to compare with"),
         (
             "004-lat-pasta",
@@ -196,6 +196,15 @@ def test_processed_fixture_is_current():
             _summary(f"{benchmark}_summary")[cols].reset_index(drop=True),
             obj=f"{benchmark} ({REGENERATE})",
         )
+    cols = ["mode", "path", "variant", "status", "ratio", "ratio_lo", "ratio_hi", "ratio_n_runs"]
+    for benchmark in ("cpu", "memory"):
+        samples, runs = host_analysis.load(nc.FIXTURE, benchmark)
+        fresh = host_analysis.summarise(
+            samples, runs, benchmark, confidence=CONFIDENCE, n_boot=N_BOOT, seed=SEED
+        )
+        pd.testing.assert_frame_equal(
+            fresh[cols], _summary(f"{benchmark}_summary")[cols], obj=f"{benchmark} ({REGENERATE})"
+        )
 
 
 def test_source_notebook_is_clean_and_thin():
@@ -211,7 +220,7 @@ def test_executed_copy_matches_source():
 
 def test_executed_copy_has_checked_headline_outputs():
     text = nc.headline_text(EXECUTED, n_cells=2)
-    assert "consistent: 9, not consistent: 17, not measurable here: 102" in text
+    assert "consistent: 10, not consistent: 20, not measurable here: 98" in text
     assert "lab 002-tput-proxy: published 0.716 (rounding: 0.712 to 0.720), study 0.723 [" in text
     assert "| 000-tcp-overlay-ingress | Swarm overlay (ingress) |" in text
 

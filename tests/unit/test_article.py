@@ -5,8 +5,8 @@ only: tests/fixtures/processed (the summaries notebooks 20-22 wrote on the raw f
 tests/fixtures/raw (runs and hosts tables), the article tables written from those summaries by
 the same functions the summarise notebooks call, a WAN calibration table from a constructed
 calibration summary, one campaign.json (duty cycle) and small figure files. Internet vs
-datacenter, CPU, memory, disk, load balancing, cold start and the replication have no data there,
-so they must be reported as not measured.
+datacenter, memory, disk, load balancing, cold start and the replication have no data there,
+so they must be reported as not measured; cpu has its fixture summary (a host benchmark).
 
 The central check: every number in the article's own prose is a formatted value of some
 numbers.json entry. It is implemented here, independently of the module, and shown to fail on
@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipeline import article, calibration, tables
+from pipeline import article, calibration, host_analysis, tables
 from pipeline import latency_analysis as latency
 from pipeline import throughput_analysis as throughput
 from pipeline.schema import read_dataset
@@ -60,8 +60,10 @@ def _wan_summary() -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("study")
-    shutil.copytree(FIXTURES / "processed", root / "data" / "processed")
-    shutil.copytree(FIXTURES / "raw", root / "data" / "raw")
+    # cpu is in (a host benchmark's section); memory stays out: a collected-nowhere benchmark.
+    host = shutil.ignore_patterns("memory")
+    shutil.copytree(FIXTURES / "processed", root / "data" / "processed", ignore=host)
+    shutil.copytree(FIXTURES / "raw", root / "data" / "raw", ignore=host)
     (root / "data" / "raw" / "throughput" / "lab" / "campaign.json").write_text(json.dumps(DUTY))
     tabs = root / "reports" / "tables"
     proc = root / "data" / "processed"
@@ -74,6 +76,8 @@ def tree(tmp_path_factory) -> Path:
     for name, what in (("latency", "Round-trip time"), ("http", "HTTP request latency")):
         s = pd.read_parquet(proc / name / f"{name}_summary.parquet")
         tables.write(latency.article_table(s), tabs, name, latency.table_caption(s, what))
+    cpu = pd.read_parquet(proc / "cpu" / "cpu_summary.parquet")
+    tables.write(host_analysis.article_table(cpu), tabs, "cpu", host_analysis.table_caption(cpu))
     wan = _wan_summary()
     tables.write(calibration.article_table(wan), tabs, "wan_calibration", "WAN calibration.")
     (tabs / "wan_calibration_sentence.md").write_text(calibration.sentence(wan) + "\n")
@@ -118,7 +122,7 @@ NUMBER = re.compile(r"(?<![\w.\-,])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w]|\
 def _recorded_reasons() -> set[str]:
     """Every reason the fixture's runs tables record, as the article quotes it."""
     out = set()
-    for benchmark in ("throughput", "latency", "http"):
+    for benchmark in ("throughput", "latency", "http", "cpu"):
         runs = read_dataset(FIXTURES / "raw", benchmark, "runs")
         out |= {re.sub(r"^(skipped|failed): ", "", r) for r in runs["reason"].dropna()}
     return out
@@ -227,7 +231,7 @@ def test_tables_are_included_verbatim(md, tree):
 def test_skipped_and_failed_modes_are_in_the_limitations_with_their_reasons(md):
     limits = _section(md, "Limitations")
     expected = 0
-    for benchmark in ("throughput", "latency", "http"):
+    for benchmark in ("throughput", "latency", "http", "cpu"):
         runs = read_dataset(FIXTURES / "raw", benchmark, "runs")
         for r in runs[runs.status != "ok"].itertuples():
             reason = re.sub(r"^(skipped|failed): ", "", r.reason)
@@ -244,9 +248,8 @@ def test_skipped_and_failed_modes_are_in_the_limitations_with_their_reasons(md):
 
 def test_missing_benchmarks_are_reported_as_not_measured(md):
     for title, stage in (
-        ("CPU", "`collect-cpu`"),
-        ("Memory", "`collect-memory`"),
-        ("Disk", "no stage"),
+        ("Memory", "`collect-memory` collects it and `summarise-memory` summarises it"),
+        ("Disk", "`collect-disk` collects it and `summarise-disk` summarises it"),
         ("Load balancing", "no stage"),
         ("Cold start and scaling", "no stage"),
         ("Internet vs datacenter", "`compare-internet-datacenter`"),
@@ -255,8 +258,22 @@ def test_missing_benchmarks_are_reported_as_not_measured(md):
         text = _section(md, title)
         assert "Not measured in this campaign" in text and stage in text, title
         assert f"- {title}: Not measured" in _section(md, "Limitations")
-    for title in ("Network throughput", "Latency", "HTTP"):
+    for title in ("Network throughput", "Latency", "HTTP", "CPU"):
         assert "Not measured" not in _section(md, title)
+
+
+def test_host_benchmark_prose_states_ratios_with_intervals_and_verdicts(md, numbers):
+    """The cpu fixture's known answers (tests/fixtures/make_fixture.py): docker-bridge at 0.97
+    of native's rate, rootless-docker skipped, compile time (lower is better) 1.03x."""
+    cpu = _section(md, "CPU")
+    one = numbers["cpu.lab.1thread.cpu_events_per_s.docker-bridge.pct_of_native"]
+    assert one["value"] == pytest.approx(97.0, abs=0.01) and one["interval"][0] < 97.0
+    assert "Docker bridge 97.0% [96.9, 97.1], overhead" in cpu
+    assert "test `compile` (`compile_s`)" in cpu and "time as a share of native's" in cpu
+    built = numbers["cpu.lab.compile.compile_s.docker-bridge.pct_of_native"]
+    assert built["value"] == pytest.approx(103.0, abs=0.1)
+    assert "Rootless Docker" not in cpu.split("Table:")[0]  # skipped: no ratio in the prose
+    assert "rootless" in _section(md, "Limitations").lower()
 
 
 def test_methods(md):

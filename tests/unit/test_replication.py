@@ -385,7 +385,7 @@ def test_a_ratio_across_paths_is_bootstrapped_too(study):
     ("change", "reason"),
     [
         (dict(comparison="", unit="MB", baseline_value=""), "the article gives no baseline"),
-        (dict(benchmark="cpu"), "the cpu benchmark is not in the study yet"),
+        (dict(benchmark="lb"), "the lb benchmark is not in the study yet"),
         (dict(benchmark="http", variant="1k"), "no http/http_summary.parquet in the processed"),
         (dict(variant="quic"), "the study has no quic variant of throughput"),
         (dict(mode=""), "no study mode corresponds to 'Swarm overlay (custom)'"),
@@ -442,6 +442,7 @@ def test_a_new_benchmark_slots_in_with_one_source_entry(tmp_path):
             "environment": ["lab", "lab"],
             "mode": ["native", "docker-bridge"],
             "path": ["", ""],
+            "variant": ["allthreads", "allthreads"],
             "status": ["ok", "ok"],
             "reason": [None, None],
             "ratio": [1.0, 0.9985],
@@ -453,7 +454,7 @@ def test_a_new_benchmark_slots_in_with_one_source_entry(tmp_path):
     sources = {
         **rp.SOURCES,
         "cpu": rp.Source(
-            files={"": "cpu_summary"},
+            files={"allthreads": "cpu_summary"},
             ratio={"": ("ratio", "ratio_lo", "ratio_hi")},
             n_runs="ratio_n_runs",
         ),
@@ -468,6 +469,27 @@ def test_a_new_benchmark_slots_in_with_one_source_entry(tmp_path):
     assert out.loc["001-cpu-mark-cloud-vm", "verdict"] == rp.NOT_CONSISTENT
     # the throughput and latency stages have not run in this tmp_path
     assert out.loc["000-tcp-host", "reason"].startswith("no throughput/throughput_summary")
+
+
+def test_host_benchmark_rows_read_the_summary_of_notebook_26():
+    # The committed processed fixture holds cpu (notebook 26 on tests/fixtures/raw/cpu).
+    study = rp.load_study(ROOT / "tests" / "fixtures" / "processed")
+    published = rp.load_published(PUBLISHED).set_index("id", drop=False)
+    row = published.loc["001-cpu-mark-bare-metal"].copy()
+    # A row without its variant is not measurable, and the reason says so.
+    fig = rp.study_figure(row.replace({"allthreads": ""}), study, "lab")
+    assert fig.reason == (
+        "the article's figure names no cpu variant (the study has 1thread, allthreads, compile)"
+    )
+    # As typed (allthreads), the empty path means "host" and the empty statistic the median.
+    assert row["variant"] == "allthreads" and row["path"] == row["statistic"] == ""
+    fig = rp.study_figure(row, study, "lab")
+    cpu = pd.read_parquet(ROOT / "tests" / "fixtures" / "processed" / "cpu" / "cpu_summary.parquet")
+    cell = cpu.set_index(["variant", "mode"]).loc[("allthreads", "docker-bridge")]
+    assert (fig.point, fig.lo, fig.hi) == (cell["ratio"], cell["ratio_lo"], cell["ratio_hi"])
+    assert fig.n_runs == cell["ratio_n_runs"] == 6 and fig.reason == ""
+    # 0.12% slower (0.9988) lies far above the fixture's 0.97 [0.968, 0.972]
+    assert rp.verdict(row_lo := 0.99875, 0.99885, fig) == rp.NOT_CONSISTENT and row_lo > fig.hi
 
 
 def test_replicate_repeats_rows_per_environment(study, tmp_path):
