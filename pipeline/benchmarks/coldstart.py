@@ -1,0 +1,245 @@
+"""`coldstart`: time from the run command to nginx answering through the published port.
+
+The 004 article's cold-start table (p50/p95/p99 of "docker run to container process ready")
+as a distribution over many starts, per mode: `docker-bridge` (plain `docker run -d
+--publish`, the default bridge), `podman`, `rootless-docker`, `rootless-podman`, and `native`
+(the same nginx binary started as a plain process: the baseline). The server is the `http`
+benchmark's nginx with its shipped config (port 8080), the same binary natively and in the
+engine's tool image.
+
+The timer runs on the server host (pipeline/sh/coldstart.py, shipped with ``uploads``): per
+start it takes a monotonic timestamp, runs the engine's `run -d` (native: nginx itself), and
+once that has returned probes ``<host address>:8080`` every ~1 ms until `GET /` is answered:
+the published port at the host's address, through whatever forwards it there (iptables DNAT,
+rootlesskit, rootlessport), which is what a user waits for. Removal and the wait for the port
+to close again are not timed. The script's docstring says why probes wait for `run -d`.
+
+Samples: ``coldstart_s`` (seconds), one per start; ``sample`` is the start's number, ``t_ns``
+its start time from the first start of its group. The first ``warmup_starts`` starts of every
+step are flagged warm-up (a first start after an image import, or after another engine ran,
+pays cold caches). A start that fails or takes longer than ``TIMEOUT_S`` fails the step.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from pipeline.benchmarks.base import Benchmark, Outcome, Sample, Scenario, ToolOutputError
+from pipeline.benchmarks.http import CONF, NGINX, PORT
+from pipeline.modes.base import LABEL, PID_DIR, engine_cli, kill_pidfiles, pidfile_stem
+from pipeline.modes.podman import probe_ulimits
+from pipeline.remote import RemoteError
+
+SCRIPT = f"{PID_DIR}/bin/co-coldstart.py"
+FORMAT = 1  # the first field after "coldstart" in the script's header
+TIMEOUT_S = 30.0  # a start not answered within this failed
+INTERVAL_MS = 1.0  # between probes
+# nginx's own files outside the image (pid and temp paths named in pipeline/conf/nginx-1k.conf)
+SCRATCH = tuple(
+    f"/tmp/co-nginx-1k{s}" for s in (".pid", "-body", "-proxy", "-fastcgi", "-uwsgi", "-scgi")
+)
+ENGINE_VERSION = {  # how each engine names its server's version
+    "docker": ["version", "--format", "{{.Server.Version}}"],
+    "rootless-docker": ["version", "--format", "{{.Server.Version}}"],
+    "podman": ["version", "--format", "{{.Version}}"],
+    "rootless-podman": ["version", "--format", "{{.Version}}"],
+}
+
+_HEADER = re.compile(r"^coldstart (\d+) (.*)$", re.MULTILINE)
+_START = re.compile(r"^start (\d+) ([01]) (ok|failed) ?(.*)$")
+
+
+@dataclass
+class ColdstartLog:
+    """The timer's report: its settings, the commands it ran, and every start's times."""
+
+    settings: dict[str, str]
+    start_cmd: str
+    stop_cmd: str
+    warmup: list[Sample] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)
+    cli_s: list[float | None] = field(default_factory=list)  # when `run -d` returned
+
+    @property
+    def timed_s(self) -> float:
+        """Seconds inside the timed part of every start (warm-up included)."""
+        return sum(s.value for s in (*self.warmup, *self.samples))
+
+
+def parse_coldstart(raw: str) -> ColdstartLog:
+    """pipeline/sh/coldstart.py's output -> the warm-up and measured starts.
+
+    Raises ToolOutputError on a failed start, a truncated report or an unknown format."""
+    header = _HEADER.search(raw)
+    if header is None:
+        tail = raw.strip()[-400:] or "(no output)"
+        raise ToolOutputError(f"not a coldstart timer report: {tail}")
+    if int(header.group(1)) != FORMAT:
+        raise ToolOutputError(f"coldstart report format {header.group(1)}, expected {FORMAT}")
+    settings = dict(kv.split("=", 1) for kv in header.group(2).split())
+    lines = raw[header.start() :].splitlines()
+    commands = {k: v for k, _, v in (line.partition(" ") for line in lines[1:3])}
+    log = ColdstartLog(settings, commands.get("start-cmd", ""), commands.get("stop-cmd", ""))
+    expected_warmup, expected = int(settings["warmup"]), int(settings["starts"])
+    firsts: dict[bool, int] = {}
+    ended = False
+    for line in lines[3:]:
+        if line.startswith("end "):
+            ended = line.split()[1] == "ok"
+            break
+        match = _START.match(line)
+        if match is None:
+            raise ToolOutputError(f"coldstart line not understood: {line!r}")
+        index, warm, status, rest = match.groups()
+        if status == "failed":
+            raise ToolOutputError(f"coldstart start {index} failed: {rest}")
+        fields = rest.split()
+        extra = dict(f.split("=", 1) for f in fields[1:])
+        ready_ns, at_ns = int(fields[0]), int(extra["at_ns"])
+        warmup = warm == "1"
+        group = log.warmup if warmup else log.samples
+        if int(index) != len(log.warmup) + len(log.samples):
+            raise ToolOutputError(f"coldstart start {index} out of order")
+        first = firsts.setdefault(warmup, at_ns)
+        group.append(Sample("coldstart_s", "s", len(group), ready_ns / 1e9, at_ns - first))
+        cli_ns = int(extra["cli_ns"])
+        log.cli_s.append(cli_ns / 1e9 if cli_ns >= 0 else None)  # native: no run command
+    if not ended:
+        raise ToolOutputError("coldstart report has no `end ok` line: the timer was cut short")
+    if (len(log.warmup), len(log.samples)) != (expected_warmup, expected):
+        raise ToolOutputError(
+            f"coldstart reported {len(log.warmup)} warm-up and {len(log.samples)} measured "
+            f"starts, expected {expected_warmup} and {expected}"
+        )
+    return log
+
+
+class Coldstart(Benchmark):
+    name = "coldstart"
+    tool = "nginx"
+    kind = "scenario"
+    binaries = (NGINX,)
+    port = PORT
+    paths = ("host",)
+    # the issue's "docker" is a plain `docker run`: the default bridge, a published port
+    modes = ("native", "docker-bridge", "podman", "rootless-docker", "rootless-podman")
+    variants = ("nginx",)
+    summary_metric = "coldstart_s"
+    uploads = {CONF: "pipeline/conf/nginx-1k.conf", SCRIPT: "pipeline/sh/coldstart.py"}
+    server_scratch = SCRATCH
+    options = {"starts": 30, "warmup_starts": 2}
+
+    def __init__(self) -> None:
+        # (campaign, host) -> rootful podman's ulimit options and how to describe them
+        self._ulimits: dict[tuple[str, str], tuple[list[str], str]] = {}
+
+    def image_paths(self) -> list[str]:
+        return [NGINX, CONF]  # the timer runs on the host, never in the container
+
+    def version_argv(self) -> list[str]:
+        return ["sh", "-c", f"{NGINX} -v 2>&1"]  # nginx prints its version on stderr
+
+    def server_argv(self, variant: str = "nginx") -> list[str]:
+        return [NGINX, "-e", "stderr", "-c", CONF]
+
+    def format_value(self, value: float) -> str:
+        return f"{value * 1000:.0f} ms"
+
+    def timer_args(self, scenario: Scenario) -> list[str]:
+        """The timer's options common to every mode."""
+        return [
+            "--address", scenario.host.address, "--port", str(PORT),
+            "--starts", str(int(self.options["starts"])),
+            "--warmup", str(int(self.options["warmup_starts"])),
+            "--timeout", f"{TIMEOUT_S:g}", "--interval-ms", f"{INTERVAL_MS:g}",
+            "--name-prefix", scenario.prefix,
+        ]  # fmt: skip
+
+    def container_args(self, scenario: Scenario, cli: list[str], image: str, extra: list[str]):
+        """--start/--stop for an engine: a labelled, detached, published nginx per start."""
+        run = [*cli, "run", "--detach", "--name", "@NAME@", *scenario.labels,
+               "--publish", f"{PORT}:{PORT}/tcp", *extra, image, *self.server_argv()]  # fmt: skip
+        stop = [*cli, "rm", "--force", "@NAME@"]
+        return ["--start", json.dumps(run), "--stop", json.dumps(stop)]
+
+    def measure(self, scenario: Scenario) -> Outcome:
+        ctx, host, engine = scenario.ctx, scenario.host, scenario.engine
+        session = ctx.pool[host.name]
+        notes = {
+            "polled": f"{host.address}:{PORT} from {host.name} itself (the published port at "
+            "the host's address)",
+            "ready": "GET / answered with HTTP/, probed every 1 ms once the run command returned",
+        }
+        args = self.timer_args(scenario)
+        if engine is None:
+            stem = pidfile_stem(ctx, host, f"{self.name}-native")
+            args += ["--start", json.dumps(self.server_argv()), "--pidfile-stem", stem]
+            notes["engine"] = "none (nginx started as a plain process)"
+        else:
+            cli = engine_cli(ctx, host, engine)
+            image = ctx.image(host, engine).tag
+            extra = self._podman_ulimits(scenario, notes) if engine == "podman" else []
+            args += self.container_args(scenario, cli, image, extra)
+            version = session.run([*cli, *ENGINE_VERSION[engine]], timeout=60, check=False)
+            notes["engine"] = engine
+            notes["engine_version"] = version.stdout.strip() or version.stderr.strip()[-200:]
+        command = f"python3 {SCRIPT} {shlex.join(args)}"
+        try:
+            result = session.run(command, timeout=self.session_timeout(), check=False)
+        except RemoteError as exc:
+            raise ToolOutputError(f"coldstart timer on {host.name}: {exc}") from exc
+        finally:
+            self._remove_leftovers(scenario)
+        raw = result.stdout + (f"\n# stderr\n{result.stderr}" if result.stderr.strip() else "")
+        log = parse_coldstart(result.stdout)
+        if result.status != 0:
+            raise ToolOutputError(f"coldstart timer exited {result.status}: {result.stderr[-300:]}")
+        return Outcome(
+            samples=log.samples,
+            warmup=log.warmup,
+            raw=raw,
+            command=f"{host.name}$ {command}",
+            window_s=log.timed_s,
+            notes=notes,
+        )
+
+    def session_timeout(self) -> float:
+        """Seconds the timer may run: a backstop, the timer bounds every start itself (its
+        timeout, the removal, the wait for the port to close)."""
+        starts = int(self.options["starts"]) + int(self.options["warmup_starts"])
+        return 120 + starts * (TIMEOUT_S + 30)
+
+    def _podman_ulimits(self, scenario: Scenario, notes: dict[str, str]) -> list[str]:
+        """Rootful podman's ulimit options here (pipeline/modes/podman.py: runc may refuse
+        podman's raised defaults without CAP_SYS_RESOURCE), probed once per campaign with a
+        `podman run --rm ... nginx -v`."""
+        ctx, host = scenario.ctx, scenario.host
+        key = (ctx.campaign, host.name)
+        if key not in self._ulimits:
+            name = f"{scenario.prefix}-ulimits"
+            self._ulimits[key] = probe_ulimits(ctx, host, name, (NGINX, "-v"))
+        options, notes["ulimits"] = self._ulimits[key]
+        return options
+
+    def _remove_leftovers(self, scenario: Scenario) -> None:
+        """Whatever a failed or interrupted timer left: containers named from the prefix and
+        carrying the campaign label, or native nginx processes from their pidfiles."""
+        ctx, host, engine = scenario.ctx, scenario.host, scenario.engine
+        session = ctx.pool[host.name]
+        if engine is None:
+            stem = pidfile_stem(ctx, host, f"{self.name}-native")
+            found = session.run(f"ls {shlex.quote(stem)}-*.pid 2>/dev/null; true").stdout.split()
+            if found:
+                kill_pidfiles(ctx, host, found)
+            session.run(["rm", "-rf", "--", *SCRATCH], timeout=30)
+            return
+        cli = shlex.join(engine_cli(ctx, host, engine))
+        label = shlex.quote(f"label={LABEL}={ctx.campaign}")
+        name = shlex.quote(f"name={scenario.prefix}-")
+        session.run(
+            f'c=$({cli} ps -aq --filter {label} --filter {name}); [ -z "$c" ] || {cli} rm -f $c',
+            timeout=120,
+        )

@@ -1,0 +1,119 @@
+"""Cold-start analysis on constructed samples with known answers: per-run percentiles, the rank
+interval over runs, pooled percentiles, and the paired overheads (difference, ratio, "+%")."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipeline import coldstart_analysis as ca
+from pipeline import stats
+
+# 20 starts per run: 10 ms .. 200 ms in 10 ms steps, so a run's p50 (inverted CDF: the 10th
+# of 20) is 100 ms and its p95 (the 19th) 190 ms.
+BASE = np.arange(1, 21) * 0.010
+
+
+def _samples(modes: dict, runs: int = 10, env: str = "lab") -> pd.DataFrame:
+    """``modes``: mode -> f(run, base values) -> that run's start times (seconds)."""
+    rows = []
+    for mode, make in modes.items():
+        for run in range(1, runs + 1):
+            for i, v in enumerate(make(run, BASE)):
+                key = {"environment": env, "mode": mode, "run": run, "sample": i}
+                rows.append({**key, "metric": "coldstart_s", "value": float(v), "warmup": False})
+            rows.append({**rows[-1], "value": 99.0, "warmup": True})  # never analysed
+    return pd.DataFrame(rows)
+
+
+def test_per_run_percentiles_are_each_runs_own():
+    # run r is the base shifted by r ms
+    samples = _samples({"native": lambda r, b: b + r / 1000}, runs=3)
+    per_run = ca.per_run_percentiles(samples)
+    p50 = per_run[per_run["q"] == 0.5].set_index("run")["value"]
+    assert p50.to_dict() == pytest.approx({1: 0.101, 2: 0.102, 3: 0.103})
+    p95 = per_run[per_run["q"] == 0.95].set_index("run")["value"]
+    assert p95.to_dict() == pytest.approx({1: 0.191, 2: 0.192, 3: 0.193})
+    assert (per_run["value"] < 1).all()  # the 99 s warm-up starts are left out
+
+
+def test_the_interval_over_runs_is_the_order_statistic_interval_of_per_run_values():
+    # run r's p50 is 100 + r ms: per-run p50s are 101..110 ms
+    samples = _samples({"docker-bridge": lambda r, b: b + r / 1000}, runs=10)
+    table = ca.percentile_table(samples, confidence=0.95)
+    row = table[table["q"] == 0.5].iloc[0]
+    lo_rank, hi_rank, coverage = stats.order_statistic_ranks(10, 0.5, 0.95)
+    assert (lo_rank, hi_rank) == (2, 9)  # n = 10: x_(2) .. x_(9), 97.9 %
+    assert row["value"] == pytest.approx(0.1055)  # median of 101..110 ms
+    assert row["lo"] == pytest.approx(0.100 + lo_rank / 1000)
+    assert row["hi"] == pytest.approx(0.100 + hi_rank / 1000)
+    assert row["coverage"] == pytest.approx(coverage) and bool(row["reached"])
+    assert (row["n_runs"], row["n_starts"]) == (10, 200)
+    # pooled p50 of all 200 starts: the 100th smallest value
+    pooled = np.sort(np.concatenate([BASE + r / 1000 for r in range(1, 11)]))
+    assert row["pooled"] == pytest.approx(pooled[99])
+
+
+def test_too_few_runs_give_the_range_and_say_so():
+    samples = _samples({"native": lambda r, b: b + r / 1000}, runs=3)
+    row = ca.percentile_table(samples, confidence=0.95).iloc[0]
+    assert not row["reached"] and row["coverage"] == pytest.approx(0.75)  # 1 - 2 / 2**3
+    assert (row["lo"], row["hi"]) == pytest.approx((0.101, 0.103))
+
+
+def test_a_mode_slower_by_a_constant_shows_that_difference_exactly():
+    # docker adds exactly 250 ms to every start, on top of a run-to-run wobble both share
+    wobble = {r: (r % 4) / 100 for r in range(1, 11)}
+    samples = _samples({
+        "native": lambda r, b: b + wobble[r],
+        "docker-bridge": lambda r, b: b + wobble[r] + 0.250,
+    })  # fmt: skip
+    out = ca.overheads(samples, n_boot=500, seed=1)
+    assert set(out["mode"]) == {"docker-bridge"} and set(out["baseline"]) == {"native"}
+    for row in out.itertuples():
+        # paired resampling: the shared wobble cancels, every replicate sees the same shift
+        assert row.shift == pytest.approx(0.250)
+        assert (row.lo, row.hi) == pytest.approx((0.250, 0.250))
+        assert row.n_runs == 10
+
+
+def test_rootless_plus_percent_against_its_rootful_engine():
+    rng = np.random.default_rng(3)
+    noise = {r: rng.uniform(0.9, 1.1) for r in range(1, 11)}  # a run's shared slowness
+    samples = _samples({
+        "native": lambda r, b: b * 0.02 * noise[r],
+        "docker-bridge": lambda r, b: b * noise[r],
+        "rootless-docker": lambda r, b: b * 1.20 * noise[r],  # +20 %
+        "podman": lambda r, b: b * noise[r],
+        "rootless-podman": lambda r, b: b * 1.25 * noise[r],  # +25 %
+    })  # fmt: skip
+    out = ca.overheads(samples, n_boot=500, seed=1)
+    rootless = out[out["baseline"] != "native"].set_index(["mode", "q"])
+    assert rootless.loc[("rootless-docker", 0.5), "baseline"] == "docker-bridge"
+    assert rootless.loc[("rootless-podman", 0.5), "baseline"] == "podman"
+    for q in ca.QUANTILES:
+        assert rootless.loc[("rootless-docker", q), "plus_pct"] == pytest.approx(20.0)
+        assert rootless.loc[("rootless-docker", q), "plus_pct_lo"] == pytest.approx(20.0)
+        assert rootless.loc[("rootless-podman", q), "plus_pct_hi"] == pytest.approx(25.0)
+    vs_native = out[out["baseline"] == "native"].set_index(["mode", "q"])
+    assert vs_native.loc[("docker-bridge", 0.5), "ratio"] == pytest.approx(50.0)
+    assert len(vs_native) == 4 * len(ca.QUANTILES)
+
+
+def test_run_to_run_spread_widens_the_overhead_interval():
+    rng = np.random.default_rng(7)
+    extra = {r: rng.uniform(0.1, 0.4) for r in range(1, 11)}  # docker's cost varies by run
+    samples = _samples({
+        "native": lambda r, b: b,
+        "docker-bridge": lambda r, b: b + extra[r],
+    })  # fmt: skip
+    row = ca.overheads(samples, qs=(0.5,), n_boot=2000, seed=1).iloc[0]
+    assert row["lo"] < row["shift"] < row["hi"]
+    assert row["lo"] >= min(extra.values()) - 1e-12 and row["hi"] <= max(extra.values()) + 1e-12
+    assert row["hi"] - row["lo"] > 0.05
+
+
+def test_unmeasured_pairs_are_left_out():
+    samples = _samples({"native": lambda r, b: b, "podman": lambda r, b: b + 0.2}, runs=2)
+    out = ca.overheads(samples, n_boot=100)
+    assert set(zip(out["mode"], out["baseline"], strict=True)) == {("podman", "native")}
+    assert ca.overheads(samples[samples["mode"] == "native"]).empty
