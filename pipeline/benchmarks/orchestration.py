@@ -1,0 +1,422 @@
+"""`orchestration`: how long Docker Swarm takes until every replica accepts TCP connections.
+
+Variants (the 000 article's table, Swarm column): ``create`` (``docker service create``, one
+replica), ``scale-10`` and ``scale-50`` (``docker service scale`` from 1 to 10 / 50 replicas),
+``update-10`` (a rolling update of 10 replicas to a new task definition). A variant's replica
+count above the option ``max_replicas`` runs at the cap: the variant keeps its name (tables
+line up across profiles) and the count actually reached is in the data, as the sample metric
+``orchestration_replicas`` beside every ``orchestration_s``, and in the run's notes.
+
+Each step creates, on the Swarm manager, a labelled attachable overlay network, a labelled
+probe container on it, and services running ``iperf3 -s`` from the tool image (only as a TCP
+server that accepts; the image must exist with the same tag on every Swarm node). The lab's
+kernel has no IPVS, so the Swarm VIP and routing mesh do not work: services use
+``--endpoint-mode dnsrr`` and the probe dials every task address Docker's DNS gives for
+``tasks.<service>``. The probe (pipeline/sh/orchestration_probe.py, shipped to the hosts) runs
+with the host's python3 inside the probe container's network namespace, starts the clock,
+runs the docker command and polls every 10 ms; every wait is bounded (TIMEOUT_S -> failed).
+
+A sample is the seconds from just before the command to the moment the last of the wanted
+replicas accepted a connection; ``repeats`` timed repetitions per step, one sample each:
+
+- create: a fresh service per repetition (removed, and its containers gone, before the next).
+- scale-N: a 1-replica service scaled to N; back to 1 (containers gone) between repetitions.
+- update-N: an N-replica service whose argv changes to a new port at each repetition, with
+  Docker's default update policy unless the options say otherwise (parallelism 1, delay 0 s,
+  stop-first). Only the new tasks listen on the new port, so the probe counts new tasks only,
+  whatever addresses the overlay's IPAM hands out.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+from pipeline.benchmarks.base import Benchmark, Outcome, Sample, Scenario, ToolOutputError
+from pipeline.modes.base import LABEL, ModeUnavailable
+from pipeline.remote import RemoteError
+
+IPERF3 = "/usr/bin/iperf3"
+PROBE = "/tmp/container-overhead/files/orchestration_probe.py"
+PORT = 5201  # the services' first port; update repetition k moves them to PORT + k
+PROBE_PORT = 5200  # the probe container's own idle iperf3 (it only holds the namespace)
+TIMEOUT_S = 120.0  # every wait: a replica count not reached by then fails the step
+INTERVAL_S = 0.01
+FORMAT = 1  # the probe output format this parser reads
+METRIC = "orchestration_s"
+_VARIANT = re.compile(r"^(create|scale|update)(?:-(\d+))?$")
+_LINE = re.compile(r"^(probe|command|accept|done|timeout|command_failed) (\S+)(?: (.*))?$")
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    seconds: float  # until the wanted number of replicas had accepted
+    accepted: int
+    want: int
+    records: int  # addresses the service's DNS name had at the end
+    polls: int
+    accepts: list[tuple[float, str]]  # (seconds, address) in the order they accepted
+
+
+def _fields(text: str) -> dict[str, str]:
+    return dict(part.split("=", 1) for part in text.split() if "=" in part)
+
+
+def parse_probe(raw: str) -> ProbeResult:
+    """The probe's output -> the timed result; ToolOutputError for a timeout, a failed docker
+    command or output that is not the probe's."""
+    header = done = None
+    accepts: list[tuple[float, str]] = []
+    for line in raw.splitlines():
+        match = _LINE.match(line.strip())
+        if not match:
+            continue
+        kind, first, rest = match.group(1), match.group(2), match.group(3) or ""
+        if kind == "probe":
+            if first != str(FORMAT):
+                raise ToolOutputError(f"probe output format {first}, this parser reads {FORMAT}")
+            header = _fields(rest)
+        elif kind == "accept":
+            accepts.append((float(first), rest.strip()))
+        elif kind == "done":
+            done = (float(first), _fields(rest))
+        elif kind == "timeout":
+            f = _fields(rest)
+            raise ToolOutputError(
+                f"only {f.get('accepted')} of {f.get('want')} replicas accepted connections "
+                f"within {float(first):.0f} s ({f.get('records')} DNS records)"
+            )
+        elif kind == "command_failed":
+            raise ToolOutputError(f"docker command failed: {first} {rest}"[:600])
+    if header is None or done is None:
+        raise ToolOutputError(f"no probe result in the output: {raw.strip()[-400:]!r}")
+    seconds, f = done
+    result = ProbeResult(
+        seconds=seconds,
+        accepted=int(f["accepted"]),
+        want=int(f["want"]),
+        records=int(f["records"]),
+        polls=int(f["polls"]),
+        accepts=accepts,
+    )
+    if result.accepted < result.want or not 0 < seconds <= float(header["timeout_s"]) + 1:
+        raise ToolOutputError(f"implausible probe result: {done}")
+    return result
+
+
+def replicas(variant: str, cap: int) -> int:
+    """The replica count a variant aims at under the cap (create: 1)."""
+    match = _VARIANT.match(variant)
+    if not match or (match.group(1) != "create") != bool(match.group(2)):
+        raise ValueError(f"orchestration variant {variant!r} is not create, scale-N or update-N")
+    wanted = int(match.group(2) or 1)
+    return max(1, min(wanted, cap))
+
+
+def placement(text: str) -> str:
+    """`docker service ps --format {{.Node}}` lines -> "node1=4,node2=3,node3=3"."""
+    counts = Counter(line.strip() for line in text.splitlines() if line.strip())
+    return ",".join(f"{node}={n}" for node, n in sorted(counts.items()))
+
+
+class Orchestration(Benchmark):
+    name = "orchestration"
+    tool = "docker swarm"
+    kind = "scenario"
+    modes = ("swarm-overlay",)
+    paths = ("host",)
+    variants = ("create", "scale-10", "scale-50", "update-10")
+    binaries = (IPERF3,)
+    uploads = {PROBE: "pipeline/sh/orchestration_probe.py"}
+    summary_metric = METRIC
+    options = {
+        "max_replicas": 50,  # a variant's replica count above this runs at this
+        "repeats": 3,  # timed repetitions per step
+        "update_parallelism": 1,  # Docker's defaults for a rolling update
+        "update_delay_s": 0.0,
+        "update_order": "stop-first",
+    }
+
+    def __init__(self) -> None:
+        # the Swarm's nodes and their images are checked once per campaign (first step)
+        self._swarm_checked = False
+        self._swarm_version = ""
+
+    def version_argv(self) -> list[str]:
+        return ["docker", "version", "--format", "docker {{.Server.Version}}"]
+
+    def format_value(self, value: float) -> str:
+        return f"{value:.2f} s"
+
+    # -- one step --------------------------------------------------------------------------
+
+    def measure(self, scenario: Scenario) -> Outcome:
+        if scenario.engine != "docker":
+            raise ModeUnavailable(f"orchestration drives Docker Swarm, not {scenario.engine}")
+        cap = int(self.options["max_replicas"])
+        repeats = int(self.options["repeats"])
+        if cap < 1 or repeats < 1:
+            raise ValueError(f"max_replicas and repeats must be >= 1: {self.options}")
+        want = replicas(scenario.variant, cap)
+        step = _Step(self, scenario)
+        try:
+            step.check_swarm()
+            step.setup()
+            kind = scenario.variant.split("-")[0]
+            results = getattr(step, kind)(want, repeats)
+        except RemoteError as exc:
+            raise ToolOutputError(f"swarm step failed: {exc}") from exc
+        finally:
+            step.teardown()
+        samples = []
+        for i, r in enumerate(results):
+            samples.append(Sample(METRIC, "s", i, r.seconds))
+            samples.append(Sample("orchestration_replicas", "count", i, float(r.accepted)))
+        notes = {
+            "max_replicas": str(cap),
+            "replicas": str(want),
+            "capped": str(want < replicas(scenario.variant, 10**6)).lower(),
+            "repeats": str(repeats),
+            "placement": step.placement,
+            "docker_version": step.version,
+            "endpoint_mode": "dnsrr (no IPVS: no VIP, no routing mesh)",
+            "probe_interval_s": f"{INTERVAL_S:g}",
+        }
+        if kind == "update":
+            notes["update"] = step.update_policy
+        return Outcome(
+            samples=samples,
+            raw="\n".join(step.log),
+            command=step.timed_command,
+            window_s=sum(r.seconds for r in results),
+            notes=notes,
+        )
+
+
+class _Step:
+    """The objects of one step and the commands that create, time and remove them."""
+
+    def __init__(self, bench: Orchestration, scenario: Scenario) -> None:
+        self.bench = bench
+        self.s = scenario
+        self.ctx = scenario.ctx
+        self.manager = scenario.host
+        self.session = self.ctx.pool[self.manager.name]
+        self.network = f"{scenario.prefix}-net"
+        self.probe = f"{scenario.prefix}-probe"
+        self.campaign_label = f"{LABEL}={self.ctx.campaign}"
+        self.services: list[str] = []
+        self.log: list[str] = []
+        self.placement = ""
+        self.version = ""
+        self.timed_command = ""
+        self.pid = ""
+        self.t0 = time.monotonic()
+        o = bench.options
+        self.update_args = [
+            "--update-parallelism", str(int(o["update_parallelism"])),
+            "--update-delay", f"{float(o['update_delay_s']):g}s",
+            "--update-order", str(o["update_order"]),
+        ]  # fmt: skip
+        self.update_policy = " ".join(self.update_args)
+
+    # -- plumbing
+
+    def run(self, argv: list[str] | str, timeout: float = 60, check: bool = True):
+        text = argv if isinstance(argv, str) else shlex.join(argv)
+        started = time.monotonic() - self.t0
+        result = self.session.run(text, timeout=timeout, check=check)
+        took = time.monotonic() - self.t0 - started
+        # when and how long, from the controller: where a step's overhead goes
+        self.log.append(
+            f"[{started:.2f} s +{took:.2f} s] $ {text}\n{result.stdout}{result.stderr}".rstrip()
+        )
+        return result
+
+    def check_swarm(self) -> None:
+        """Every Swarm node that can take a task must be an inventory server with the same
+        tool image tag: tasks find their image by tag, locally (no registry)."""
+        if self.bench._swarm_checked:
+            self.version = self.bench._swarm_version
+            return
+        servers = self.ctx.inventory.servers
+        tags = {h.name: self.ctx.image(h).tag for h in servers}
+        if len(set(tags.values())) != 1:
+            raise ModeUnavailable(
+                f"the tool image differs between the Swarm nodes ({tags}): every node needs "
+                f"the same {IPERF3} build"
+            )
+        ids = {
+            self.ctx.pool[h.name]
+            .run(["docker", "info", "--format", "{{.Swarm.NodeID}}"], timeout=30)
+            .stdout.strip()
+            for h in servers
+        }
+        nodes = self.run(
+            ["docker", "node", "ls", "--format", "{{.ID}} {{.Hostname}} {{.Status}} "
+             "{{.Availability}}"]
+        ).stdout.split("\n")  # fmt: skip
+        foreign = [
+            line.split()[1]
+            for line in nodes
+            if line.strip() and line.split()[0] not in ids and line.endswith("Ready Active")
+        ]
+        if foreign:
+            raise ModeUnavailable(
+                f"Swarm node(s) {foreign} take tasks but are not inventory servers, so their "
+                "tool image cannot be built or checked"
+            )
+        self.version = self.run(["docker", "version", "--format", "{{.Server.Version}}"])
+        self.version = self.version.stdout.strip()
+        self.bench._swarm_checked = True
+        self.bench._swarm_version = self.version
+
+    def setup(self) -> None:
+        self.image = self.ctx.image(self.manager).tag
+        labels = list(self.s.labels)
+        self.run(["docker", "network", "create", "--driver", "overlay", "--attachable",
+                  *labels, self.network], timeout=120)  # fmt: skip
+        self.run(["docker", "run", "--detach", "--name", self.probe, *labels,
+                  "--network", self.network, self.image, IPERF3, "-s", "-p", str(PROBE_PORT)],
+                 timeout=120)  # fmt: skip
+        self.pid = self.run(["docker", "inspect", "--format", "{{.State.Pid}}", self.probe])
+        self.pid = self.pid.stdout.strip()
+        if not self.pid.isdigit() or self.pid == "0":
+            raise ToolOutputError(f"probe container {self.probe} is not running")
+
+    def service_create(self, name: str, count: int, port: int) -> list[str]:
+        self.services.append(name)
+        container_labels = ["--container-label", self.campaign_label]
+        return [
+            "docker", "service", "create", "--detach", "--no-resolve-image", "--name", name,
+            "--endpoint-mode", "dnsrr", "--network", self.network, "--replicas", str(count),
+            *self.update_args, *self.s.labels, *container_labels,
+            self.image, IPERF3, "-s", "-p", str(port),
+        ]  # fmt: skip
+
+    def probe_run(
+        self, name: str, want: int, port: int, command: list[str], mode: str = "accept"
+    ) -> ProbeResult:
+        """Run the probe on the manager in the probe container's network namespace."""
+        argv = [
+            "nsenter", f"--net=/proc/{self.pid}/ns/net", "python3", PROBE, "--mode", mode,
+            "--name", f"tasks.{name}", "--port", str(port), "--want", str(want),
+            "--timeout", f"{TIMEOUT_S:g}", "--interval", f"{INTERVAL_S:g}",
+        ]  # fmt: skip
+        if command:
+            argv += ["--", *command]
+        text = shlex.join(argv)
+        result = self.run(text, timeout=TIMEOUT_S + 60, check=False)
+        if command and mode == "accept":
+            self.timed_command = f"{self.manager.name}$ {text}"
+        return parse_probe(result.stdout)
+
+    def containers(self, name: str) -> int:
+        """The service's containers on every node, whatever their state."""
+        total = 0
+        for host in self.ctx.inventory.servers:
+            out = self.ctx.pool[host.name].run(
+                ["docker", "ps", "-aq", "--filter", f"label=com.docker.swarm.service.name={name}"],
+                timeout=30,
+            )
+            total += len(out.stdout.split())
+        return total
+
+    def wait_containers(self, name: str, count: int) -> None:
+        started = time.monotonic()
+        while (have := self.containers(name)) != count:
+            if time.monotonic() > started + TIMEOUT_S:
+                raise ToolOutputError(
+                    f"{name} still has {have} containers, not {count}, after {TIMEOUT_S:.0f} s"
+                )
+            time.sleep(0.3)
+        waited = time.monotonic() - started
+        self.log.append(f"[{started - self.t0:.2f} s +{waited:.2f} s] {count} containers of {name}")
+
+    def remove_service(self, name: str) -> None:
+        self.run(["docker", "service", "rm", name], check=False)
+        self.wait_containers(name, 0)
+        if name in self.services:
+            self.services.remove(name)
+
+    def record_placement(self, name: str) -> None:
+        out = self.run(["docker", "service", "ps", name, "--filter", "desired-state=running",
+                        "--format", "{{.Node}}"])  # fmt: skip
+        self.placement = placement(out.stdout)
+
+    # -- the variants
+
+    def create(self, want: int, repeats: int) -> list[ProbeResult]:
+        results = []
+        for rep in range(1, repeats + 1):
+            name = f"{self.s.prefix}-c{rep}"
+            results.append(self.probe_run(name, want, PORT, self.service_create(name, 1, PORT)))
+            self.record_placement(name)
+            self.remove_service(name)
+        return results
+
+    def scale(self, want: int, repeats: int) -> list[ProbeResult]:
+        name = f"{self.s.prefix}-s"
+        self.probe_run(name, 1, PORT, self.service_create(name, 1, PORT))
+        results = []
+        for rep in range(1, repeats + 1):
+            scale = ["docker", "service", "scale", "--detach", f"{name}={want}"]
+            results.append(self.probe_run(name, want, PORT, scale))
+            self.record_placement(name)
+            if rep < repeats:  # back to one replica, the others' containers gone
+                self.run(["docker", "service", "scale", "--detach", f"{name}=1"])
+                self.wait_containers(name, 1)
+                self.probe_run(name, 1, PORT, [], mode="settle")
+        return results
+
+    def update(self, want: int, repeats: int) -> list[ProbeResult]:
+        name = f"{self.s.prefix}-u"
+        self.probe_run(name, want, PORT, self.service_create(name, want, PORT))
+        results = []
+        for rep in range(1, repeats + 1):
+            port = PORT + rep  # only the new task set listens here
+            update = ["docker", "service", "update", "--detach", "--no-resolve-image",
+                      "--args", shlex.join([IPERF3, "-s", "-p", str(port)]), name]  # fmt: skip
+            results.append(self.probe_run(name, want, port, update))
+            self.record_placement(name)
+            # the old tasks out of the service's DNS name before the next repetition
+            self.probe_run(name, want, port, [], mode="settle")
+        return results
+
+    def teardown(self) -> None:
+        """Remove what the step made, also after a failure; the campaign's cleanup_host finds
+        anything this misses by the campaign label."""
+        problems = []
+        for name in list(self.services):
+            try:
+                self.remove_service(name)
+            except (RemoteError, ToolOutputError) as exc:
+                problems.append(str(exc))
+        self.run(["docker", "rm", "--force", self.probe], check=False)
+        deadline = time.monotonic() + 60
+        # an overlay network keeps its task endpoints a moment after the containers are gone
+        while self.run(["docker", "network", "rm", self.network], check=False).status != 0:
+            gone = self.session.run(["docker", "network", "inspect", self.network], check=False)
+            if gone.status != 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        self.wait_network_gone()
+        if problems:
+            self.log.append("teardown: " + "; ".join(problems))
+
+    def wait_network_gone(self) -> None:
+        """Workers drop their copy of the overlay a moment after the manager removes it."""
+        deadline = time.monotonic() + 30
+        for host in self.ctx.inventory.servers:
+            while time.monotonic() < deadline:
+                out = self.ctx.pool[host.name].run(
+                    ["docker", "network", "ls", "-q", "--filter", f"name={self.network}"],
+                    timeout=30,
+                    check=False,
+                )
+                if not out.stdout.strip():
+                    break
+                time.sleep(0.3)

@@ -1,0 +1,68 @@
+"""Orchestration summary: the median and its order-statistic interval over all repetitions of
+all ok runs, the replica count reached and the cap, failed runs kept with their reason."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from pipeline.orchestration_analysis import summarise
+
+
+def _tables():
+    samples, runs = [], []
+    times = {
+        "scale-10": [[2.0, 2.4, 2.2], [2.6, 2.1, 2.3], [2.5, 2.7, 2.8]],  # 9 values, median 2.4
+        "update-10": [[40.0, 41.0, 42.0], None, [43.0, 44.0, 45.0]],  # run 2 failed
+    }
+    for variant, per_run in times.items():
+        for run, values in enumerate(per_run, start=1):
+            status = "ok" if values else "failed"
+            runs.append(
+                {
+                    "environment": "lab",
+                    "mode": "swarm-overlay",
+                    "variant": variant,
+                    "run": run,
+                    "status": status,
+                    "reason": "" if values else "only 7 of 10 replicas accepted",
+                    "notes": json.dumps({"max_replicas": "20"}) if values else None,
+                }
+            )
+            for i, v in enumerate(values or []):
+                for metric, value in (("orchestration_s", v), ("orchestration_replicas", 10.0)):
+                    samples.append(
+                        {
+                            "environment": "lab",
+                            "mode": "swarm-overlay",
+                            "variant": variant,
+                            "run": run,
+                            "sample": i,
+                            "metric": metric,
+                            "value": value,
+                            "warmup": False,
+                        }
+                    )
+    # a stray warm-up sample must not count
+    samples.append({**samples[0], "value": 99.0, "warmup": True})
+    return pd.DataFrame(samples), pd.DataFrame(runs)
+
+
+def test_median_and_rank_interval_over_repetitions_and_runs():
+    table = summarise(*_tables()).set_index("variant")
+    scale = table.loc["scale-10"]
+    assert (scale.n, scale.n_runs, scale.replicas, scale.max_replicas) == (9, 3, "10", "20")
+    assert scale.median_s == 2.4
+    # n = 9 at 95%: ranks 2 and 8 (coverage 0.961) -> 2.1 and 2.7 of the sorted values
+    assert (scale.lo_s, scale.hi_s) == (2.1, 2.7)
+    assert scale.coverage == pytest.approx(0.9609375) and scale.reached
+    assert scale.not_ok == 0 and scale.reason == ""
+
+
+def test_failed_run_is_left_out_and_named():
+    update = summarise(*_tables()).set_index("variant").loc["update-10"]
+    assert (update.n, update.n_runs, update.median_s) == (6, 2, 42.5)
+    # six values: only the range covers 95% (1 - 2/64 = 0.96875)
+    assert (update.lo_s, update.hi_s) == (40.0, 45.0) and update.reached
+    assert update.coverage == pytest.approx(0.96875)
+    assert update.not_ok == 1 and "run 2 failed: only 7 of 10" in update.reason

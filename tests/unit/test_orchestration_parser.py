@@ -1,0 +1,119 @@
+"""The orchestration probe's output (captured verbatim on the lab from
+pipeline/sh/orchestration_probe.py) parsed into timed results; timeouts and failed docker
+commands are failures, not numbers."""
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from pipeline.benchmarks import BENCHMARKS, ToolOutputError
+from pipeline.benchmarks.orchestration import parse_probe, placement, replicas
+from pipeline.sh import orchestration_probe as probe
+
+DATA = Path(__file__).parent / "data"
+
+
+def _raw(name: str) -> str:
+    return (DATA / f"orchestration-{name}.txt").read_text()
+
+
+def test_create_is_the_time_until_the_one_replica_accepts():
+    r = parse_probe(_raw("create"))
+    assert (r.seconds, r.accepted, r.want, r.records) == (2.3522, 1, 1, 1)
+    assert r.accepts == [(2.3522, "10.201.2.60")]
+    # the probe polled about every 10 ms while the name did not resolve yet
+    assert 0.008 < r.seconds / r.polls < 0.03
+
+
+def test_scale_counts_the_running_replica_and_ends_at_the_tenth():
+    r = parse_probe(_raw("scale-10"))
+    assert r.accepted == r.want == r.records == 10
+    assert r.seconds == 3.2574 == max(t for t, _ in r.accepts)
+    assert r.accepts[0] == (0.009, "10.201.2.60")  # the replica before the scale
+    assert len({a for _, a in r.accepts}) == 10
+
+
+def test_rolling_update_counts_the_new_tasks_one_after_another():
+    r = parse_probe(_raw("update-10"))
+    assert r.accepted == r.want == 10
+    times = [t for t, _ in r.accepts]
+    assert times == sorted(times) and r.seconds == times[-1]
+    # parallelism 1, stop-first: replicas come up one at a time, never all at once
+    assert min(b - a for a, b in zip(times, times[1:], strict=False)) > 0.1
+    assert r.seconds > 10 * min(b - a for a, b in zip(times, times[1:], strict=False))
+
+
+def test_settle_output_parses():
+    r = parse_probe(_raw("settle"))
+    assert (r.accepted, r.want, r.records, r.polls) == (1, 1, 1, 1)
+
+
+def test_timeout_is_a_failure_naming_the_counts():
+    with pytest.raises(ToolOutputError, match="only 10 of 12 replicas .* within 2 s"):
+        parse_probe(_raw("timeout"))
+
+
+def test_failed_docker_command_is_a_failure_with_its_error():
+    with pytest.raises(ToolOutputError, match="service dev-orchestration-nosuch not found"):
+        parse_probe(_raw("command-failed"))
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "",
+        "done 1.0 accepted=1 want=1 records=1 polls=3\n",  # no header: not the probe's output
+        _raw("create").replace("probe 1 ", "probe 2 "),  # another output format
+        _raw("create").replace("accepted=1 want=1", "accepted=0 want=1"),
+    ],
+)
+def test_output_that_is_not_a_result_is_rejected(raw):
+    with pytest.raises(ToolOutputError):
+        parse_probe(raw)
+
+
+def test_variants_run_at_the_cap():
+    assert replicas("create", 5) == 1
+    assert replicas("scale-10", 50) == 10
+    assert replicas("scale-50", 20) == 20
+    assert replicas("update-10", 3) == 3
+    for bad in ("scale", "create-3", "rollback-10"):
+        with pytest.raises(ValueError):
+            replicas(bad, 10)
+
+
+def test_placement_counts_tasks_per_node():
+    assert placement("node2\nnode1\nnode2\n\nnode3\n") == "node1=1,node2=2,node3=1"
+
+
+def test_benchmark_contract():
+    bench = BENCHMARKS["orchestration"]()
+    assert bench.kind == "scenario" and bench.modes == ("swarm-overlay",)
+    assert bench.variants == ("create", "scale-10", "scale-50", "update-10")
+    assert bench.uploads and all(p in bench.image_paths() for p in bench.uploads)
+    bench.configure({"max_replicas": 5, "repeats": 1})
+    assert bench.options["max_replicas"] == 5 and bench.options["update_order"] == "stop-first"
+    with pytest.raises(ValueError):
+        bench.configure({"replicas": 5})
+
+
+def test_dns_answer_with_fifty_addresses_is_read_whole():
+    """Docker answers tasks.<service> with one A record per task; 50 need EDNS0's 4096 bytes."""
+    qid = 4242
+    query = probe.dns_query("tasks.svc", qid)
+    assert query[-11:-8] == b"\x00\x00\x29" and struct.unpack(">H", query[-8:-6]) == (4096,)
+    question = query[12:-11]
+    answers = b"".join(
+        b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 600, 4) + bytes([10, 0, 1, i])
+        for i in range(2, 52)
+    )
+    reply = struct.pack(">HHHHHH", qid, 0x8180, 1, 50, 0, 0) + question + answers
+    assert len(reply) > 512
+    found = probe.parse_a_records(reply, qid)
+    assert found == [f"10.0.1.{i}" for i in range(2, 52)]
+    assert probe.parse_a_records(reply, qid + 1) is None  # another query's answer
+    truncated = struct.pack(">HHHHHH", qid, 0x8380, 1, 0, 0, 0) + question
+    assert probe.parse_a_records(truncated, qid) is None
+    nxdomain = struct.pack(">HHHHHH", qid, 0x8183, 1, 0, 0, 0) + question
+    assert probe.parse_a_records(nxdomain, qid) == []
