@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # inside the containers built from them).
 APT_PACKAGES := docker.io iperf3 sockperf nginx openssh-server openssh-client iproute2 \
 	iptables kmod procps psmisc util-linux iputils-ping python3-venv ca-certificates golang-go \
-	podman slirp4netns passt rootlesskit uidmap fuse-overlayfs sysbench
+	podman slirp4netns passt rootlesskit uidmap fuse-overlayfs sysbench fio wrk haproxy curl
 
 .PHONY: setup demo test test-unit test-lab lint lab-up lab-down lab-status jupyter clean-data bench
 
@@ -21,6 +21,10 @@ setup: .make/apt.stamp .make/venv.stamp .make/bin/co-loadgen ## install everythi
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	    --no-install-recommends $$missing >/dev/null; \
 	fi
+	@# haproxy runs only inside the lb benchmark's containers: the packaged service must not run
+	@if command -v systemctl >/dev/null && systemctl is-enabled --quiet haproxy 2>/dev/null; then \
+	  systemctl disable --now haproxy >/dev/null 2>&1 || systemctl disable haproxy >/dev/null; \
+	fi; if [ -f /run/haproxy.pid ]; then kill "$$(cat /run/haproxy.pid)" 2>/dev/null || true; fi
 	@mkdir -p .make && touch $@
 
 .make/venv.stamp: pyproject.toml

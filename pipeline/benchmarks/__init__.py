@@ -8,10 +8,15 @@ from pipeline.benchmarks.base import (
     ToolOutputError,
     Window,
 )
+from pipeline.benchmarks.coldstart import Coldstart
 from pipeline.benchmarks.cpu import Cpu
+from pipeline.benchmarks.disk import Disk
+from pipeline.benchmarks.footprint import Density, Footprint
 from pipeline.benchmarks.http import Http
 from pipeline.benchmarks.latency import Latency
+from pipeline.benchmarks.lb import Lb
 from pipeline.benchmarks.memory import Memory
+from pipeline.benchmarks.orchestration import Orchestration
 from pipeline.benchmarks.throughput import Throughput
 
 BENCHMARKS: dict[str, type[Benchmark]] = {
@@ -20,6 +25,12 @@ BENCHMARKS: dict[str, type[Benchmark]] = {
     "latency": Latency,
     "cpu": Cpu,
     "memory": Memory,
+    "disk": Disk,
+    "coldstart": Coldstart,
+    "orchestration": Orchestration,
+    "footprint": Footprint,
+    "density": Density,
+    "lb": Lb,
 }
 
 __all__ = [

@@ -11,6 +11,13 @@ from pipeline.modes.pasta import Pasta
 from pipeline.modes.podman import Podman
 from pipeline.modes.rootless_docker import RootlessDocker
 from pipeline.modes.rootless_podman import RootlessPodman
+from pipeline.modes.storage import (
+    DockerBind,
+    DockerOverlay2,
+    DockerVolume,
+    PodmanFuseOverlayfs,
+    RootlessDockerLayer,
+)
 from pipeline.modes.swarm_ingress import SwarmIngress
 from pipeline.modes.swarm_overlay import SwarmOverlay
 from pipeline.modes.swarm_overlay_mtu import SwarmOverlayMtu
@@ -31,7 +38,14 @@ MODES: dict[str, Mode] = {
         RootlessDocker(),
         RootlessPodman(),
         Pasta(),
+        DockerOverlay2(),
+        DockerBind(),
+        DockerVolume(),
+        RootlessDockerLayer(),
+        PodmanFuseOverlayfs(),
     )
 }
+# Modes a network benchmark can plan (the storage modes serve host benchmarks only).
+NETWORK_MODES = [name for name, mode in MODES.items() if set(mode.paths) - {"host"}]
 
-__all__ = ["MODES", "Context", "Deployment", "Mode", "ModeUnavailable", "Workload"]
+__all__ = ["MODES", "NETWORK_MODES", "Context", "Deployment", "Mode", "ModeUnavailable", "Workload"]

@@ -24,7 +24,15 @@ from pipeline.remote import Pool, RemoteError
 
 LABEL = "org.container-overhead.campaign"
 PID_DIR = "/tmp/container-overhead"
-ENGINES = ("docker", "podman", "rootless-docker", "rootless-podman")
+# Test files benchmarks write on a host (disk's directory, bind-mount sources): every campaign
+# empties it at its start and end, so a crash leaves nothing there for long.
+SCRATCH_DIR = "/var/tmp/container-overhead"
+# Rootful podman with a store of its own whose overlay layers are mounted by fuse-overlayfs
+# (overlay.mount_program), so the default store (the podman mode's) is left as it is.
+FUSE_STORE = "/var/lib/container-overhead-fuse/storage"
+FUSE_RUNROOT = "/run/container-overhead-fuse"
+FUSE_OVERLAYFS = "/usr/bin/fuse-overlayfs"
+ENGINES = ("docker", "podman", "rootless-docker", "rootless-podman", "podman-fuse-overlayfs")
 USER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -171,7 +179,17 @@ def engine_cli(ctx: Context, host: Host, engine: str) -> list[str]:
         return ["docker", "-H", f"unix://{ctx.rootless_user(host).docker_socket}"]
     if engine == "rootless-podman":
         return ctx.rootless_user(host).command(["podman"])
+    if engine == "podman-fuse-overlayfs":
+        return fuse_podman_cli()
     raise ValueError(f"unknown engine {engine!r}; known: {ENGINES}")
+
+
+def fuse_podman_cli() -> list[str]:
+    """Rootful podman on its fuse-overlayfs store (no argument may contain a space: the tool
+    image builder splits the command line on spaces)."""
+    return ["podman", "--root", FUSE_STORE, "--runroot", FUSE_RUNROOT,
+            "--storage-driver", "overlay",
+            "--storage-opt", f"overlay.mount_program={FUSE_OVERLAYFS}"]  # fmt: skip
 
 
 def engine_run(
@@ -411,14 +429,17 @@ def cleanup_host(ctx: Context, host: Host) -> str:
         [
             _kill_pidfiles(f"{PID_DIR}/*/{shlex.quote(host.name)}-*.pid"),
             f"rmdir {PID_DIR}/*/ 2>/dev/null",  # campaign directories left empty
+            f"rm -rf -- {SCRATCH_DIR}/* 2>/dev/null",  # benchmarks' test files (disk)
             "if docker info >/dev/null 2>&1; then",
             f'  c=$(docker ps -aq --filter {label}); [ -z "$c" ] || docker rm -f $c >/dev/null',
             f"  s=$(docker service ls -q --filter {label} 2>/dev/null); "
             '[ -z "$s" ] || docker service rm $s >/dev/null',
             f"  n=$(docker network ls -q --filter {label})",
             '  [ -z "$n" ] || docker network rm $n >/dev/null',
+            f"  v=$(docker volume ls -q --filter {label})",
+            '  [ -z "$v" ] || docker volume rm -f $v >/dev/null',
             "  echo containers=$(echo $c | wc -w) services=$(echo $s | wc -w)"
-            " networks=$(echo $n | wc -w)",
+            " networks=$(echo $n | wc -w) volumes=$(echo $v | wc -w)",
             "fi",
             *[_engine_cleanup(cli, guard, name) for name, cli, guard in _other_engines(ctx, host)],
         ]
@@ -435,6 +456,9 @@ def _other_engines(ctx: Context, host: Host) -> list[tuple[str, str, str]]:
         # Only the first server: in the lab all nodes share one rootful store (one file system).
         guard = "command -v podman >/dev/null 2>&1 && [ -d /var/lib/containers/storage ]"
         found.append(("podman", "podman", guard))
+        fuse = shlex.join(engine_cli(ctx, host, "podman-fuse-overlayfs"))
+        guard = f"command -v podman >/dev/null 2>&1 && [ -d {FUSE_STORE} ]"
+        found.append(("podman-fuse-overlayfs", fuse, guard))
     if host.rootless is not None and rootless_problem(ctx, host) is None:
         user = ctx.users[host.name]
         docker = shlex.join(engine_cli(ctx, host, "rootless-docker"))
@@ -453,25 +477,31 @@ def _engine_cleanup(cli: str, guard: str, engine: str) -> str:
             f'[ -z "$c" ] || {cli} rm -f $c >/dev/null 2>&1',
             f"  n=$({cli} network ls -q --filter {label} 2>/dev/null); "
             f'[ -z "$n" ] || {cli} network rm $n >/dev/null 2>&1',
-            f"  echo {engine}: containers=$(echo $c | wc -w) networks=$(echo $n | wc -w)",
+            f"  v=$({cli} volume ls -q --filter {label} 2>/dev/null); "
+            f'[ -z "$v" ] || {cli} volume rm -f $v >/dev/null 2>&1',
+            f"  echo {engine}: containers=$(echo $c | wc -w) networks=$(echo $n | wc -w)"
+            " volumes=$(echo $v | wc -w)",
             "fi",
         ]
     )
 
 
 def leftovers(ctx: Context, host: Host) -> list[str]:
-    """Labelled objects and pidfiles still on a host (empty when clean)."""
+    """Labelled objects, pidfiles and test files still on a host (empty when clean)."""
     label = shlex.quote(f"label={LABEL}")
     script = (
         f"ls {PID_DIR}/*/{shlex.quote(host.name)}-*.pid 2>/dev/null; "
+        f"ls -d {SCRATCH_DIR}/* 2>/dev/null; "
         "if docker info >/dev/null 2>&1; then "
         f"docker ps -aq --filter {label}; docker network ls -q --filter {label}; "
+        f"docker volume ls -q --filter {label}; "
         f"docker service ls -q --filter {label} 2>/dev/null; fi; "
     )
     for engine, cli, guard in _other_engines(ctx, host):
         script += (
             f"if {guard}; then for i in $({cli} ps -aq --filter {label} 2>/dev/null) "
-            f"$({cli} network ls -q --filter {label} 2>/dev/null); do echo {engine}:$i; done; fi; "
+            f"$({cli} network ls -q --filter {label} 2>/dev/null) "
+            f"$({cli} volume ls -q --filter {label} 2>/dev/null); do echo {engine}:$i; done; fi; "
         )
     return ctx.pool[host.name].run(script + "true", timeout=60).stdout.split()
 

@@ -14,4 +14,11 @@ class Native(Mode):
 
     def foreground(self, ctx: Context, workload: Workload) -> Deployment:
         host = server_host(ctx)
-        return Deployment(server=host, address=host.address, stop=lambda: None, client=host)
+        if not workload.scratch:
+            return Deployment(server=host, address=host.address, stop=lambda: None, client=host)
+        # Files the tool leaves on the host (disk's test directory) go before and after, as
+        # for a server started by start().
+        remove = ["rm", "-rf", "--", *workload.scratch]
+        ctx.pool[host.name].run(remove, timeout=60)
+        stop = lambda: ctx.pool[host.name].run(remove, timeout=60)  # noqa: E731
+        return Deployment(server=host, address=host.address, stop=stop, client=host)

@@ -10,7 +10,7 @@ from pipeline import hostfacts, images
 from pipeline.benchmarks.base import Window
 from pipeline.benchmarks.throughput import Throughput
 from pipeline.campaign import Dataset, Profile, Step, campaign_id, duty_cycle, plan, schedule
-from pipeline.modes import MODES
+from pipeline.modes import MODES, NETWORK_MODES
 
 
 def test_plan_has_a_native_baseline_on_every_path_it_uses():
@@ -19,7 +19,7 @@ def test_plan_has_a_native_baseline_on_every_path_it_uses():
     assert ("docker-proxy", "local", "tcp") in pairs
     assert ("docker-proxy", "dc", "tcp") not in pairs
     assert len(pairs) == len(set(pairs))
-    assert {m for m, _, _ in pairs} == set(MODES)
+    assert {m for m, _, _ in pairs} == set(NETWORK_MODES)  # not the host-only storage modes
 
 
 def test_plan_restricted_to_paths_drops_modes_without_them():
