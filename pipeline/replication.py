@@ -291,6 +291,12 @@ SOURCES: dict[str, Source] = {
         n_runs="ratio_n_runs",
         defaults={"path": "host", "statistic": "median"},
     ),
+    "disk": Source(
+        files={"*": "disk_summary"},
+        ratio=_THROUGHPUT_RATIO,
+        n_runs="ratio_n_runs",
+        defaults={"path": "host", "statistic": "median"},
+    ),
 }
 CELL = ["environment", "mode", "path", "variant"]
 
