@@ -1,0 +1,557 @@
+"""`lb`: requests per second and latency as replicas grow behind a load balancer (003 article).
+
+Variants are `<balancer>-r<replicas>` (the replica counts come from the ``replicas`` option):
+
+- `direct-r1`: one nginx replica as a plain container on the first server's default bridge,
+  dialled at its bridge address: the baseline without any balancer.
+- `haproxy-rN`, `nginx-rN`: N replicas as a Swarm service on a fresh attachable overlay
+  (spread over the nodes by the scheduler; placement recorded), and HAProxy 2.6 or nginx as one
+  container on the first server, on its default bridge (dialled there, like `direct`) and on the
+  overlay. Its config (pipeline/conf/haproxy-lb.cfg, nginx-lb.conf) lists the tasks' overlay
+  addresses read from the Docker API, and is copied into the container (`docker cp` of a tar
+  on stdin, so no file is left on a host). Same policy for both: one worker/thread, keep-alive
+  on both sides, per-request round robin, no health checks, no retries.
+- `dnsrr-rN`: the service with `--endpoint-mode dnsrr`: there is no balancer, Docker's DNS
+  answers the service name with every task's address and clients pick. So the client must sit
+  inside the overlay: wrk runs in a container of the tool image on the first server, attached
+  to the overlay (the lab's dc client has no container engine, and overlay addresses are not
+  routed to it). Its script (pipeline/conf/lb-wrk.lua) resolves the name once and gives
+  connection i address i mod N: client-side round robin over the DNS answer. The client's
+  location differs from the other variants (recorded in the notes).
+- `vip-rN`: the Swarm VIP and routing mesh, as the article measured it: the service published
+  in ingress mode, dialled at the first server's address from the dc client. Both need IPVS in
+  the kernel; without it the step is skipped with that reason (this machine kind has none).
+
+Load: wrk (closed loop) from the dc client, `connections` connections, one per thread, for the
+profile's window after a warm-up run of its warm-up window. wrk gives the saturation rate, the
+article's metric (it used `ab -c 20 -k`); the open-loop co-loadgen of the `http` benchmark
+measures latency at a fixed rate and cannot find the maximum rate. wrk's latencies are those of
+a saturated closed loop (queueing included, coordinated omission): they compare variants at
+their own maximum rate, not service times at a fixed load.
+
+Samples per window: `lb_requests_per_s` (2xx responses per second of the wrk run),
+`lb_errors` (connect/read/write/timeout errors and non-2xx responses: a balancer whose replica
+is unreachable answers 502/503, and those count here, not in the rate), `lb_latency_us` at
+the percentiles wrk reports (sample = the percentile x 10: 500, 900, 990, 999).
+
+Everything runs on 2 shared cores in the lab: more replicas add no CPU, so the lab measures
+what each balancer costs per request, not how a cluster of machines scales.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shlex
+import tarfile
+import time
+from dataclasses import dataclass, field
+from importlib.resources import files
+from typing import Any
+
+from pipeline.benchmarks.base import Benchmark, Outcome, Sample, Scenario, ToolOutputError, Window
+from pipeline.modes.base import ModeUnavailable, missing_tool
+
+PORT = 8080  # the replicas' (nginx-1k.conf), the balancers' and the published port
+FILES = "/tmp/container-overhead/files"
+BACKEND_CONF = f"{FILES}/nginx-1k.conf"
+WRK_SCRIPT = f"{FILES}/lb-wrk.lua"
+NGINX = "/usr/sbin/nginx"
+HAPROXY = "/usr/sbin/haproxy"
+WRK = "/usr/bin/wrk"
+BALANCERS = ("direct", "haproxy", "nginx", "dnsrr", "vip")
+BODY_BYTES = 1024
+WRK_TIMEOUT = "2s"  # a response slower than this counts as a timeout error
+READY_TIMEOUT_S = 60.0  # tasks running, balancer answering, DNS complete
+CONF_DIR = "/tmp/co-lb"  # inside the balancer container only
+WRK_LINE = "co-lb-wrk "
+WRK_FORMAT = 1
+PERCENTILES = ("50", "90", "99", "99.9")
+IPVS_PROBE = (
+    "if [ -e /proc/net/ip_vs ]; then echo yes; "
+    "elif (zcat /proc/config.gz 2>/dev/null || cat /boot/config-$(uname -r) 2>/dev/null) "
+    "| grep -q '^CONFIG_IP_VS=[ym]'; then echo yes; else echo no; fi"
+)
+
+
+# ---- variants and options ----------------------------------------------------------------
+
+
+def parse_replicas(value: Any) -> tuple[int, ...]:
+    """ "1,2,4" or [1, 2, 4] -> (1, 2, 4); each count 1..64, no repeats."""
+    items = value.split(",") if isinstance(value, str) else list(value)
+    try:
+        counts = tuple(int(str(i).strip()) for i in items)
+    except ValueError:
+        raise ValueError(f"lb replicas must be integers like '1,2,4', got {value!r}") from None
+    if not counts or any(not 1 <= n <= 64 for n in counts) or len(set(counts)) != len(counts):
+        raise ValueError(f"lb replicas must be distinct counts 1..64, got {value!r}")
+    return counts
+
+
+def variant_names(replicas: tuple[int, ...]) -> tuple[str, ...]:
+    balanced = [f"{b}-r{n}" for b in BALANCERS[1:] for n in replicas]
+    return ("direct-r1", *balanced)
+
+
+def parse_variant(variant: str) -> tuple[str, int]:
+    match = re.fullmatch(r"([a-z]+)-r(\d+)", variant)
+    if not match or match.group(1) not in BALANCERS:
+        raise ValueError(f"lb variant must be <{'|'.join(BALANCERS)}>-r<N>, got {variant!r}")
+    return match.group(1), int(match.group(2))
+
+
+# ---- balancer configs --------------------------------------------------------------------
+
+
+def render_config(balancer: str, addresses: list[str]) -> str:
+    """The balancer's config with one server line per replica address."""
+    if balancer == "haproxy":
+        template = "haproxy-lb.cfg"
+        lines = [f"server r{i} {a}:{PORT}" for i, a in enumerate(addresses, 1)]
+    elif balancer == "nginx":
+        template = "nginx-lb.conf"
+        lines = [f"server {a}:{PORT} max_fails=0;" for a in addresses]
+    else:
+        raise ValueError(f"no config for balancer {balancer!r}")
+    if not addresses:
+        raise ValueError("a balancer needs at least one replica address")
+    text = files("pipeline.conf").joinpath(template).read_text()
+    markers = re.findall(r"^([ \t]*)@SERVERS@[ \t]*$", text, re.M)
+    if len(markers) != 1:
+        raise ValueError(f"{template} must hold exactly one @SERVERS@ line")
+    block = "\n".join(markers[0] + line for line in lines)
+    return re.sub(r"^[ \t]*@SERVERS@[ \t]*$", lambda _: block, text, flags=re.M)
+
+
+def config_tar(name: str, text: str) -> bytes:
+    """A tar holding ``co-lb/<name>`` for `docker cp - CONTAINER:/tmp`."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        folder = tarfile.TarInfo(CONF_DIR.rsplit("/", 1)[1])
+        folder.type, folder.mode = tarfile.DIRTYPE, 0o755
+        tar.addfile(folder)
+        data = text.encode()
+        info = tarfile.TarInfo(f"{folder.name}/{name}")
+        info.size, info.mode = len(data), 0o644
+        tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+# ---- wrk ---------------------------------------------------------------------------------
+
+
+def wrk_argv(url: str, seconds: float, connections: int) -> list[str]:
+    return [
+        WRK,
+        "--threads", str(connections),
+        "--connections", str(connections),
+        "--duration", f"{max(1, round(seconds))}s",
+        "--timeout", WRK_TIMEOUT,
+        "--latency",
+        "--script", WRK_SCRIPT,
+        url,
+    ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class WrkResult:
+    duration_s: float
+    requests: int  # responses of any status
+    bytes: int
+    errors: dict[str, int]  # connect, read, write, status (non-2xx/3xx), timeout
+    latency_us: dict[str, float]  # percentile -> us
+    addresses: list[str] = field(default_factory=list)  # one per thread/connection
+
+    @property
+    def ok(self) -> int:
+        return self.requests - self.errors["status"]
+
+    @property
+    def error_count(self) -> int:
+        return sum(self.errors.values())
+
+    @property
+    def rate(self) -> float:
+        return self.ok / self.duration_s
+
+
+_RPS = re.compile(r"^Requests/sec:\s+([0-9.]+)\s*$", re.M)
+
+
+def parse_wrk(raw: str) -> WrkResult:
+    """wrk's report with the lb-wrk.lua line -> WrkResult; ToolOutputError when it failed."""
+    lines = [ln for ln in raw.splitlines() if ln.startswith(WRK_LINE)]
+    if not lines:
+        first = raw.strip().splitlines()[:1]
+        why = first[0][:300] if first else "no output"
+        raise ToolOutputError(f"wrk printed no {WRK_LINE.strip()} line: {why}")
+    if len(lines) > 1:
+        raise ToolOutputError(f"wrk printed {len(lines)} {WRK_LINE.strip()} lines, expected one")
+    try:
+        doc = json.loads(lines[0][len(WRK_LINE) :])
+        if doc["format"] != WRK_FORMAT:
+            raise ToolOutputError(f"lb-wrk.lua format {doc['format']}, expected {WRK_FORMAT}")
+        latency = doc["latency_us"]
+        result = WrkResult(
+            duration_s=doc["duration_us"] / 1e6,
+            requests=int(doc["requests"]),
+            bytes=int(doc["bytes"]),
+            errors={
+                k: int(doc["errors"][k]) for k in ("connect", "read", "write", "status", "timeout")
+            },  # fmt: skip
+            latency_us={p: float(latency["percentiles"][p]) for p in PERCENTILES},
+            addresses=list(doc["addresses"]),
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ToolOutputError(f"lb-wrk.lua line not understood ({exc}): {lines[0][:300]}") from None
+    if result.duration_s <= 0 or len(result.addresses) != doc["threads"]:
+        raise ToolOutputError(f"lb-wrk.lua line is inconsistent: {lines[0][:300]}")
+    # wrk's own text line must agree with the script's numbers (same run, same counters)
+    stated = _RPS.search(raw)
+    if stated is None:
+        raise ToolOutputError("wrk's report has no Requests/sec line: the output is truncated")
+    if (
+        abs(float(stated.group(1)) - result.requests / result.duration_s)
+        > 0.01 * float(stated.group(1)) + 1
+    ):
+        raise ToolOutputError(
+            f"wrk says {stated.group(1)} requests/s, its script {result.requests} requests "
+            f"in {result.duration_s:.3f} s"
+        )
+    # (only when every response was a 2xx: error pages are shorter)
+    if (
+        result.requests
+        and not result.errors["status"]
+        and result.bytes / result.requests < BODY_BYTES
+    ):
+        raise ToolOutputError(
+            f"responses average {result.bytes / result.requests:.0f} bytes, less than the "
+            f"{BODY_BYTES}-byte body: not the benchmark's nginx"
+        )
+    return result
+
+
+def wrk_samples(result: WrkResult) -> list[Sample]:
+    return [
+        Sample("lb_requests_per_s", "req/s", 0, result.rate),
+        Sample("lb_errors", "count", 0, float(result.error_count)),
+        *[
+            Sample("lb_latency_us", "us", round(float(p) * 10), result.latency_us[p])
+            for p in PERCENTILES
+        ],
+    ]
+
+
+# ---- the benchmark -----------------------------------------------------------------------
+
+
+class Lb(Benchmark):
+    name = "lb"
+    tool = "wrk"
+    kind = "scenario"
+    binaries = (NGINX, HAPROXY, WRK)  # nginx first: the replicas' binary_sha256
+    port = PORT
+    modes = ("swarm-overlay",)
+    paths = ("dc",)
+    summary_metric = "lb_requests_per_s"
+    uploads = {BACKEND_CONF: "pipeline/conf/nginx-1k.conf", WRK_SCRIPT: "pipeline/conf/lb-wrk.lua"}
+    options = {"replicas": "1,2", "connections": 24}
+
+    def __init__(self) -> None:
+        self.variants = variant_names(parse_replicas(self.options["replicas"]))
+        self.versions: dict[str, str] = {}
+
+    def configure(self, options: dict[str, Any]) -> None:
+        super().configure(options)
+        if int(self.options["connections"]) < 1:
+            raise ValueError("lb connections must be at least 1")
+        self.variants = variant_names(parse_replicas(self.options["replicas"]))
+
+    def version_argv(self) -> list[str]:
+        return ["sh", "-c", f"{WRK} -v 2>&1 | head -1"]  # wrk -v prints usage and exits 1
+
+    def prepare(self, session) -> None:
+        script = f"{HAPROXY} -v | head -1; {NGINX} -v 2>&1"
+        out = session.run(["sh", "-c", script], timeout=30).stdout.splitlines()
+        self.versions = {"haproxy": out[0].strip(), "nginx": out[-1].strip()}
+
+    def format_value(self, value: float) -> str:
+        return f"{value:.0f} req/s"
+
+    def measure(self, scenario: Scenario) -> Outcome:
+        return _Step(self, scenario).run()
+
+
+class _Step:
+    """One (run, variant): deploy, load, remove; every command and its output in the log."""
+
+    def __init__(self, bench: Lb, scenario: Scenario) -> None:
+        self.bench = bench
+        self.s = scenario
+        self.balancer, self.replicas = parse_variant(scenario.variant)
+        inv = scenario.ctx.inventory
+        self.manager = scenario.host  # the first server: Swarm manager, balancer's node
+        self.client = inv.dc_client
+        # the prefix names the mode; the variant keeps a step's objects apart from those of
+        # the step before it, whose overlay network Swarm may still be deleting
+        stem = f"{scenario.prefix}-{scenario.variant}"
+        self.network = f"{stem}-net"
+        self.service = f"{stem}-replicas"
+        self.front = f"{stem}-{self.balancer}"  # the balancer or the direct replica
+        self.client_name = f"{stem}-client"
+        self.log: list[str] = []
+        self.notes: dict[str, str] = {}
+        self.created: list[tuple[str, str]] = []  # (kind, name) of what to remove
+
+    # -- running commands, logged ----------------------------------------------------------
+
+    def sh(self, host, command: str | list[str], timeout: float = 120, check: bool = True,
+           stdin: bytes | None = None):  # fmt: skip
+        session = self.s.ctx.pool[host.name]
+        text = command if isinstance(command, str) else shlex.join(command)
+        result = session.run(text, timeout=timeout, check=False, stdin=stdin)
+        self.log.append(
+            f"{host.name}$ {text}\n{result.stdout}{result.stderr}[exit {result.status}]"
+        )
+        if check and result.status != 0:
+            raise ToolOutputError(
+                f"{host.name}: {text[:200]} exited {result.status}: {result.stderr.strip()[-300:]}"
+            )
+        return result
+
+    def docker(self, *args: str, timeout: float = 120, check: bool = True,
+               stdin: bytes | None = None):  # fmt: skip
+        return self.sh(self.manager, ["docker", *args], timeout, check, stdin)
+
+    # -- the step --------------------------------------------------------------------------
+
+    def run(self) -> Outcome:
+        self._check_available()
+        image = self._image()
+        try:
+            url, client_wrap = self._deploy(image)
+            self.notes.update(
+                balancer=self.balancer,
+                replicas=str(self.replicas),
+                connections=str(self.bench.options["connections"]),
+                replica_version=self.bench.versions.get("nginx", ""),
+            )
+            if self.balancer in ("haproxy", "nginx"):
+                self.notes["balancer_version"] = self.bench.versions.get(self.balancer, "")
+            warmup, measured, command, window_s = self._load(url, client_wrap)
+        finally:
+            self._remove()
+        return Outcome(
+            samples=measured,
+            warmup=warmup,
+            raw="\n".join(self.log),
+            command=command,
+            window_s=window_s,
+            notes=self.notes,
+        )
+
+    def _check_available(self) -> None:
+        if self.balancer == "vip":
+            for host in self.s.ctx.inventory.servers:
+                if self.s.ctx.pool[host.name].run(IPVS_PROBE).stdout.strip() != "yes":
+                    raise ModeUnavailable(
+                        f"kernel on {host.name} has no IPVS (no /proc/net/ip_vs, CONFIG_IP_VS "
+                        "not set): no Swarm service VIP and no routing mesh"
+                    )
+        if self.balancer != "dnsrr":
+            problem = missing_tool(self.s.ctx, self.client, WRK, "curl")
+            if problem:
+                raise ModeUnavailable(f"the dc client needs wrk and curl: {problem}")
+
+    def _image(self) -> str:
+        """The tool image tag, the same on every server (a service runs it on any node)."""
+        tags = {h.name: self.s.ctx.image(h, "docker").tag for h in self.s.ctx.inventory.servers}
+        if len(set(tags.values())) != 1:
+            raise ModeUnavailable(
+                f"the servers' tool images differ ({tags}): their nginx/haproxy/wrk binaries "
+                "are not identical, so one Swarm service cannot run the same bits everywhere"
+            )
+        return next(iter(tags.values()))
+
+    def _deploy(self, image: str) -> tuple[str, Any]:
+        """Start what the variant needs; returns the URL and how to wrap the client's argv."""
+        labels = self.s.labels
+        backend = [NGINX, "-e", "stderr", "-c", BACKEND_CONF]
+        self.notes["client"] = f"wrk on {self.client.name}, natively"  # dnsrr: see below
+        if self.balancer == "direct":
+            self.created.append(("container", self.front))
+            self.docker("run", "--detach", "--name", self.front, *labels, image, *backend)
+            address = self._bridge_address(self.front)
+            self.notes["placement"] = self.manager.name
+            self._wait_http(f"http://{address}:{PORT}/", 1)
+            return f"http://{address}:{PORT}/", None
+        self.created.append(("network", self.network))
+        self.docker("network", "create", "--driver", "overlay", "--attachable", *labels,
+                    self.network)  # fmt: skip
+        mode = ["--endpoint-mode", "vip", "--publish",
+                f"published={PORT},target={PORT},protocol=tcp,mode=ingress"]  # fmt: skip
+        if self.balancer != "vip":
+            # dnsrr: no VIP, so nothing needs IPVS; the balancers dial task addresses anyway
+            mode = ["--endpoint-mode", "dnsrr"]
+        self.created.append(("service", self.service))
+        container_labels = [a.replace("--label", "--container-label") for a in labels]
+        self.docker("service", "create", "--detach", "--quiet", "--no-resolve-image",
+                    "--name", self.service, *labels, *container_labels,
+                    "--network", self.network, "--replicas", str(self.replicas), *mode,
+                    image, *backend)  # fmt: skip
+        addresses = self._wait_tasks()
+        if self.balancer == "dnsrr":
+            self.notes["client"] = (
+                f"wrk in a container on {self.manager.name}, on the overlay (dnsrr is "
+                "resolved inside it)"
+            )
+            return f"http://{self.service}:{PORT}/", self._in_overlay(image)
+        if self.balancer == "vip":
+            url = f"http://{self.manager.address}:{PORT}/"
+            self._wait_http(url, self.replicas)
+            return url, None
+        self._start_balancer(image, addresses)
+        address = self._bridge_address(self.front)
+        url = f"http://{address}:{PORT}/"
+        self._wait_http(url, self.replicas)
+        return url, None
+
+    def _wait_tasks(self) -> list[str]:
+        """Wait until every replica runs; returns their overlay addresses, notes placement."""
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        fmt = "{{.ID}} {{.Node}} {{.CurrentState}}"
+        while True:
+            out = self.docker("service", "ps", "--filter", "desired-state=running",
+                              "--format", fmt, self.service).stdout  # fmt: skip
+            rows = [line.split() for line in out.splitlines() if line.strip()]
+            running = [r for r in rows if len(r) >= 3 and r[2] == "Running"]
+            if len(running) == self.replicas:
+                break
+            if time.monotonic() > deadline:
+                raise ToolOutputError(
+                    f"{len(running)} of {self.replicas} replicas running after "
+                    f"{READY_TIMEOUT_S:.0f} s:\n{out[-500:]}"
+                )
+            time.sleep(0.3)
+        self.notes["placement"] = ",".join(sorted(r[1] for r in running))
+        template = (
+            "{{range .NetworksAttachments}}{{if eq .Network.Spec.Name "
+            f'"{self.network}"' + "}}{{range .Addresses}}{{.}} {{end}}{{end}}{{end}}"
+        )
+        out = self.docker("inspect", "--format", template, *[r[0] for r in running]).stdout
+        addresses = [a.split("/")[0] for a in out.split()]
+        if len(addresses) != self.replicas:
+            raise ToolOutputError(f"expected {self.replicas} task addresses, got {out!r}")
+        self.notes["replica_addresses"] = ",".join(addresses)
+        return addresses
+
+    def _start_balancer(self, image: str, addresses: list[str]) -> None:
+        conf = render_config(self.balancer, addresses)
+        name = "haproxy.cfg" if self.balancer == "haproxy" else "nginx-lb.conf"
+        path = f"{CONF_DIR}/{name}"
+        argv = (
+            [HAPROXY, "-db", "-f", path]
+            if self.balancer == "haproxy"
+            else [NGINX, "-e", "stderr", "-c", path]
+        )
+        self.created.append(("container", self.front))
+        self.docker("create", "--name", self.front, *self.s.labels, image, *argv)
+        self.docker("cp", "-", f"{self.front}:/tmp", stdin=config_tar(name, conf))
+        self.docker("network", "connect", self.network, self.front)
+        self.docker("start", self.front)
+        self.log.append(f"--- {path} ---\n{conf}")
+
+    def _bridge_address(self, name: str) -> str:
+        fmt = '{{(index .NetworkSettings.Networks "bridge").IPAddress}}'
+        address = self.docker("inspect", "--format", fmt, name).stdout.strip()
+        if not address:
+            raise ToolOutputError(f"{name} has no address on the default bridge")
+        return address
+
+    def _wait_http(self, url: str, replicas: int) -> None:
+        """From the client: 2 x replicas consecutive 200s (round robin passes every replica
+        twice), retrying while the balancer or the replicas behind it start."""
+        want = 2 * replicas
+        script = (
+            f"ok=0; end=$(($(date +%s) + {int(READY_TIMEOUT_S)})); "
+            f"while [ $(date +%s) -lt $end ]; do "
+            f"c=$(curl -s -o /dev/null -m 2 -w '%{{http_code}}' {shlex.quote(url)}); "
+            f'if [ "$c" = 200 ]; then ok=$((ok+1)); [ $ok -ge {want} ] && exit 0; '
+            "else ok=0; sleep 0.2; fi; done; echo last status $c; exit 1"
+        )
+        result = self.sh(self.client, script, timeout=READY_TIMEOUT_S + 30, check=False)
+        if result.status != 0:
+            raise ToolOutputError(
+                f"{url} did not answer {want} requests in a row with 200 within "
+                f"{READY_TIMEOUT_S:.0f} s ({result.stdout.strip()})"
+            )
+
+    def _in_overlay(self, image: str):
+        name = self.client_name
+        cli = ["docker", "run", "--rm", "--name", name, *self.s.labels, "--network",
+               self.network, image]  # fmt: skip
+
+        def wrap(argv: list[str]) -> str:
+            # a client a timeout left behind is removed by _remove (same name)
+            return shlex.join([*cli, *argv])
+
+        self.created.append(("container", name))
+        return wrap
+
+    def _load(self, url: str, wrap) -> tuple[list[Sample], list[Sample], str, float]:
+        connections = int(self.bench.options["connections"])
+        host = self.manager if wrap else self.client
+        window_s = 0.0
+        warm: list[Sample] = []
+        if self.s.warmup.seconds > 0:
+            result, _ = self._wrk(host, url, self.s.warmup, connections, wrap, retry=True)
+            warm = wrk_samples(result)
+            window_s += result.duration_s
+        result, command = self._wrk(host, url, self.s.window, connections, wrap, retry=False)
+        window_s += result.duration_s
+        self.notes["client_addresses"] = ",".join(sorted(set(result.addresses)))
+        return warm, wrk_samples(result), command, window_s
+
+    def _wrk(self, host, url: str, window: Window, connections: int, wrap, retry: bool):
+        """One wrk run. dnsrr: the DNS answer must hold every replica (the warm-up waits for
+        Docker's DNS to list them all; the measured run must see them all)."""
+        argv = wrk_argv(url, window.seconds, connections)
+        command = wrap(argv) if wrap else shlex.join(argv)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while True:
+            out = self.sh(host, command, timeout=window.seconds + 60, check=False)
+            result = parse_wrk(out.stdout + out.stderr)
+            seen = len(set(result.addresses))
+            want = min(self.replicas, connections) if self.balancer == "dnsrr" else 1
+            if seen == want:
+                return result, f"{host.name}$ {command}"
+            if not retry or time.monotonic() > deadline:
+                raise ToolOutputError(
+                    f"wrk dialled {seen} distinct address(es), expected {want}: "
+                    f"{sorted(set(result.addresses))}"
+                )
+            time.sleep(0.5)
+
+    def _remove(self) -> None:
+        """Remove what the step created, client and balancer first, the network last (it
+        can only go once the service's tasks have left it)."""
+        order = {"container": 0, "service": 1, "network": 2}
+        for kind, name in sorted(self.created, key=lambda item: order[item[0]]):
+            if kind == "container":
+                self.docker("rm", "--force", name, check=False, timeout=60)
+            elif kind == "service":
+                self.docker("service", "rm", name, check=False, timeout=60)
+            elif kind == "network":
+                self._remove_network(name)
+
+    def _remove_network(self, name: str) -> None:
+        """`network rm` fails while the service's tasks still hold the network, and succeeds
+        before Swarm has deleted it everywhere: retry, then wait until it is gone."""
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while self.docker("network", "inspect", name, check=False, timeout=30).status == 0:
+            if time.monotonic() > deadline:
+                raise ToolOutputError(f"network {name} still there {READY_TIMEOUT_S:.0f} s on")
+            self.docker("network", "rm", name, check=False, timeout=60)
+            time.sleep(0.3)

@@ -1,0 +1,207 @@
+"""The `lb` benchmark without hosts: wrk 4.1 output (with pipeline/conf/lb-wrk.lua's line)
+captured verbatim, the balancer configs it renders, its variants and how the campaign plans it."""
+
+import re
+import shutil
+import subprocess
+import tarfile
+from io import BytesIO
+from pathlib import Path
+
+import pytest
+
+from pipeline.benchmarks import BENCHMARKS, ToolOutputError
+from pipeline.benchmarks.lb import (
+    PORT,
+    Lb,
+    config_tar,
+    parse_replicas,
+    parse_variant,
+    parse_wrk,
+    render_config,
+    variant_names,
+    wrk_argv,
+    wrk_samples,
+)
+from pipeline.campaign import plan
+from pipeline.modes import MODES
+
+DATA = Path(__file__).parent / "data"
+
+
+def _data(name: str) -> str:
+    return (DATA / name).read_text()
+
+
+def _stated(raw: str, label: str) -> float:
+    """A number from wrk's own text report, read independently of the parser under test."""
+    return float(re.search(rf"{re.escape(label)}\s+([0-9.]+)", raw).group(1))
+
+
+def _stated_us(raw: str, percent: str) -> float:
+    value, unit = re.search(rf"^\s+{percent}%\s+([0-9.]+)(us|ms|s)$", raw, re.M).groups()
+    return float(value) * {"us": 1, "ms": 1e3, "s": 1e6}[unit]
+
+
+# ---- wrk output ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["lb-wrk-local-4c-1s.txt", "lb-wrk-haproxy-r2-2s.txt", "lb-wrk-dnsrr-r2-2s.txt"],
+)
+def test_rate_and_percentiles_agree_with_wrks_own_report(name):
+    raw = _data(name)
+    result = parse_wrk(raw)
+    assert result.errors == dict.fromkeys(("connect", "read", "write", "status", "timeout"), 0)
+    # wrk's Requests/sec is requests over the same duration (all 2xx here)
+    assert result.rate == pytest.approx(_stated(raw, "Requests/sec:"), rel=1e-4)
+    assert result.requests == int(re.search(r"(\d+) requests in", raw).group(1))
+    for percent in ("50", "90", "99"):  # wrk prints them rounded to 3 significant digits
+        assert result.latency_us[percent] == pytest.approx(_stated_us(raw, percent), rel=6e-3)
+    assert result.latency_us["50"] <= result.latency_us["90"] <= result.latency_us["99"]
+    assert result.latency_us["99"] <= result.latency_us["99.9"]
+    # every response carried the 1 KiB body plus headers
+    assert 1024 < result.bytes / result.requests < 1400
+
+
+def test_the_local_capture_in_numbers():
+    result = parse_wrk(_data("lb-wrk-local-4c-1s.txt"))
+    assert result.requests == 35978 and result.duration_s == pytest.approx(1.008817)
+    assert result.rate == pytest.approx(35978 / 1.008817)
+    assert result.latency_us == {"50": 79.0, "90": 2655.0, "99": 17390.0, "99.9": 28010.0}
+    assert result.addresses == ["127.0.0.1:8080"] * 4
+
+
+def test_dnsrr_threads_are_spread_round_robin_over_the_dns_answer():
+    result = parse_wrk(_data("lb-wrk-dnsrr-r2-2s.txt"))
+    assert len(result.addresses) == 24
+    assert len(set(result.addresses)) == 2
+    for address in set(result.addresses):
+        assert result.addresses.count(address) == 12
+    # a balancer run: every connection to the one balancer address
+    assert len(set(parse_wrk(_data("lb-wrk-haproxy-r2-2s.txt")).addresses)) == 1
+
+
+def test_non_2xx_responses_are_errors_and_not_in_the_rate():
+    raw = _data("lb-wrk-nginx-502.txt")  # nginx balancing onto a closed port: all 502
+    result = parse_wrk(raw)
+    stated = int(re.search(r"Non-2xx or 3xx responses: (\d+)", raw).group(1))
+    assert result.errors["status"] == stated == result.requests > 0
+    assert result.ok == 0 and result.rate == 0.0
+    samples = {(s.metric, s.sample): s.value for s in wrk_samples(result)}
+    assert samples[("lb_requests_per_s", 0)] == 0.0
+    assert samples[("lb_errors", 0)] == float(stated)
+
+
+def test_refused_connection_is_a_tool_error():
+    with pytest.raises(ToolOutputError, match="unable to connect.*Connection refused"):
+        parse_wrk(_data("lb-wrk-refused.txt"))
+
+
+def test_truncated_or_inconsistent_reports_are_tool_errors():
+    raw = _data("lb-wrk-local-4c-1s.txt")
+    with pytest.raises(ToolOutputError, match="no Requests/sec"):
+        parse_wrk("\n".join(line for line in raw.splitlines() if "Requests/sec" not in line))
+    with pytest.raises(ToolOutputError, match="not understood"):
+        parse_wrk(raw.replace('"requests": 35978', '"requests": "many"'))
+    with pytest.raises(ToolOutputError, match="35978 requests"):  # script and text disagree
+        parse_wrk(raw.replace("Requests/sec:  35663.55", "Requests/sec:  30000.00"))
+    with pytest.raises(ToolOutputError, match="two co-lb-wrk|2 co-lb-wrk"):
+        line = next(ln for ln in raw.splitlines() if ln.startswith("co-lb-wrk"))
+        parse_wrk(raw + line + "\n")
+
+
+def test_short_responses_are_not_the_benchmarks_nginx():
+    raw = _data("lb-wrk-local-4c-1s.txt").replace('"bytes": 41986326', '"bytes": 3597800')
+    with pytest.raises(ToolOutputError, match="less than the 1024-byte body"):
+        parse_wrk(raw)
+
+
+def test_samples_per_window():
+    samples = wrk_samples(parse_wrk(_data("lb-wrk-local-4c-1s.txt")))
+    assert [(s.metric, s.sample) for s in samples] == [
+        ("lb_requests_per_s", 0),
+        ("lb_errors", 0),
+        ("lb_latency_us", 500),
+        ("lb_latency_us", 900),
+        ("lb_latency_us", 990),
+        ("lb_latency_us", 999),
+    ]
+    assert samples[-1].value == 28010.0 and samples[0].unit == "req/s"
+
+
+def test_wrk_command_one_connection_per_thread_and_a_bounded_window():
+    argv = wrk_argv("http://10.0.0.1:8080/", 2.4, 24)
+    assert argv[argv.index("--threads") + 1] == argv[argv.index("--connections") + 1] == "24"
+    assert argv[argv.index("--duration") + 1] == "2s"
+    assert argv[argv.index("--timeout") + 1] == "2s"
+    assert wrk_argv("http://x:8080/", 0.2, 1)[6] == "1s"  # wrk runs at least a second
+    assert argv[-1] == "http://10.0.0.1:8080/"
+
+
+# ---- balancer configs --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("balancer", ["haproxy", "nginx"])
+def test_config_has_one_server_line_per_replica(balancer):
+    addresses = [f"10.201.7.{i}" for i in range(2, 10)]
+    text = render_config(balancer, addresses)
+    servers = re.findall(r"^\s+server (?:r\d+ )?(\S+?):(\d+)", text, re.M)
+    assert servers == [(a, str(PORT)) for a in addresses]
+    assert not re.search(r"^\s*@SERVERS@\s*$", text, re.M)  # the marker line is replaced
+    with pytest.raises(ValueError, match="at least one"):
+        render_config(balancer, [])
+
+
+@pytest.mark.skipif(not shutil.which("haproxy"), reason="haproxy is not installed")
+def test_haproxy_accepts_the_rendered_config(tmp_path):
+    path = tmp_path / "haproxy.cfg"
+    path.write_text(render_config("haproxy", ["10.0.0.1", "10.0.0.2"]))
+    check = subprocess.run(["haproxy", "-c", "-f", str(path)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_config_tar_is_what_docker_cp_unpacks_under_tmp():
+    with tarfile.open(fileobj=BytesIO(config_tar("haproxy.cfg", "global\n"))) as tar:
+        names = tar.getnames()
+        assert names == ["co-lb", "co-lb/haproxy.cfg"]
+        assert tar.extractfile("co-lb/haproxy.cfg").read() == b"global\n"
+
+
+# ---- variants, options, plan -------------------------------------------------------------
+
+
+def test_variants_from_the_replicas_option():
+    assert parse_replicas("1, 2,4") == (1, 2, 4) and parse_replicas([8]) == (8,)
+    for bad in ("", "0", "1,1", "a", "65"):
+        with pytest.raises(ValueError):
+            parse_replicas(bad)
+    assert variant_names((1, 2)) == (
+        "direct-r1", "haproxy-r1", "haproxy-r2", "nginx-r1", "nginx-r2",
+        "dnsrr-r1", "dnsrr-r2", "vip-r1", "vip-r2",
+    )  # fmt: skip
+    assert parse_variant("dnsrr-r8") == ("dnsrr", 8)
+    with pytest.raises(ValueError):
+        parse_variant("traefik-r2")
+
+
+def test_configure_changes_the_plan_and_rejects_unknown_options():
+    bench = BENCHMARKS["lb"]()
+    assert isinstance(bench, Lb) and bench.kind == "scenario"
+    bench.configure({"replicas": "1,2,4,8"})
+    triples = plan(bench, list(MODES))
+    assert {m for m, _, _ in triples} == {"swarm-overlay"}  # the one mode it runs in
+    assert {p for _, p, _ in triples} == {"dc"}
+    assert len(triples) == 1 + 4 * 4 and ("swarm-overlay", "dc", "vip-r8") in triples
+    assert Lb().variants == variant_names((1, 2))  # the class default is untouched
+    with pytest.raises(ValueError, match="no option"):
+        bench.configure({"rate": 100})
+
+
+def test_the_tool_image_holds_the_three_binaries_and_the_shipped_files():
+    bench = Lb()
+    assert bench.binaries[0] == "/usr/sbin/nginx"  # the replicas' binary is the one hashed
+    assert set(bench.image_paths()) >= {"/usr/sbin/haproxy", "/usr/bin/wrk"}
+    for local in bench.uploads.values():
+        assert (Path(__file__).resolve().parents[2] / local).is_file()
