@@ -6,47 +6,29 @@ was killed mid-start."""
 
 import gzip
 import json
-import os
-import time
 
-import pandas as pd
 import pytest
 
-from pipeline import inventory, schema
+from pipeline import inventory
 from pipeline.benchmarks import BENCHMARKS, Scenario, ToolOutputError, Window
 from pipeline.benchmarks.coldstart import parse_coldstart
-from pipeline.campaign import Campaign, Profile, collect
+from pipeline.campaign import Campaign, Profile
 from pipeline.modes import MODES, Context
 from pipeline.modes.base import LABEL
 from pipeline.remote import Pool
+from tests.integration.lab_campaign import INVENTORY, ROOT_ONLY, assert_nothing_left, collect_on_lab
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, ROOT_ONLY]
 
-INVENTORY = "inventory/lab.yaml"
 PROFILE = Profile(runs=2, seconds=0, omit_seconds=0, warmup_seconds=0)  # the smoke profile's
 OPTIONS = {"starts": 5, "warmup_starts": 1}
 MUST_RUN = {"native", "docker-bridge"}  # the lab always has these; the others may be skipped
 SEED = 5
 
 
-@pytest.fixture(scope="module", autouse=True)
-def needs_root():
-    if os.geteuid() != 0:
-        pytest.skip("the lab needs root")
-
-
 @pytest.fixture(scope="module")
 def collected(tmp_path_factory):
-    raw = tmp_path_factory.mktemp("raw")
-    started = time.monotonic()
-    collect("coldstart", INVENTORY, raw, PROFILE, seed=SEED, options=OPTIONS)
-    root = raw / "coldstart" / "lab"
-    print(f"collected coldstart in {time.monotonic() - started:.0f} s")
-    return (
-        pd.read_parquet(root / "runs.parquet"),
-        schema.read_samples(root / "samples.parquet"),
-        root,
-    )
+    return collect_on_lab(tmp_path_factory, "coldstart", PROFILE, SEED, OPTIONS)
 
 
 def test_every_mode_ran_or_says_why_not(collected):
@@ -127,8 +109,4 @@ def test_a_killed_timer_leaves_nothing_behind(collected):
 
 
 def test_nothing_is_left_on_any_node(collected):
-    inv = inventory.load(INVENTORY, known_modes=MODES)
-    campaign = Campaign(BENCHMARKS["coldstart"](), inv, PROFILE, collected[2], SEED)
-    with Pool(inv) as pool:
-        ctx = Context(inventory=inv, pool=pool, campaign=campaign.id)
-        assert campaign.leftovers(ctx) == {h.name: [] for h in campaign._hosts()}
+    assert_nothing_left()

@@ -5,23 +5,22 @@ containers, no volumes, no test directories)."""
 
 import gzip
 import json
-import os
 import re
-import time
 
-import pandas as pd
 import pytest
 
-from pipeline import inventory, schema
 from pipeline.benchmarks import BENCHMARKS, Window
-from pipeline.campaign import Profile, collect
-from pipeline.modes import MODES, Context
-from pipeline.modes.base import SCRATCH_DIR, leftovers
-from pipeline.remote import Pool
+from pipeline.campaign import Profile
+from pipeline.modes.base import SCRATCH_DIR
+from tests.integration.lab_campaign import (
+    ROOT_ONLY,
+    assert_nothing_left,
+    collect_on_lab,
+    lab_session,
+)
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, ROOT_ONLY]
 
-INVENTORY = "inventory/lab.yaml"
 # The smoke profile's disk settings: 6 modes x 4 variants once in ~3 min.
 PROFILE = Profile(runs=1, seconds=1, omit_seconds=0, warmup_seconds=1)
 FILE_MIB = 32
@@ -30,24 +29,9 @@ MUST_RUN = {"native", "docker-overlay2", "docker-bind", "docker-volume"}
 _FIO = re.compile(r"(/usr/bin/fio .*--output-format=json)")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def needs_root():
-    if os.geteuid() != 0:
-        pytest.skip("the lab needs root")
-
-
 @pytest.fixture(scope="module")
 def collected(tmp_path_factory):
-    raw = tmp_path_factory.mktemp("raw")
-    started = time.monotonic()
-    collect("disk", INVENTORY, raw, PROFILE, seed=5, options={"file_mib": FILE_MIB})
-    root = raw / "disk" / "lab"
-    print(f"collected disk in {time.monotonic() - started:.0f} s")
-    return (
-        pd.read_parquet(root / "runs.parquet"),
-        schema.read_samples(root / "samples.parquet"),
-        root,
-    )
+    return collect_on_lab(tmp_path_factory, "disk", PROFILE, 5, {"file_mib": FILE_MIB})
 
 
 def test_every_storage_mode_and_variant_ran_or_says_why_not(collected):
@@ -129,10 +113,7 @@ def test_kept_fio_output_reparses_to_the_samples(collected):
 
 
 def test_nothing_is_left_on_any_node(collected):
-    inv = inventory.load(INVENTORY, known_modes=MODES)
-    with Pool(inv) as pool:
-        ctx = Context(inventory=inv, pool=pool, campaign="check")
-        for host in (*inv.servers, inv.dc_client):
-            assert leftovers(ctx, host) == [], host.name  # containers, volumes, test dirs
+    assert_nothing_left()  # containers, volumes, test dirs
+    with lab_session() as (inv, pool, _):
         out = pool[inv.servers[0].name].run(f"ls -A {SCRATCH_DIR} 2>/dev/null; true").stdout
         assert out.strip() == ""

@@ -4,24 +4,23 @@ count, one shim (docker) or conmon (podman) per container, readings that re-pars
 stored samples, density reaching its cap, nothing left on any node."""
 
 import gzip
-import os
 import re
-import time
 
 import pandas as pd
 import pytest
 
-from pipeline import inventory, schema
 from pipeline.benchmarks.footprint import engine_memory, parse_reading
-from pipeline.campaign import Profile, collect
+from pipeline.campaign import Profile
 from pipeline.footprint_analysis import TOTAL_PSS, fit_line
-from pipeline.modes import MODES, Context
-from pipeline.modes.base import leftovers
-from pipeline.remote import Pool
+from tests.integration.lab_campaign import (
+    ROOT_ONLY,
+    assert_nothing_left,
+    collect_on_lab,
+    lab_session,
+)
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, ROOT_ONLY]
 
-INVENTORY = "inventory/lab.yaml"
 PROFILE = Profile(runs=1, seconds=0.0, omit_seconds=0.0, warmup_seconds=0.0)
 SMOKE = {  # params.yaml's smoke profile
     "footprint": {"max_containers": 6, "step": 2, "settle_seconds": 2, "max_seconds": 120},
@@ -33,24 +32,9 @@ PER_CONTAINER = {"docker-bridge": "shim", "rootless-docker": "shim", "podman": "
                  "rootless-podman": "conmon"}  # fmt: skip
 
 
-@pytest.fixture(scope="module", autouse=True)
-def needs_root():
-    if os.geteuid() != 0:
-        pytest.skip("the lab needs root")
-
-
 @pytest.fixture(scope="module")
 def collected(tmp_path_factory):
-    raw = tmp_path_factory.mktemp("raw")
-    data = {}
-    for benchmark, options in SMOKE.items():
-        started = time.monotonic()
-        collect(benchmark, INVENTORY, raw, PROFILE, seed=5, options=options)
-        print(f"collected {benchmark} in {time.monotonic() - started:.0f} s")
-        root = raw / benchmark / "lab"
-        runs = pd.read_parquet(root / "runs.parquet")
-        data[benchmark] = (runs, schema.read_samples(root / "samples.parquet"), root)
-    return data
+    return {b: collect_on_lab(tmp_path_factory, b, PROFILE, 5, o) for b, o in SMOKE.items()}
 
 
 def _measured(samples: pd.DataFrame, mode: str, metric: str) -> pd.Series:
@@ -112,10 +96,7 @@ def test_density_reaches_its_cap_and_says_so(collected):
 
 
 def test_nothing_is_left_on_any_node(collected):
-    inv = inventory.load(INVENTORY, known_modes=MODES)
-    with Pool(inv) as pool:
-        ctx = Context(inventory=inv, pool=pool, campaign="check")
-        for host in (*inv.servers, inv.dc_client):
-            assert leftovers(ctx, host) == [], host.name
+    assert_nothing_left()
+    with lab_session() as (inv, pool, _):
         names = pool[inv.servers[0].name].run("docker ps -a --format '{{.Names}}'").stdout
         assert "-footprint-" not in names and "-density-" not in names

@@ -5,49 +5,28 @@ plausible rates, sysbench's own output kept and re-parsable, nothing left on any
 import gzip
 import os
 import shlex
-import time
 
 import pandas as pd
 import pytest
 
-from pipeline import inventory, schema
 from pipeline.benchmarks import BENCHMARKS, Window
-from pipeline.campaign import Profile, collect
-from pipeline.modes import MODES, Context
-from pipeline.modes.base import leftovers
-from pipeline.remote import Pool
+from pipeline.campaign import Profile
+from tests.integration.lab_campaign import ROOT_ONLY, assert_nothing_left, collect_on_lab
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, ROOT_ONLY]
 
-INVENTORY = "inventory/lab.yaml"
 # The smoke profile's windows, one run: two benchmarks x five modes x two variants in ~3 min.
 PROFILE = Profile(runs=1, seconds=2, omit_seconds=0, warmup_seconds=1)
 MUST_RUN = {"native", "docker-bridge"}  # the lab always has these; the others may be skipped
 COMPILE = "fmt"  # the smoke profile's compile: fmt and its dependencies (~6 s here)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def needs_root():
-    if os.geteuid() != 0:
-        pytest.skip("the lab needs root")
-
-
 @pytest.fixture(scope="module")
 def collected(tmp_path_factory):
-    raw = tmp_path_factory.mktemp("raw")
-    started = time.monotonic()
-    collect("cpu", INVENTORY, raw, PROFILE, seed=5, options={"compile_packages": COMPILE})
-    collect("memory", INVENTORY, raw, PROFILE, seed=5)
-    data = {
-        b: (
-            pd.read_parquet(raw / b / "lab" / "runs.parquet"),
-            schema.read_samples(raw / b / "lab" / "samples.parquet"),
-            raw / b / "lab",
-        )
-        for b in ("cpu", "memory")
+    return {
+        "cpu": collect_on_lab(tmp_path_factory, "cpu", PROFILE, 5, {"compile_packages": COMPILE}),
+        "memory": collect_on_lab(tmp_path_factory, "memory", PROFILE, 5),
     }
-    print(f"collected cpu + memory in {time.monotonic() - started:.0f} s")
-    return data
 
 
 def _medians(samples: pd.DataFrame, variant: str) -> dict[str, float]:
@@ -154,8 +133,4 @@ def test_kept_sysbench_output_reparses_to_the_samples(collected, benchmark):
 
 
 def test_nothing_is_left_on_any_node(collected):
-    inv = inventory.load(INVENTORY, known_modes=MODES)
-    with Pool(inv) as pool:
-        ctx = Context(inventory=inv, pool=pool, campaign="check")
-        for host in (*inv.servers, inv.dc_client):
-            assert leftovers(ctx, host) == [], host.name
+    assert_nothing_left()

@@ -6,41 +6,23 @@ and re-parsable, and no container, service or network left on any node."""
 import gzip
 import json
 import os
-import time
 
-import pandas as pd
 import pytest
 
-from pipeline import inventory, schema
 from pipeline.benchmarks.lb import parse_wrk, variant_names
-from pipeline.campaign import Profile, collect
-from pipeline.modes import MODES, Context
-from pipeline.modes.base import leftovers
-from pipeline.remote import Pool
+from pipeline.campaign import Profile
+from tests.integration.lab_campaign import ROOT_ONLY, assert_nothing_left, collect_on_lab
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, ROOT_ONLY]
 
-INVENTORY = "inventory/lab.yaml"
 PROFILE = Profile(runs=1, seconds=2, omit_seconds=0, warmup_seconds=1)  # params: smoke lb
 OPTIONS = {"replicas": "1,2", "connections": 24}
 MEASURED = ("direct", "haproxy", "nginx", "dnsrr")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def needs_root():
-    if os.geteuid() != 0:
-        pytest.skip("the lab needs root")
-
-
 @pytest.fixture(scope="module")
 def collected(tmp_path_factory):
-    raw = tmp_path_factory.mktemp("raw")
-    started = time.monotonic()
-    collect("lb", INVENTORY, raw, PROFILE, seed=11, options=OPTIONS)
-    root = raw / "lb" / "lab"
-    print(f"collected lb in {time.monotonic() - started:.0f} s")
-    runs = pd.read_parquet(root / "runs.parquet")
-    return runs, schema.read_samples(root / "samples.parquet"), root
+    return collect_on_lab(tmp_path_factory, "lb", PROFILE, 11, OPTIONS)
 
 
 def _has_ipvs() -> bool:
@@ -117,8 +99,4 @@ def test_raw_log_holds_wrks_output(collected):
 
 
 def test_nothing_left_on_any_node(collected):
-    inv = inventory.load(INVENTORY, known_modes=MODES)
-    with Pool(inv) as pool:
-        ctx = Context(inventory=inv, pool=pool, campaign="check")
-        for host in [*inv.servers, inv.dc_client]:
-            assert leftovers(ctx, host) == [], host.name
+    assert_nothing_left()

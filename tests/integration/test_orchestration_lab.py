@@ -3,41 +3,28 @@ with the smoke cap: every variant ok, one sample per repetition, every wanted re
 as accepting, the cap recorded, and no service, network or probe container left behind."""
 
 import json
-import os
-import time
 
-import pandas as pd
 import pytest
 
-from pipeline import inventory, schema
 from pipeline.benchmarks.orchestration import TIMEOUT_S, replicas
-from pipeline.campaign import Profile, collect
-from pipeline.modes import MODES, Context
-from pipeline.modes.base import leftovers
-from pipeline.remote import Pool
+from pipeline.campaign import Profile
+from tests.integration.lab_campaign import (
+    ROOT_ONLY,
+    assert_nothing_left,
+    collect_on_lab,
+    lab_session,
+)
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, ROOT_ONLY]
 
-INVENTORY = "inventory/lab.yaml"
 PROFILE = Profile(runs=1, seconds=0, omit_seconds=0, warmup_seconds=0)
 OPTIONS = {"max_replicas": 3, "repeats": 2}  # smoke's cap; two repetitions to count samples
 VARIANTS = ("create", "scale-10", "scale-50", "update-10")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def needs_root():
-    if os.geteuid() != 0:
-        pytest.skip("the lab needs root")
-
-
 @pytest.fixture(scope="module")
 def collected(tmp_path_factory):
-    raw = tmp_path_factory.mktemp("raw")
-    started = time.monotonic()
-    collect("orchestration", INVENTORY, raw, PROFILE, seed=7, options=OPTIONS)
-    root = raw / "orchestration" / "lab"
-    print(f"collected orchestration in {time.monotonic() - started:.0f} s")
-    return pd.read_parquet(root / "runs.parquet"), schema.read_samples(root / "samples.parquet")
+    return collect_on_lab(tmp_path_factory, "orchestration", PROFILE, 7, OPTIONS)[:2]
 
 
 def test_every_variant_ran_in_swarm_overlay(collected):
@@ -83,10 +70,7 @@ def test_every_wanted_replica_accepted_and_the_cap_is_recorded(collected):
 
 
 def test_nothing_is_left_on_any_node(collected):
-    inv = inventory.load(INVENTORY, known_modes=MODES)
-    with Pool(inv) as pool:
-        ctx = Context(inventory=inv, pool=pool, campaign="check")
-        for host in (*inv.servers, inv.dc_client):
-            assert leftovers(ctx, host) == [], host.name
+    assert_nothing_left()
+    with lab_session() as (inv, pool, _):
         services = pool[inv.manager.name].run(["docker", "service", "ls", "--format", "{{.Name}}"])
         assert not [s for s in services.stdout.split() if "-orchestration-" in s]
