@@ -305,7 +305,7 @@ def test_notebook_is_thin_with_a_literal_parameters_cell():
 
     import nbformat
 
-    nb = nbformat.read(ROOT / "notebooks" / "analysis" / "29-assemble-article.ipynb", 4)
+    nb = nbformat.read(ROOT / "notebooks" / "analysis" / "39-assemble-article.ipynb", 4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     params = [c for c in code if "parameters" in c.metadata.get("tags", [])]
     assert len(params) == 1
