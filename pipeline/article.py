@@ -600,6 +600,224 @@ def _replication(inputs: Inputs, numbers: Numbers) -> list[str] | None:
     return [f"Of the {total.text()} published headline numbers: {', '.join(parts)}."]
 
 
+def _lb(inputs: Inputs, numbers: Numbers) -> list[str] | None:
+    """Per environment: the direct replica's rate, then each balancer's rate as a share of it
+    (cluster-bootstrap interval) at every replica count measured (pipeline.lb_analysis)."""
+    found = inputs.summary("lb", "lb_summary")
+    if found is None:
+        return None
+    summary, source = found
+    paragraphs = []
+    for env, cells in summary.groupby("environment", sort=True):
+        ok = cells[cells["status"] == "ok"]
+        base = ok[ok["variant"] == "direct-r1"]
+        if base.empty:
+            continue
+        b = base.iloc[0]
+        key = f"lb.{env}"
+        rate = numbers.add(
+            f"{key}.direct-r1.rps", b["rps"], "req/s", source, b["rps_lo"], b["rps_hi"],
+            _col(b, "rps_coverage"),
+            "distribution-free order-statistic interval of the median across runs",
+        )  # fmt: skip
+        runs = numbers.add(f"{key}.direct-r1.n_runs", b["n_runs"], "runs", source)
+        text = (
+            f"One replica dialled directly served {rate.with_ci(' req/s')} (median of "
+            f"{runs.text()} runs, wrk closed loop)."
+        )
+        parts = []
+        for _, group in ok[ok["variant"] != "direct-r1"].groupby("balancer", sort=False):
+            shares = []
+            for r in group.sort_values("replicas").itertuples():
+                if _nan_or_missing(r.ratio):
+                    continue
+                n = numbers.add(f"{key}.{r.variant}.replicas", r.replicas, "replicas", source)
+                pct = numbers.add(
+                    f"{key}.{r.variant}.pct_of_direct", 100 * r.ratio, "% of direct", source,
+                    100 * r.ratio_lo, 100 * r.ratio_hi, _col(r._asdict(), "confidence"),
+                    "cluster-bootstrap percentile interval (runs resampled whole)",
+                )  # fmt: skip
+                shares.append(f"{pct.with_ci('%')} with {n.text()}")
+            if shares:
+                label = group["configuration"].iloc[0]
+                parts.append(f"{label} {', '.join(shares)}")
+        if parts:
+            text += " As a share of that rate: " + "; ".join(parts) + " (replicas behind it)."
+        paragraphs.append(text)
+    return paragraphs
+
+
+def _coldstart(inputs: Inputs, numbers: Numbers) -> list[str] | None:
+    """Per environment: native's and each engine's pooled p50 with its interval, and each
+    rootless engine's "+%" against its rootful engine (pipeline.coldstart_analysis)."""
+    found = inputs.summary("coldstart", "coldstart_summary")
+    if found is None:
+        return None
+    summary, source = found
+    kind = "cluster-bootstrap percentile interval (runs resampled whole)"
+    paragraphs = []
+    for env, cells in summary.groupby("environment", sort=True):
+        ok = cells[(cells["status"] == "ok") & (cells["n_runs"] > 0)]
+        if ok.empty:
+            continue
+        key = f"coldstart.{env}"
+        parts, rootless = [], []
+        for r in ok.itertuples():
+            d = r._asdict()
+            conf = _col(d, "confidence")
+            p50 = numbers.add(
+                f"{key}.{r.mode}.p50_ms", 1000 * r.p50_s, "ms", source, 1000 * r.p50_lo_s,
+                1000 * r.p50_hi_s, conf, kind,
+            )  # fmt: skip
+            p99 = numbers.add(
+                f"{key}.{r.mode}.p99_ms", 1000 * r.p99_s, "ms", source, 1000 * r.p99_lo_s,
+                1000 * r.p99_hi_s, conf, kind,
+            )  # fmt: skip
+            parts.append(f"{_label(r.mode)} p50 {p50.with_ci(' ms')}, p99 {p99.with_ci(' ms')}")
+            if isinstance(r.rootful_mode, str) and r.rootful_mode and r.rootful_n_runs:
+                plus = numbers.add(
+                    f"{key}.{r.mode}.p50_plus_pct_vs_rootful", r.rootful_plus_pct_p50, "%",
+                    source, r.rootful_plus_pct_p50_lo, r.rootful_plus_pct_p50_hi, conf,
+                    "paired cluster bootstrap over the runs both measured",
+                )  # fmt: skip
+                rootless.append(
+                    f"{_label(r.mode)} against {_label(r.rootful_mode)}: "
+                    f"{plus.with_ci('%', signed=True)} at p50"
+                )
+        text = (
+            "Time from the run command to nginx answering through the published port: "
+            + "; ".join(parts)
+            + "."
+        )
+        if rootless:
+            text += " Rootless against rootful: " + "; ".join(rootless) + "."
+        paragraphs.append(text)
+    return paragraphs
+
+
+_FIT = "OLS over every reading, standard errors clustered by run, t with runs - 1 df"
+_RANK = "distribution-free order-statistic interval of the median across runs"
+
+
+def _footprint(inputs: Inputs, numbers: Numbers) -> list[str] | None:
+    """Per environment and engine: the idle engine and the cost of one more idle container
+    (PSS, run-clustered regression), the total predicted at the articles' count, the ratio to
+    rootful Docker's cost; then how far density got (pipeline.footprint_analysis)."""
+    found = inputs.summary("footprint", "footprint_summary")
+    if found is None:
+        return None
+    summary, source = found
+    paragraphs = []
+    for env, cells in summary.groupby("environment", sort=True):
+        ok = cells[(cells["status"] == "ok") & cells["pss_per_container_kib"].notna()]
+        parts = []
+        for r in ok.itertuples():
+            d, key = r._asdict(), f"footprint.{env}.{r.mode}"
+            conf = _col(d, "confidence")
+            idle = numbers.add(
+                f"{key}.pss_idle_mib", r.pss_idle_kib / 1024, "MiB", source,
+                r.pss_idle_lo_kib / 1024, r.pss_idle_hi_kib / 1024, conf, _FIT, decimals=1,
+            )  # fmt: skip
+            per = numbers.add(
+                f"{key}.pss_per_container_mib", r.pss_per_container_kib / 1024, "MiB/container",
+                source, r.pss_per_container_lo_kib / 1024, r.pss_per_container_hi_kib / 1024,
+                conf, _FIT, decimals=2,
+            )  # fmt: skip
+            at = numbers.add(f"{key}.predict_at", r.at, "containers", source)
+            total = numbers.add(
+                f"{key}.pss_at_mib", r.pss_at_kib / 1024, "MiB", source, r.pss_at_lo_kib / 1024,
+                r.pss_at_hi_kib / 1024, conf, _FIT, decimals=0,
+            )  # fmt: skip
+            text = (
+                f"{_label(r.mode)}: {idle.with_ci(' MiB')} idle and {per.with_ci(' MiB')} per "
+                f"idle container, {total.with_ci(' MiB')} at {at.text()} containers"
+            )
+            if r.max_count < r.at:
+                top = numbers.add(f"{key}.max_count", r.max_count, "containers", source)
+                text += f" (the line extended beyond the {top.text()} measured)"
+            if r.mode != "docker-bridge" and not _nan_or_missing(r.ratio_lo):
+                ratio = numbers.add(
+                    f"{key}.per_container_vs_rootful_docker", r.ratio, "ratio", source,
+                    r.ratio_lo, r.ratio_hi, conf,
+                    "cluster-bootstrap percentile interval (runs resampled whole)", decimals=2,
+                )  # fmt: skip
+                text += f", {ratio.with_ci('x')} rootful Docker's cost per container"
+            parts.append(text)
+        if parts:
+            paragraphs.append(
+                "The engines' own processes (total PSS, the containers' workloads excluded): "
+                + "; ".join(parts)
+                + "."
+            )
+    return paragraphs + _density(inputs, numbers)
+
+
+def _density(inputs: Inputs, numbers: Numbers) -> list[str]:
+    found = inputs.summary("footprint", "density_summary")
+    if found is None:
+        return []
+    summary, source = found
+    paragraphs = []
+    for env, cells in summary.groupby("environment", sort=True):
+        parts = []
+        for r in cells[(cells["status"] == "ok") & (cells["n_runs"] > 0)].itertuples():
+            d, key = r._asdict(), f"density.{env}.{r.mode}"
+            conf = _col(d, "confidence")
+            reached = numbers.add(
+                f"{key}.reached", r.reached_median, "containers", source, r.reached_lo,
+                r.reached_hi, _col(d, "reached_coverage"), _RANK, decimals=0,
+            )  # fmt: skip
+            mem = numbers.add(
+                f"{key}.host_mib_per_container", r.mem_per_container_mib, "MiB/container",
+                source, r.mem_per_container_lo_mib, r.mem_per_container_hi_mib, conf, _RANK,
+                decimals=2,
+            )  # fmt: skip
+            text = f"{_label(r.mode)} reached {reached.with_ci()} containers"
+            if r.capped and not _nan_or_missing(r.cap):
+                cap = numbers.add(f"{key}.cap", r.cap, "containers", source, decimals=0)
+                text += f" (the cap of {cap.text()} in every run, not a limit of the engine)"
+            parts.append(f"{text}, the host's memory dropping by {mem.with_ci(' MiB')} each")
+        if parts:
+            paragraphs.append("Density within the profile's cap: " + "; ".join(parts) + ".")
+    return paragraphs
+
+
+def _orchestration(inputs: Inputs, numbers: Numbers) -> list[str] | None:
+    """Per environment: the median seconds of each Swarm operation with its interval and the
+    replicas it reached (pipeline.orchestration_analysis)."""
+    found = inputs.summary("orchestration", "orchestration_summary")
+    if found is None:
+        return None
+    summary, source = found
+    paragraphs = []
+    for env, cells in summary.groupby("environment", sort=False):
+        parts = []
+        for r in cells[(cells["status"] == "ok") & (cells["n_runs"] > 0)].itertuples():
+            d, key = r._asdict(), f"orchestration.{env}.{r.variant}"
+            seconds = numbers.add(
+                f"{key}.median_s", r.median_s, "s", source, r.median_lo_s, r.median_hi_s,
+                _col(d, "median_coverage"), _RANK,
+            )  # fmt: skip
+            runs = numbers.add(f"{key}.n_runs", r.n_runs, "runs", source)
+            what = {"create": "creating a service", "update": "a rolling update of"}.get(
+                r.variant.split("-")[0], "scaling from one replica to"
+            )
+            if r.variant != "create":
+                n = numbers.add(f"{key}.replicas", int(str(r.replicas).split(",")[-1]),
+                                "replicas", source)  # fmt: skip
+                what += f" {n.text()} replicas"
+                if r.capped:
+                    what += " (the profile's cap)"
+            parts.append(f"{what} {seconds.with_ci(' s')} ({runs.text()} runs)")
+        if parts:
+            paragraphs.append(
+                "Until every replica accepted TCP connections, Docker Swarm took: "
+                + "; ".join(parts)
+                + "."
+            )
+    return paragraphs
+
+
 SECTIONS: list[Section] = [
     Section(
         "cpu",
@@ -662,9 +880,36 @@ SECTIONS: list[Section] = [
         _percentiles("http", "summarise-http", "HTTP request latency"),
     ),
     # Named as pipeline.replication names these benchmarks.
-    Section("lb", "Load balancing", "lb", ["lb"], "lb", None, None),
+    Section("lb", "Load balancing", "lb", ["lb"], "lb", "collect-lb", "summarise-lb", _lb),
     Section(
-        "coldstart", "Cold start and scaling", "coldstart", ["coldstart"], "coldstart", None, None
+        "coldstart",
+        "Cold start and scaling",
+        "coldstart",
+        ["coldstart"],
+        "coldstart",
+        "collect-coldstart",
+        "summarise-coldstart",
+        _coldstart,
+    ),
+    Section(
+        "footprint",
+        "Engine memory footprint and density",
+        "footprint",
+        ["footprint", "footprint_processes", "density"],
+        "footprint",
+        "collect-footprint",
+        "summarise-footprint",
+        _footprint,
+    ),
+    Section(
+        "orchestration",
+        "Swarm orchestration",
+        "orchestration",
+        ["orchestration"],
+        "orchestration",
+        "collect-orchestration",
+        "summarise-orchestration",
+        _orchestration,
     ),
     Section(
         "internet_vs_dc",

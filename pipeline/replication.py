@@ -227,6 +227,22 @@ def derive(published: pd.DataFrame) -> pd.DataFrame:
 
 
 @dataclass(frozen=True)
+class OtherBaseline:
+    """Ratios a summary row holds against a baseline other than native on its path.
+
+    ``mode_column`` names, in each row, the study mode that baseline is (coldstart: a rootless
+    engine's rootful engine; lb: ``docker-bridge``, what its ``direct-r1`` baseline is, one
+    container on the default bridge dialled at its address). A published row whose baseline is
+    that mode on the same path reads ``ratio`` (statistic -> point, lo, hi columns) and
+    ``n_runs`` instead of the ratio to native.
+    """
+
+    mode_column: str
+    ratio: dict[str, tuple[str, str, str]]
+    n_runs: str
+
+
+@dataclass(frozen=True)
 class Source:
     """Where one benchmark's comparisons with native live in the processed outputs.
 
@@ -246,6 +262,10 @@ class Source:
     delta_us: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     per_run: dict[str, tuple[str, str]] = field(default_factory=dict)
     defaults: dict[str, str] = field(default_factory=dict)
+    other_baseline: OtherBaseline | None = None
+    # the directory under <processed_dir> its files are in, when a stage of another name
+    # writes them (density: summarise-footprint writes data/processed/footprint)
+    directory: str = ""
 
 
 def _quantile_columns(kind: str, labels=("p50", "p99")) -> dict[str, tuple[str, str, str]]:
@@ -297,6 +317,71 @@ SOURCES: dict[str, Source] = {
         n_runs="ratio_n_runs",
         defaults={"path": "host", "statistic": "median"},
     ),
+    # notebook 27 (pipeline.coldstart_analysis): pooled p50/p95/p99 per mode on the path
+    # "host"; ratios to native, and a rootless engine's to its rootful engine (rootful_mode).
+    "coldstart": Source(
+        files={"*": "coldstart_summary"},
+        ratio=_quantile_columns("ratio", ("p50", "p95", "p99")),
+        n_runs="overhead_n_runs",
+        defaults={"path": "host"},
+        other_baseline=OtherBaseline(
+            "rootful_mode",
+            {
+                q: (f"rootful_ratio_{q}", f"rootful_ratio_{q}_lo", f"rootful_ratio_{q}_hi")
+                for q in ("p50", "p95", "p99")
+            },
+            "rootful_n_runs",
+        ),
+    ),
+    # notebook 31 (pipeline.lb_analysis): mode swarm-overlay, variants <balancer>-r<N>, each
+    # compared with direct-r1 (no native): the median rate over runs, and the mean (ab's figure).
+    "lb": Source(
+        files={"*": "lb_summary"},
+        ratio={},
+        n_runs="ratio_n_runs",
+        other_baseline=OtherBaseline(
+            "baseline_mode",
+            {
+                "median": ("ratio", "ratio_lo", "ratio_hi"),
+                "mean": ("ratio_mean", "ratio_mean_lo", "ratio_mean_hi"),
+            },
+            "ratio_n_runs",
+        ),
+    ),
+    # notebook 28 (pipeline.footprint_analysis): one row per engine on the path "host",
+    # variant "idle"; no native (an engine's own memory has none): the PSS cost per container
+    # as a ratio to rootful Docker's (``reference``: docker-bridge), run-bootstrapped. The 004
+    # article's "at 100 containers" is 100 x its per-container figure: the same ratio.
+    "footprint": Source(
+        files={"*": "footprint_summary"},
+        ratio={},
+        n_runs="ratio_n_runs",
+        defaults={"path": "host", "variant": "idle", "statistic": "per_container"},
+        other_baseline=OtherBaseline(
+            "reference", {"per_container": ("ratio", "ratio_lo", "ratio_hi")}, "ratio_n_runs"
+        ),
+    ),
+    # density (same notebook): containers reached over rootful Docker's; empty, with the
+    # reason, when either engine stopped at the profile's cap in every run.
+    "density": Source(
+        files={"*": "density_summary"},
+        ratio={},
+        n_runs="ratio_n_runs",
+        defaults={"path": "host", "variant": "idle", "statistic": "max"},
+        other_baseline=OtherBaseline(
+            "reference", {"max": ("ratio", "ratio_lo", "ratio_hi")}, "ratio_n_runs"
+        ),
+        directory="footprint",
+    ),
+    # notebook 30 (pipeline.orchestration_analysis): Swarm only, variants create, scale-10,
+    # scale-50, update-10 on the path "host"; no comparison with another mode (the 000
+    # article's baseline is Kubernetes, not a study mode).
+    "orchestration": Source(
+        files={"*": "orchestration_summary"},
+        ratio={},
+        n_runs="n_runs",
+        defaults={"path": "host", "statistic": "median"},
+    ),
 }
 CELL = ["environment", "mode", "path", "variant"]
 
@@ -321,15 +406,16 @@ def load_study(processed_dir: Path | str, sources: dict[str, Source] = SOURCES) 
     root = Path(processed_dir)
     summaries, per_run = {}, {}
     for benchmark, source in sources.items():
+        folder = root / (source.directory or benchmark)
         for key, stem in source.files.items():
-            path = root / benchmark / f"{stem}.parquet"
+            path = folder / f"{stem}.parquet"
             if path.is_file():
                 frame = pd.read_parquet(path)
                 if "variant" not in frame.columns:
                     frame["variant"] = key
                 summaries[(benchmark, key)] = frame
         for key, (stem, column) in source.per_run.items():
-            path = root / benchmark / f"{stem}.parquet"
+            path = folder / f"{stem}.parquet"
             if path.is_file():
                 frame = pd.read_parquet(path)
                 per_run[(benchmark, key)] = frame.rename(columns={column: "value"})
@@ -427,15 +513,17 @@ def study_figure(
             reason=f"the article's baseline ({row['baseline_configuration']}) is not a study mode"
         )
     base_path = row["baseline_path"] or path
-    if (row["baseline_mode"], base_path) != (BASELINE, path):
+    ratio, delta, n_runs_column = source.ratio, source.delta_us, source.n_runs
+    other = source.other_baseline
+    if other and base_path == path and row["baseline_mode"] == _text(cell.get(other.mode_column)):
+        ratio, delta, n_runs_column = other.ratio, {}, other.n_runs
+    elif (row["baseline_mode"], base_path) != (BASELINE, path):
         return _cross_ratio(row, study, source, env, (key, variant), confidence, n_boot, seed)
-    columns = (source.ratio if row["comparison"] == "ratio" else source.delta_us).get(
-        row["statistic"]
-    )
+    columns = (ratio if row["comparison"] == "ratio" else delta).get(row["statistic"])
     if columns is None:
         return Figure(reason=_no_statistic(row, source, benchmark))
     point, lo, hi = (float(cell[c]) for c in columns)
-    n_runs = int(cell[source.n_runs]) if source.n_runs in cell.index else 0
+    n_runs = int(cell[n_runs_column]) if n_runs_column in cell.index else 0
     if math.isnan(lo) or math.isnan(hi) or not n_runs:
         why = (
             _reason_text("no interval", cell["reason"]) if _text(cell["reason"]) else "no interval"

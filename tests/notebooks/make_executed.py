@@ -76,6 +76,32 @@ NOTEBOOKS: dict[str, tuple[Path, Path, dict]] = {
         )
         for benchmark in ("cpu", "memory")
     },
+    # Cold start and load balancing (tests/fixtures/make_fixture_coldstart_lb.py's fixture).
+    "coldstart": (
+        ROOT / "notebooks" / "analysis" / "27-summarise-coldstart.ipynb",
+        ROOT / "tests" / "notebooks" / "27-summarise-coldstart.fixture.ipynb",
+        _fixture_parameters("coldstart", n_boot=4000),
+    ),
+    "lb": (
+        ROOT / "notebooks" / "analysis" / "31-summarise-lb.ipynb",
+        ROOT / "tests" / "notebooks" / "31-summarise-lb.fixture.ipynb",
+        _fixture_parameters("lb", n_boot=4000),
+    ),
+    # Footprint + density, and orchestration (tests/fixtures/make_fixture_scaling.py's fixture).
+    "footprint": (
+        ROOT / "notebooks" / "analysis" / "28-summarise-footprint.ipynb",
+        ROOT / "tests" / "notebooks" / "28-summarise-footprint.fixture.ipynb",
+        _fixture_parameters("footprint", n_boot=4000, predict_at=100),
+    ),
+    "orchestration": (
+        ROOT / "notebooks" / "analysis" / "30-summarise-orchestration.ipynb",
+        ROOT / "tests" / "notebooks" / "30-summarise-orchestration.fixture.ipynb",
+        {
+            k: v
+            for k, v in _fixture_parameters("orchestration").items()
+            if k != "seed"  # no bootstrap: the notebook has no seed
+        },
+    ),
     # Reads processed summaries, not raw data: the committed tests/fixtures/processed (written
     # by tests/fixtures/make_processed.py from notebooks 20-22 and 26 on the raw fixture).
     "replication": (

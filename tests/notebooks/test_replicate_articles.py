@@ -17,7 +17,16 @@ import pandas as pd
 import papermill
 import pytest
 
-from pipeline import host_analysis, latency_analysis, throughput_analysis
+from pipeline import (
+    coldstart_analysis,
+    footprint_analysis,
+    host_analysis,
+    latency_analysis,
+    lb_analysis,
+    orchestration_analysis,
+    schema,
+    throughput_analysis,
+)
 
 NOTEBOOK = nc.ANALYSIS / "25-replicate-articles.ipynb"
 EXECUTED = nc.HERE / "25-replicate-articles.fixture.ipynb"
@@ -129,7 +138,8 @@ def test_http_ratio_and_missing_statistic(table):
     [
         ("000-tcp-overlay-ingress", f"swarm-ingress on the dc path: {nc.IPVS_REASON}"),
         ("004-tput-pasta", "pasta was not measured on the local path (throughput data)"),
-        ("003-swarm-1", "the lb benchmark is not in the study yet"),
+        ("003-swarm-1", "swarm-overlay on the dc path: skipped: kernel on node1 has no IPVS"),
+        ("004-start-podman-rootless-p50", "rootless-podman on the host path: skipped: rootless"),
         ("000-cpu-sysbench1-swarm1", "swarm-overlay was not measured on the host path (cpu data)"),
         ("000-mem-dockerd-manager-idle", "the article gives no baseline to compare with"),
         (
@@ -205,6 +215,41 @@ def test_processed_fixture_is_current():
         pd.testing.assert_frame_equal(
             fresh[cols], _summary(f"{benchmark}_summary")[cols], obj=f"{benchmark} ({REGENERATE})"
         )
+    samples, runs = lb_analysis.load(nc.FIXTURE)
+    fresh = lb_analysis.summarise(samples, runs, confidence=CONFIDENCE, n_boot=N_BOOT, seed=SEED)
+    cols = ["mode", "path", "variant", "status", "baseline_mode", "ratio", "ratio_lo"]
+    cols += ["ratio_hi", "ratio_mean", "ratio_mean_lo", "ratio_mean_hi", "ratio_n_runs"]
+    pd.testing.assert_frame_equal(
+        fresh[cols], _summary("lb_summary")[cols], obj=f"lb ({REGENERATE})"
+    )
+    samples = schema.read_dataset(nc.FIXTURE, "coldstart", "samples")
+    runs = schema.read_dataset(nc.FIXTURE, "coldstart", "runs")
+    fresh = coldstart_analysis.summarise(
+        samples, runs, confidence=CONFIDENCE, n_boot=N_BOOT, seed=SEED
+    )
+    cols = ["mode", "path", "variant", "status", "overhead_n_runs", "rootful_mode"]
+    cols += [f"{p}ratio_{q}{s}" for p in ("", "rootful_") for q in ("p50", "p95", "p99")
+             for s in ("", "_lo", "_hi")]  # fmt: skip
+    pd.testing.assert_frame_equal(
+        fresh[cols], _summary("coldstart_summary")[cols], obj=f"coldstart ({REGENERATE})"
+    )
+    # footprint, density and orchestration (make_fixture_scaling.py; notebooks 28 and 30)
+    cols = ["mode", "path", "variant", "status", "reference", "ratio", "ratio_lo", "ratio_hi"]
+    cols += ["ratio_n_runs"]
+    for benchmark, summarise in (
+        ("footprint", footprint_analysis.cost_summary),
+        ("density", footprint_analysis.density_table_summary),
+    ):
+        samples, runs = footprint_analysis.load(nc.FIXTURE, benchmark)
+        fresh = summarise(samples, runs, confidence=CONFIDENCE, n_boot=N_BOOT, seed=SEED)
+        stored = pd.read_parquet(PROCESSED / "footprint" / f"{benchmark}_summary.parquet")
+        pd.testing.assert_frame_equal(fresh[cols], stored[cols], obj=f"{benchmark} ({REGENERATE})")
+    samples, runs = footprint_analysis.load(nc.FIXTURE, "orchestration")
+    fresh = orchestration_analysis.stage_summary(samples, runs, confidence=CONFIDENCE)
+    cols = ["mode", "path", "variant", "status", "n_runs", "median_s"]
+    pd.testing.assert_frame_equal(
+        fresh[cols], _summary("orchestration_summary")[cols], obj=f"orchestration ({REGENERATE})"
+    )
 
 
 def test_source_notebook_is_clean_and_thin():
@@ -220,7 +265,17 @@ def test_executed_copy_matches_source():
 
 def test_executed_copy_has_checked_headline_outputs():
     text = nc.headline_text(EXECUTED, n_cells=2)
-    assert "consistent: 10, not consistent: 20, not measurable here: 98" in text
+    assert "consistent: 12, not consistent: 27, not measurable here: 89" in text
+    # make_fixture_scaling.py: rootless Docker's cost per container 1.5625 x rootful Docker's
+    assert "lab 004-mem-docker-rootless: published 1.750 (rounding: 1.444 to 2.143), study " in (
+        text
+    )
+    # the cold-start and lb fixtures (make_fixture_coldstart_lb.py): rootless +20%, HAProxy 0.45
+    assert (
+        "lab 004-start-docker-rootless-p95: published 1.198 (rounding: 1.192 to 1.204), study "
+        in (text)
+    )
+    assert "lab 003-rancher-1: published 0.034, study 0.450 [" in text
     assert "lab 002-tput-proxy: published 0.716 (rounding: 0.712 to 0.720), study 0.723 [" in text
     assert "| 000-tcp-overlay-ingress | Swarm overlay (ingress) |" in text
 

@@ -24,8 +24,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipeline import article, calibration, host_analysis, tables
+from pipeline import article, calibration, host_analysis, lb_analysis, tables
+from pipeline import coldstart_analysis as coldstart
+from pipeline import footprint_analysis as footprint
 from pipeline import latency_analysis as latency
+from pipeline import orchestration_analysis as orchestration
 from pipeline import throughput_analysis as throughput
 from pipeline.schema import read_dataset
 
@@ -78,6 +81,14 @@ def tree(tmp_path_factory) -> Path:
         tables.write(latency.article_table(s), tabs, name, latency.table_caption(s, what))
     cpu = pd.read_parquet(proc / "cpu" / "cpu_summary.parquet")
     tables.write(host_analysis.article_table(cpu), tabs, "cpu", host_analysis.table_caption(cpu))
+    cold = pd.read_parquet(proc / "coldstart" / "coldstart_summary.parquet")
+    tables.write(coldstart.article_table(cold), tabs, "coldstart", coldstart.table_caption(cold))
+    lbs = pd.read_parquet(proc / "lb" / "lb_summary.parquet")
+    tables.write(lb_analysis.article_table(lbs), tabs, "lb", lb_analysis.table_caption(lbs))
+    fp = pd.read_parquet(proc / "footprint" / "footprint_summary.parquet")
+    tables.write(footprint.cost_table(fp), tabs, "footprint", footprint.cost_caption(fp))
+    orch = pd.read_parquet(proc / "orchestration" / "orchestration_summary.parquet")
+    tables.write(orchestration.article_table(orch), tabs, "orchestration", "Orchestration.")
     wan = _wan_summary()
     tables.write(calibration.article_table(wan), tabs, "wan_calibration", "WAN calibration.")
     (tabs / "wan_calibration_sentence.md").write_text(calibration.sentence(wan) + "\n")
@@ -122,7 +133,8 @@ NUMBER = re.compile(r"(?<![\w.\-,])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w]|\
 def _recorded_reasons() -> set[str]:
     """Every reason the fixture's runs tables record, as the article quotes it."""
     out = set()
-    for benchmark in ("throughput", "latency", "http", "cpu"):
+    for benchmark in ("throughput", "latency", "http", "cpu", "coldstart", "lb", "footprint",
+                      "density", "orchestration"):  # fmt: skip
         runs = read_dataset(FIXTURES / "raw", benchmark, "runs")
         out |= {re.sub(r"^(skipped|failed): ", "", r) for r in runs["reason"].dropna()}
     return out
@@ -250,8 +262,6 @@ def test_missing_benchmarks_are_reported_as_not_measured(md):
     for title, stage in (
         ("Memory", "`collect-memory` collects it and `summarise-memory` summarises it"),
         ("Disk", "`collect-disk` collects it and `summarise-disk` summarises it"),
-        ("Load balancing", "no stage"),
-        ("Cold start and scaling", "no stage"),
         ("Internet vs datacenter", "`compare-internet-datacenter`"),
         ("Replication of the five articles", "`replicate-articles`"),
     ):
@@ -260,6 +270,26 @@ def test_missing_benchmarks_are_reported_as_not_measured(md):
         assert f"- {title}: Not measured" in _section(md, "Limitations")
     for title in ("Network throughput", "Latency", "HTTP", "CPU"):
         assert "Not measured" not in _section(md, title)
+    for title in ("Load balancing", "Cold start and scaling"):
+        assert "Not measured" not in _section(md, title).split("Table:")[0]
+
+
+def test_lb_and_coldstart_prose_states_their_fixtures_known_answers(md, numbers):
+    """tests/fixtures/make_fixture_coldstart_lb.py: direct-r1 at 20,000 req/s, HAProxy with one
+    replica at 45% of it; rootless Docker's p50 20% above Docker's."""
+    text = _section(md, "Load balancing")
+    direct = numbers["lb.lab.direct-r1.rps"]
+    assert direct["value"] == 20000.0 and direct["interval"] == [19600.0, 20400.0]
+    assert "One replica dialled directly served 20,000 req/s [19,600, 20,400]" in text
+    haproxy = numbers["lb.lab.haproxy-r1.pct_of_direct"]
+    assert haproxy["value"] == pytest.approx(44.86, abs=0.01)
+    assert "HAProxy 44.9% [" in text and "Swarm VIP" not in text.split("Table:")[0]
+    cold = _section(md, "Cold start and scaling")
+    plus = numbers["coldstart.lab.rootless-docker.p50_plus_pct_vs_rootful"]
+    assert plus["value"] == pytest.approx(20.0, abs=0.7) and plus["interval"][0] < plus["value"]
+    assert "Rootless Docker against Docker bridge: +20." in cold
+    assert numbers["coldstart.lab.docker-bridge.p50_ms"]["text"] == "138.6"
+    assert "reports/tables/coldstart.md" in cold and "reports/tables/lb.md" in text
 
 
 def test_host_benchmark_prose_states_ratios_with_intervals_and_verdicts(md, numbers):
@@ -320,3 +350,21 @@ def test_notebook_is_thin_with_a_literal_parameters_cell():
         assert not [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.ClassDef)]
         assert cell.outputs == [] and cell.execution_count is None
     assert "article.build(" in "".join(c.source for c in code)
+
+
+def test_footprint_and_orchestration_prose_states_their_fixtures_known_answers(md, numbers):
+    """tests/fixtures/make_fixture_scaling.py: rootful Docker's engine 90 MiB idle + 3.2 MiB per
+    container, rootless Docker 5.0 MiB (1.5625x); Swarm scale to 10 replicas in 2.8 s, scale-50
+    capped at 20 replicas; rootless Podman skipped (not in the prose)."""
+    text = _section(md, "Engine memory footprint and density")
+    per = numbers["footprint.lab.docker-bridge.pss_per_container_mib"]
+    assert per["value"] == pytest.approx(3.2) and per["interval"][0] < 3.2 < per["interval"][1]
+    assert "Docker bridge: 90.0 MiB [89.3, 90.7] idle and 3.20 MiB [3.18, 3.22] per" in text
+    ratio = numbers["footprint.lab.rootless-docker.per_container_vs_rootful_docker"]
+    assert ratio["value"] == pytest.approx(1.5625)
+    assert "Rootless Podman" not in text.split("Table:")[0]
+    assert "the cap of 50 in every run, not a limit of the engine" in text
+    orch = _section(md, "Swarm orchestration")
+    assert numbers["orchestration.lab.scale-10.median_s"]["value"] == pytest.approx(2.8)
+    assert "scaling from one replica to 20 replicas (the profile's cap) 4.40 s [4.00, 4.80]" in orch
+    assert "reports/tables/footprint.md" in text and "reports/tables/orchestration.md" in orch

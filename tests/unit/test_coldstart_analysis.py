@@ -1,12 +1,15 @@
 """Cold-start analysis on constructed samples with known answers: per-run percentiles, the rank
 interval over runs, pooled percentiles, and the paired overheads (difference, ratio, "+%")."""
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from pipeline import coldstart_analysis as ca
-from pipeline import stats
+from pipeline import schema, stats
 
 # 20 starts per run: 10 ms .. 200 ms in 10 ms steps, so a run's p50 (inverted CDF: the 10th
 # of 20) is 100 ms and its p95 (the 19th) 190 ms.
@@ -117,3 +120,90 @@ def test_unmeasured_pairs_are_left_out():
     out = ca.overheads(samples, n_boot=100)
     assert set(zip(out["mode"], out["baseline"], strict=True)) == {("podman", "native")}
     assert ca.overheads(samples[samples["mode"] == "native"]).empty
+
+
+# --- the summary per mode, on the committed fixture (make_fixture_coldstart_lb.py) ----------
+
+ROOT = Path(__file__).resolve().parents[2]
+RAW = ROOT / "tests" / "fixtures" / "raw"
+
+
+def _generator():
+    path = ROOT / "tests" / "fixtures" / "make_fixture_coldstart_lb.py"
+    spec = importlib.util.spec_from_file_location("make_fixture_coldstart_lb", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+FX = _generator()
+
+
+@pytest.fixture(scope="module")
+def fixture_data():
+    samples = schema.read_dataset(RAW, "coldstart", "samples")
+    runs = schema.read_dataset(RAW, "coldstart", "runs")
+    return samples, runs, ca.summarise(samples, runs, n_boot=1000, seed=2).set_index("mode")
+
+
+def test_the_fixture_is_what_the_generator_writes():
+    frames = FX.build_coldstart()
+    for table in ("samples", "runs"):
+        stored = schema.read_table(RAW / "coldstart" / "lab" / f"{table}.parquet", table)
+        fresh = schema.to_table(frames[table], schema.TABLES[table])
+        assert stored.equals(fresh), f"coldstart {table}: run make_fixture_coldstart_lb.py"
+
+
+def test_summary_pooled_quantiles_are_those_of_the_ok_runs_starts(fixture_data):
+    _, _, summary = fixture_data
+    for mode in ("native", "docker-bridge", "podman", "rootless-docker"):
+        runs = [r for r in range(1, FX.CS_RUNS + 1) if (mode, r) != FX.CS_FAILED]
+        pooled = np.concatenate([FX.cs_starts_ms(mode, r) / 1000 for r in runs])
+        row = summary.loc[mode]
+        for q in ca.QUANTILES:
+            lab = ca.q_label(q)
+            expected = np.quantile(pooled, q, method="inverted_cdf")
+            assert row[f"{lab}_s"] == pytest.approx(expected, abs=1e-6)
+            assert row[f"{lab}_lo_s"] <= row[f"{lab}_s"] <= row[f"{lab}_hi_s"]
+        assert row["n_runs"] == len(runs) and row["n_starts"] == FX.CS_STARTS * len(runs)
+    # 0.99 of the shape, median run factor 1.00: docker-bridge's p50 is 138.6 ms
+    assert summary.loc["docker-bridge", "p50_s"] == pytest.approx(0.1386, abs=2e-3)
+
+
+def test_summary_rootless_plus_percent_is_the_constructed_twenty(fixture_data):
+    _, _, summary = fixture_data
+    row = summary.loc["rootless-docker"]
+    assert row["rootful_mode"] == "docker-bridge" and row["rootful_n_runs"] == FX.CS_RUNS
+    for q in ca.QUANTILES:
+        lab = ca.q_label(q)
+        # 1.20 x a per-run wobble within ±0.5%
+        assert row[f"rootful_plus_pct_{lab}"] == pytest.approx(20.0, abs=0.7)
+        assert (
+            19.3 <= row[f"rootful_plus_pct_{lab}_lo"] <= row[f"rootful_plus_pct_{lab}_hi"] <= 20.7
+        )
+    assert summary.loc["docker-bridge", "ratio_p50"] == pytest.approx(140.0 / 12.0, rel=1e-6)
+
+
+def test_summary_keeps_skipped_and_failed_with_reasons(fixture_data):
+    _, _, summary = fixture_data
+    skipped = summary.loc["rootless-podman"]
+    assert skipped["status"] == "skipped" and skipped["reason"] == FX.CS_SKIP_REASON
+    assert skipped["n_runs"] == 0 and np.isnan(skipped["p50_s"])
+    podman = summary.loc["podman"]
+    assert podman["n_runs_planned"] == FX.CS_RUNS and FX.CS_FAILED_REASON in podman["reason"]
+    table = ca.article_table(summary.reset_index()).set_index("Mode")
+    assert table.loc["Rootless Podman", "Note"] == FX.CS_SKIP_REASON
+    assert table.loc["Rootless Docker", "Rootless vs rootful p50 +% [95% CI]"].startswith("+20.")
+
+
+def test_smoke_data_gives_no_interval_and_no_exception():
+    samples = _samples({"native": lambda r, b: b, "docker-bridge": lambda r, b: b + 0.1}, runs=1)
+    runs = samples[["environment", "mode", "run"]].drop_duplicates()
+    runs = runs.assign(path="host", variant="nginx", status="ok", reason=None)
+    samples = samples.assign(path="host", variant="nginx")
+    summary = ca.summarise(samples, runs, n_boot=100)
+    row = summary.set_index("mode").loc["docker-bridge"]
+    assert np.isnan(row["p50_lo_s"]) and row["d_p50_s"] == pytest.approx(0.1)
+    assert "one run: no interval" in ca.article_table(summary).iloc[1]["Note"]
+    chart, caption = ca.figure(summary, samples, runs)
+    assert chart.to_dict() and "cluster-bootstrap" in caption

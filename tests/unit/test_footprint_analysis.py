@@ -141,3 +141,48 @@ def test_density_summary_reports_reach_stop_reason_and_cost_at_the_top():
     assert (row["reached_min"], row["reached_max"], row["runs"]) == (6, 10, 2)
     assert row["mem_per_container_mib"] == pytest.approx(6.5)  # median of 6 and 7
     assert "no space" in row["stopped"] and "limit of 10" in row["stopped"]
+
+
+def _line_frame(slopes: dict[int, float], intercept: float = 1000.0) -> pd.DataFrame:
+    rows = [{"run": run, "sample": int(c), "value": intercept + slope * c}
+            for run, slope in slopes.items() for c in COUNTS]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_slope_ratio_is_the_ratio_of_pooled_slopes_with_a_run_bootstrap_interval():
+    from pipeline.footprint_analysis import slope_ratio
+
+    cell = _line_frame({1: 5100.0, 2: 4900.0, 3: 5050.0, 4: 4950.0})  # mean slope 5000
+    reference = _line_frame({1: 3200.0, 2: 3180.0, 3: 3220.0, 4: 3200.0})  # mean 3200
+    ratio, lo, hi, n = slope_ratio(cell, reference, 0.95, 2000, 1)
+    assert ratio == pytest.approx(5000 / 3200) and n == 4
+    assert lo < 5000 / 3200 < hi and hi < 1.7  # the runs' spread, not more
+    # Only runs both measured count; one common run gives the point and no interval.
+    ratio1, lo1, hi1, n1 = slope_ratio(cell[cell["run"] == 2], reference, 0.95, 200, 1)
+    assert ratio1 == pytest.approx(4900 / 3180) and n1 == 1 and np.isnan(lo1) and np.isnan(hi1)
+
+
+def test_cost_summary_keeps_skipped_engines_and_drops_failed_runs_and_warmups():
+    from pipeline.footprint_analysis import cost_summary
+
+    samples = _samples_frame()
+    samples["path"], samples["variant"], samples["unit"] = "host", "idle", "KiB"
+    warm = samples[(samples["sample"] == 0)].assign(value=1e9, warmup=True)
+    samples = pd.concat([samples, warm], ignore_index=True)
+    runs = (
+        samples[["environment", "mode", "run"]]
+        .drop_duplicates()
+        .assign(path="host", variant="idle", status="ok", reason=None)
+    )
+    runs.loc[(runs["mode"] == "podman") & (runs["run"] == 2), ["status", "reason"]] = [
+        "failed", "failed: boom"
+    ]  # fmt: skip
+    skipped = {"environment": "lab", "mode": "rootless-podman", "run": 1, "path": "host",
+               "variant": "idle", "status": "skipped", "reason": "skipped: no user"}  # fmt: skip
+    runs = pd.concat([runs, pd.DataFrame([skipped])], ignore_index=True)
+    table = cost_summary(samples, runs, n_boot=500).set_index("mode")
+    assert table.loc["rootless-podman", "status"] == "skipped"
+    assert np.isnan(table.loc["rootless-podman", "pss_per_container_kib"])
+    assert table.loc["podman", "n_runs"] == 2 and "failed: boom" in table.loc["podman", "reason"]
+    assert table.loc["docker-bridge", "pss_idle_kib"] < 1e6  # the warm-up is not a reading
+    assert table.loc["docker-bridge", "ratio"] == 1.0

@@ -66,3 +66,22 @@ def test_failed_run_is_left_out_and_named():
     assert (update.lo_s, update.hi_s) == (40.0, 45.0) and update.reached
     assert update.coverage == pytest.approx(0.96875)
     assert update.not_ok == 1 and "run 2 failed: only 7 of 10" in update.reason
+
+
+def test_stage_summary_takes_runs_as_the_unit():
+    from pipeline.orchestration_analysis import stage_summary
+
+    samples, runs = _tables()
+    samples["path"], runs["path"] = "host", "host"
+    table = stage_summary(samples, runs).set_index("variant")
+    scale = table.loc["scale-10"]
+    # per-run medians 2.2, 2.3, 2.7 -> median 2.3, range as the interval (3 runs: 75%)
+    assert scale.median_s == pytest.approx(2.3) and (scale.median_lo_s, scale.median_hi_s) == (
+        2.2,
+        2.7,
+    )
+    assert not scale.median_ci_reached and scale.median_coverage == pytest.approx(0.75)
+    assert scale.pooled_median_s == 2.4 and (scale.n_runs, scale.repeats, scale.n) == (3, 3, 9)
+    update = table.loc["update-10"]
+    assert update.n_runs == 2 and "only 7 of 10" in update.reason and update.status == "ok"
+    assert scale.operation == "Scale 1 to 10 replicas" and not scale.capped

@@ -385,7 +385,7 @@ def test_a_ratio_across_paths_is_bootstrapped_too(study):
     ("change", "reason"),
     [
         (dict(comparison="", unit="MB", baseline_value=""), "the article gives no baseline"),
-        (dict(benchmark="lb"), "the lb benchmark is not in the study yet"),
+        (dict(benchmark="gpu"), "the gpu benchmark is not in the study yet"),
         (dict(benchmark="http", variant="1k"), "no http/http_summary.parquet in the processed"),
         (dict(variant="quic"), "the study has no quic variant of throughput"),
         (dict(mode=""), "no study mode corresponds to 'Swarm overlay (custom)'"),
@@ -502,3 +502,25 @@ def test_replicate_repeats_rows_per_environment(study, tmp_path):
     out = rp.replicate(published, two, n_boot=100)
     assert len(out) == 4 and set(out["environment"]) == {"bare-metal", "lab"}
     assert "Environment" in rp.article_table(out).columns
+
+
+def test_coldstart_and_lb_rows_read_their_other_baseline():
+    """The committed processed fixture (make_fixture_coldstart_lb.py): rootless Docker's p50 is
+    1.20 x Docker's; HAProxy with one replica serves 0.45 of direct-r1; the VIP is skipped."""
+    study = rp.load_study(ROOT / "tests" / "fixtures" / "processed")
+    published = rp.load_published(PUBLISHED).set_index("id", drop=False)
+    row = rp._with_defaults(published.loc["004-start-docker-rootless-p50"], rp.SOURCES["coldstart"])
+    fig = rp.study_figure(row, study, "lab")
+    assert fig.reason == "" and fig.point == pytest.approx(1.20, abs=0.007)
+    assert fig.lo <= fig.point <= fig.hi and fig.n_runs == 6
+    assert "rootful_ratio_p50" in fig.how
+    # rootless Podman is skipped in the fixture: not measurable, with the recorded reason
+    podman = rp.study_figure(published.loc["004-start-podman-rootless-p99"], study, "lab")
+    assert podman.reason.startswith("rootless-podman on the host path: skipped: rootless Podman")
+    haproxy = rp.study_figure(published.loc["003-rancher-1"], study, "lab")
+    assert haproxy.point == pytest.approx(0.45, rel=0.005) and "ratio_mean" in haproxy.how
+    vip = rp.study_figure(published.loc["003-swarm-1"], study, "lab")
+    assert vip.reason.startswith("swarm-overlay on the dc path: skipped: kernel on node1 has no")
+    # 8 replicas were not in the fixture's campaign
+    eight = rp.study_figure(published.loc["003-rancher-8"], study, "lab")
+    assert eight.reason == "swarm-overlay was not measured on the dc path (lb data)"

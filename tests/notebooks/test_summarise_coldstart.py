@@ -1,0 +1,87 @@
+"""Run notebooks/analysis/27-summarise-coldstart.ipynb with papermill on the committed cold-start
+fixture (tests/fixtures/make_fixture_coldstart_lb.py) and check its outputs against the answers
+the fixture was built around; then nbval on the executed copy
+(27-summarise-coldstart.fixture.ipynb)."""
+
+from __future__ import annotations
+
+import json
+
+import notebook_checks as nc
+import numpy as np
+import pandas as pd
+import pytest
+
+NOTEBOOK = nc.ANALYSIS / "27-summarise-coldstart.ipynb"
+COPY = nc.HERE / "27-summarise-coldstart.fixture.ipynb"
+SKIP_REASON = (
+    "skipped: rootless Podman is not available on node1 (podman info as co-bench: "
+    "cannot set up namespace using newuidmap)"
+)
+
+executed = nc.executed_fixture(
+    NOTEBOOK, "summarise-coldstart", confidence=0.95, n_boot=2000, seed=20261121
+)
+
+
+@pytest.fixture(scope="module")
+def summary(executed) -> pd.DataFrame:
+    return pd.read_parquet(executed["processed"] / "coldstart_summary.parquet").set_index("mode")
+
+
+def test_headline_numbers_match_the_construction(summary):
+    # docker-bridge: 140 ms x run factor x 0.90..1.09; the pooled p50 of 120 starts
+    shape = 0.90 + 0.01 * np.arange(20)
+    factors = [1.00, 1.02, 0.98, 1.01, 0.99, 1.00]
+    pooled = np.concatenate([140.0 * f * shape for f in factors]) / 1000
+    row = summary.loc["docker-bridge"]
+    assert row["p50_s"] == pytest.approx(np.quantile(pooled, 0.5, method="inverted_cdf"), abs=1e-6)
+    assert row["p99_s"] == pytest.approx(np.quantile(pooled, 0.99, method="inverted_cdf"), abs=1e-6)
+    assert row["p50_lo_s"] < row["p50_s"] < row["p50_hi_s"]
+    rootless = summary.loc["rootless-docker"]
+    assert rootless["rootful_mode"] == "docker-bridge"
+    assert rootless["rootful_plus_pct_p50"] == pytest.approx(20.0, abs=0.7)
+    assert summary.loc["podman", "n_runs"] == 5  # run 4 failed
+
+
+def test_skipped_mode_is_reported_not_dropped(executed, summary):
+    assert summary.loc["rootless-podman", "status"] == "skipped"
+    table = pd.read_csv(executed["tables"] / "coldstart.csv", keep_default_na=False)
+    row = table.set_index("Mode").loc["Rootless Podman"]
+    assert row["p50 ms [95% CI]"] == "n/a" and row["Note"] == SKIP_REASON
+    caption = (executed["figures"] / "coldstart.caption.md").read_text()
+    assert f"Not measured: Rootless Podman ({SKIP_REASON})." in caption
+
+
+def test_table_figure_and_long_files(executed):
+    tabs, figs, proc = executed["tables"], executed["figures"], executed["processed"]
+    assert (tabs / "coldstart.md").read_text().startswith("Table: Cold start: time from")
+    assert r"Rootless vs rootful p50 +\%" in (tabs / "coldstart.tex").read_text()
+    assert (figs / "coldstart.svg").read_text().startswith("<svg")
+    assert (figs / "coldstart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert json.loads((figs / "coldstart.vl.json").read_text())["layer"]
+    shifts = pd.read_parquet(proc / "coldstart_overheads.parquet")
+    # 3 engines against native, rootless-docker against docker-bridge, 3 levels each
+    assert len(shifts) == (3 + 1) * 3
+    per_run = pd.read_parquet(proc / "coldstart_per_run.parquet")
+    assert len(per_run) == (6 + 6 + 5 + 6) * 3
+
+
+def test_source_notebook_is_clean_and_thin():
+    nc.assert_source_clean_and_thin(NOTEBOOK, {*nc.DIR_PARAMETERS, "confidence", "n_boot", "seed"})
+
+
+def test_executed_copy_matches_source():
+    nc.assert_copy_matches_source(NOTEBOOK, COPY, "coldstart")
+
+
+def test_executed_copy_has_checked_headline_outputs():
+    text = nc.headline_text(COPY, n_cells=2)
+    assert "lab docker-bridge: ok, 6 runs, 120 starts, p50 138.6 [" in text
+    assert "p50 +20.5 [" in text and "% vs docker-bridge" in text
+    assert f"lab rootless-podman: skipped, n/a ({SKIP_REASON})" in text
+    assert "| Rootless Podman | n/a | n/a | n/a |" in text
+
+
+def test_nbval_reproduces_headline_cells():
+    nc.assert_nbval_passes(COPY)

@@ -1,0 +1,177 @@
+"""pipeline.lb_analysis on constructed samples with known answers, and on the committed fixture
+(tests/fixtures/make_fixture_coldstart_lb.py): per-run values, the rank interval over runs, the
+ratio to direct-r1 with its cluster bootstrap, latency medians, errors, skipped and failed
+variants."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipeline import lb_analysis as lb
+from pipeline import schema, stats
+
+ROOT = Path(__file__).resolve().parents[2]
+RAW = ROOT / "tests" / "fixtures" / "raw"
+
+
+def _generator():
+    path = ROOT / "tests" / "fixtures" / "make_fixture_coldstart_lb.py"
+    spec = importlib.util.spec_from_file_location("make_fixture_coldstart_lb", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+FX = _generator()
+
+
+def _window(variant: str, run: int, rate: float, errors: float = 0.0, warmup: bool = False):
+    common = {"environment": "lab", "mode": "swarm-overlay", "path": "dc", "variant": variant,
+              "run": run, "rep": 0 if warmup else 1, "warmup": warmup}  # fmt: skip
+    rows = [{**common, "metric": lb.RATE, "sample": 0, "value": rate},
+            {**common, "metric": lb.ERRORS, "sample": 0, "value": errors}]  # fmt: skip
+    for sample, factor in ((500, 1.0), (900, 2.0), (990, 4.0), (999, 8.0)):
+        rows.append(
+            {**common, "metric": lb.LATENCY, "sample": sample, "value": 1e6 / rate * factor}
+        )
+    return rows
+
+
+def _data(cells: dict, status: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``cells``: variant -> per-run rates (None: no samples); ``status``: (variant, run) ->
+    (status, reason) for runs that were not ok."""
+    status = status or {}
+    samples, runs = [], []
+    for variant, rates in cells.items():
+        for run, rate in enumerate(rates, start=1):
+            st, reason = status.get((variant, run), ("ok", None))
+            cell = {"environment": "lab", "mode": "swarm-overlay", "path": "dc"}
+            runs.append({**cell, "variant": variant, "run": run, "status": st, "reason": reason})
+            if rate is not None:
+                samples += _window(variant, run, rate / 2, warmup=True)  # never analysed
+                samples += _window(variant, run, rate, errors=float(run == 2))
+    return pd.DataFrame(samples), pd.DataFrame(runs)
+
+
+def test_per_run_values_are_the_windows_own():
+    samples, runs = _data({"direct-r1": [100.0, 200.0], "haproxy-r2": [50.0, 80.0]})
+    out = lb.per_run(samples, runs).set_index(["variant", "run"])
+    assert out.loc[("direct-r1", 2), "rps"] == 200.0  # the warm-up at 100 is not added
+    assert out.loc[("haproxy-r2", 1), "p50_us"] == pytest.approx(1e6 / 50)
+    assert out.loc[("haproxy-r2", 1), "p99.9_us"] == pytest.approx(8e6 / 50)
+    assert out.loc[("haproxy-r2", 2), "errors"] == 1.0
+    assert (out.loc[("haproxy-r2", 1), "balancer"], out.loc[("haproxy-r2", 1), "replicas"]) == (
+        "haproxy",
+        2,
+    )
+
+
+def test_median_rank_interval_and_ratio_to_direct():
+    # direct: 100..1000 (10 runs); haproxy is exactly half of direct in every run
+    direct = [100.0 * r for r in range(1, 11)]
+    samples, runs = _data({"direct-r1": direct, "haproxy-r1": [d / 2 for d in direct]})
+    summary = lb.summarise(samples, runs, n_boot=500, seed=1).set_index("variant")
+    row = summary.loc["haproxy-r1"]
+    lo_rank, hi_rank, coverage = stats.order_statistic_ranks(10, 0.5, 0.95)
+    assert row["rps"] == pytest.approx(275.0)  # median of 50..500
+    assert (row["rps_lo"], row["rps_hi"]) == pytest.approx((50.0 * lo_rank, 50.0 * hi_rank))
+    assert row["rps_coverage"] == pytest.approx(coverage) and bool(row["rps_ci_reached"])
+    # paired runs: every replicate sees the same ratio
+    assert (row["ratio"], row["ratio_lo"], row["ratio_hi"]) == pytest.approx((0.5, 0.5, 0.5))
+    assert (row["ratio_mean"], row["ratio_mean_lo"]) == pytest.approx((0.5, 0.5))
+    assert row["overhead_pct"] == pytest.approx(50.0) and row["ratio_n_runs"] == 10
+    assert row["p50_us"] == pytest.approx(np.median([2e6 / d for d in direct]))
+    assert row["errors_total"] == 1.0 and row["runs_with_errors"] == 1
+    base = summary.loc["direct-r1"]
+    assert base["ratio"] == 1.0 and base["baseline_mode"] == "docker-bridge"
+
+
+def test_run_to_run_spread_of_the_ratio_widens_its_interval():
+    direct = [1000.0] * 8
+    shares = [0.40, 0.45, 0.50, 0.55, 0.42, 0.48, 0.52, 0.58]
+    samples, runs = _data({"direct-r1": direct, "nginx-r4": [1000.0 * s for s in shares]})
+    row = lb.summarise(samples, runs, n_boot=2000, seed=3).set_index("variant").loc["nginx-r4"]
+    assert row["ratio"] == pytest.approx(np.median(shares))
+    assert min(shares) <= row["ratio_lo"] < row["ratio"] < row["ratio_hi"] <= max(shares)
+    assert row["ratio_mean"] == pytest.approx(np.mean(shares))
+
+
+def test_ratio_of_means_matches_a_loop_bootstrap():
+    pairs = np.array([[5.0, 10.0], [6.0, 10.0], [4.0, 9.0], [7.0, 11.0]])
+    point, lo, hi = lb.ratio_of_means_ci(pairs, 0.9, 300, 7)
+    rng = np.random.default_rng(7)
+    idx = rng.integers(0, 4, size=(300, 4))
+    boot = [pairs[i, 0].mean() / pairs[i, 1].mean() for i in idx]
+    assert point == pytest.approx(22.0 / 40.0)
+    assert (lo, hi) == pytest.approx(tuple(np.quantile(boot, [0.05, 0.95])))
+    assert np.isnan(lb.ratio_of_means_ci(pairs[:1], 0.9, 300, 7)[1])
+
+
+def test_skipped_failed_and_baseline_less_variants_stay_with_their_reasons():
+    why = "skipped: kernel has no IPVS"
+    samples, runs = _data(
+        {"direct-r1": [100.0, None], "vip-r1": [None, None], "dnsrr-r2": [90.0, 95.0]},
+        status={
+            ("vip-r1", 1): ("skipped", why),
+            ("vip-r1", 2): ("skipped", why),
+            ("direct-r1", 2): ("failed", "failed: wrk printed nothing"),
+        },  # fmt: skip
+    )
+    summary = lb.summarise(samples, runs, n_boot=200).set_index("variant")
+    vip = summary.loc["vip-r1"]
+    assert vip["status"] == "skipped" and vip["reason"] == why and vip["n_runs"] == 0
+    table = lb.article_table(summary.reset_index()).set_index("Balancer")
+    assert table.loc["Swarm VIP / routing mesh", "Note"] == why
+    assert pd.isna(table.loc["Swarm VIP / routing mesh", "req/s [95% CI]"])  # written as n/a
+    dnsrr = summary.loc["dnsrr-r2"]
+    # one common run with direct: a ratio, no interval
+    assert dnsrr["ratio"] == pytest.approx(0.9) and dnsrr["ratio_n_runs"] == 1
+    assert np.isnan(dnsrr["ratio_lo"])
+    direct = summary.loc["direct-r1"]
+    assert direct["n_runs"] == 1 and "1 of 2 runs not measured" in direct["reason"]
+
+
+def test_smoke_data_one_run_gives_no_interval_and_no_exception(tmp_path):
+    samples, runs = _data({"direct-r1": [100.0], "haproxy-r1": [60.0]})
+    summary = lb.summarise(samples, runs, n_boot=100)
+    assert np.isnan(summary.set_index("variant").loc["haproxy-r1", "ratio_lo"])
+    chart, caption = lb.figure(summary, lb.per_run(samples, runs))
+    assert "Requests per second" in caption and chart.to_dict()
+    assert "(no interval)" in lb.article_table(summary).iloc[1, 3]
+
+
+# --- the committed fixture ---------------------------------------------------------------------
+
+
+def test_the_fixture_is_what_the_generator_writes():
+    frames = FX.build_lb()
+    for table in ("samples", "runs"):
+        stored = schema.read_table(RAW / "lb" / "lab" / f"{table}.parquet", table)
+        fresh = schema.to_table(frames[table], schema.TABLES[table])
+        assert stored.equals(fresh), f"lb {table}: run make_fixture_coldstart_lb.py"
+
+
+def test_fixture_known_answers():
+    samples, runs = lb.load(RAW)
+    summary = lb.summarise(samples, runs, n_boot=1000).set_index("variant")
+    for balancer, shares in FX.LB_SHARE.items():
+        for n, share in zip(FX.LB_REPLICAS, shares, strict=True):
+            row = summary.loc[f"{balancer}-r{n}"]
+            # each run's ratio is share x its own wobble (within ±0.4%)
+            assert row["ratio"] == pytest.approx(share, rel=0.005)
+            assert row["ratio_lo"] <= row["ratio"] <= row["ratio_hi"]
+            assert row["ratio_hi"] < 1.0
+    assert summary.loc["direct-r1", "rps"] == FX.LB_DIRECT_RPS
+    assert summary.loc["nginx-r4", "n_runs"] == FX.LB_RUNS - 1
+    assert FX.LB_FAILED_REASON in summary.loc["nginx-r4", "reason"]
+    assert summary.loc["haproxy-r2", "errors_total"] == 12
+    for n in FX.LB_REPLICAS:
+        row = summary.loc[f"vip-r{n}"]
+        assert row["status"] == "skipped" and row["reason"] == FX.LB_IPVS_REASON
+    # 5 runs: no order-statistic interval reaches 95%; the range of the runs instead
+    assert not summary["rps_ci_reached"].fillna(False).astype(bool).any()
