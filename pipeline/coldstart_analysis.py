@@ -25,7 +25,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from pipeline import figures, stats
+from pipeline import figures, stats, tables
 from pipeline.latency_analysis import as_text, cell_status, status_text
 
 METRIC = "coldstart_s"
@@ -221,18 +221,11 @@ def _ms(point: float, lo: float, hi: float, sign: str = "") -> str | None:
     """Seconds as "142.0 [138.2, 147.9]" milliseconds; n/a (None) without a value."""
     if point is None or np.isnan(point):
         return None
-    p = f"{1000 * point:{sign}.1f}"
-    if np.isnan(lo) or np.isnan(hi):
-        return f"{p} (no interval)"
-    return f"{p} [{1000 * lo:{sign}.1f}, {1000 * hi:{sign}.1f}]"
+    return tables.interval_text(1000 * point, 1000 * lo, 1000 * hi, f"{sign}.1f")
 
 
 def _pct(point: float, lo: float, hi: float) -> str | None:
-    if point is None or np.isnan(point):
-        return None
-    if np.isnan(lo) or np.isnan(hi):
-        return f"{point:+.1f} (no interval)"
-    return f"{point:+.1f} [{lo:+.1f}, {hi:+.1f}]"
+    return tables.interval_text(point, lo, hi, "+.1f")
 
 
 def _note(r) -> str:

@@ -345,11 +345,7 @@ def _digits(values) -> int:
 
 
 def _ci(point: float, lo: float, hi: float, digits: int, sign: str = "") -> str | None:
-    if point is None or np.isnan(point):
-        return None
-    if np.isnan(lo) or np.isnan(hi):
-        return f"{point:{sign}.{digits}f} (no interval)"
-    return f"{point:{sign}.{digits}f} [{lo:{sign}.{digits}f}, {hi:{sign}.{digits}f}]"
+    return tables.interval_text(point, lo, hi, f"{sign}.{digits}f")
 
 
 def _note(row) -> str:

@@ -30,7 +30,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from pipeline import figures, schema, stats
+from pipeline import figures, schema, stats, tables
 from pipeline.benchmarks.lb import BALANCERS, parse_variant
 from pipeline.latency_analysis import as_text, cell_status, status_text
 
@@ -203,11 +203,7 @@ def _row(env, mode, path, variant, mine, base, run_rows, confidence, n_boot, see
 
 
 def _ci(point: float, lo: float, hi: float, fmt: str) -> str | None:
-    if point is None or np.isnan(point):
-        return None
-    if np.isnan(lo) or np.isnan(hi):
-        return f"{point:{fmt}} (no interval)"
-    return f"{point:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]"
+    return tables.interval_text(point, lo, hi, fmt)
 
 
 def _note(r) -> str:

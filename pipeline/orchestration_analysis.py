@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from pipeline import tables
 from pipeline.latency_analysis import as_text, cell_status, status_text
 from pipeline.stats import quantile_ci
 
@@ -158,10 +159,7 @@ def stage_summary(
 def _seconds(point: float, lo: float, hi: float) -> str | None:
     if point is None or np.isnan(point):
         return None
-    digits = 2 if point < 10 else 1
-    if np.isnan(lo) or np.isnan(hi):
-        return f"{point:.{digits}f} (no interval)"
-    return f"{point:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+    return tables.interval_text(point, lo, hi, ".2f" if point < 10 else ".1f")
 
 
 def replicas_text(r) -> str | None:

@@ -29,6 +29,15 @@ _LATEX_SPECIAL = {
 }
 
 
+def interval_text(point: float | None, lo: float, hi: float, fmt: str) -> str | None:
+    """A table cell "point [lo, hi]" in ``fmt`` (e.g. "+.1f"); "point (no interval)" when the
+    interval is missing (one run); None (shown as n/a) without a point."""
+    if point is None or np.isnan(point):
+        return None
+    if np.isnan(lo) or np.isnan(hi):
+        return f"{point:{fmt}} (no interval)"
+    return f"{point:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]"
+
 def latex_escape(text: str) -> str:
     """Escape the characters LaTeX treats specially (in one pass, so escapes are not re-escaped)."""
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
