@@ -436,17 +436,9 @@ def write_summary(
 ) -> list[Path]:
     """``coldstart_summary.{parquet,csv}``, ``coldstart_overheads.parquet`` (long: mode,
     baseline, q) and ``coldstart_per_run.parquet`` (each run's quantiles)."""
-
-    out = Path(processed_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [
-        out / "coldstart_summary.parquet",
-        out / "coldstart_summary.csv",
-        out / "coldstart_overheads.parquet",
-        out / "coldstart_per_run.parquet",
-    ]
-    summary.to_parquet(paths[0], index=False)
-    summary.to_csv(paths[1], index=False, lineterminator="\n")
-    shifts.to_parquet(paths[2], index=False)
-    per_run.to_parquet(paths[3], index=False)
-    return paths
+    frames = {
+        "coldstart_summary": summary,
+        "coldstart_overheads": shifts,
+        "coldstart_per_run": per_run,
+    }
+    return tables.write_processed(frames, processed_dir)

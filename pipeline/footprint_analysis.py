@@ -912,16 +912,7 @@ def density_figure(per_run: pd.DataFrame, summary: pd.DataFrame):
 
 
 def write_processed(frames: dict[str, pd.DataFrame], processed_dir) -> list:
-    """Each frame as ``<name>.parquet`` (and the summaries as ``.csv``) in ``processed_dir``."""
-    from pathlib import Path
+    """Each frame as ``<name>.parquet`` (summaries also as ``.csv``): ``tables.write_processed``."""
+    from pipeline import tables
 
-    out = Path(processed_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, frame in frames.items():
-        paths.append(out / f"{name}.parquet")
-        frame.to_parquet(paths[-1], index=False)
-        if name.endswith("_summary"):
-            paths.append(out / f"{name}.csv")
-            frame.to_csv(paths[-1], index=False, lineterminator="\n")
-    return paths
+    return tables.write_processed(frames, processed_dir)

@@ -662,14 +662,5 @@ def write_summary(
     summary: pd.DataFrame, per_run_values: pd.DataFrame, processed_dir: Path | str, benchmark: str
 ) -> list[Path]:
     """Write ``<benchmark>_summary.parquet`` (+ ``.csv``) and ``<benchmark>_per_run.parquet``."""
-    out = Path(processed_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [
-        out / f"{benchmark}_summary.parquet",
-        out / f"{benchmark}_summary.csv",
-        out / f"{benchmark}_per_run.parquet",
-    ]
-    summary.to_parquet(paths[0], index=False)
-    summary.to_csv(paths[1], index=False, lineterminator="\n")
-    per_run_values.to_parquet(paths[2], index=False)
-    return paths
+    frames = {f"{benchmark}_summary": summary, f"{benchmark}_per_run": per_run_values}
+    return tables.write_processed(frames, processed_dir)

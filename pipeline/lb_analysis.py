@@ -443,10 +443,5 @@ def write_summary(
     summary: pd.DataFrame, per_run_values: pd.DataFrame, processed_dir: Path | str
 ) -> list[Path]:
     """Write ``lb_summary.parquet`` (+ ``.csv``) and ``lb_per_run.parquet``."""
-    out = Path(processed_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "lb_summary.parquet", out / "lb_summary.csv", out / "lb_per_run.parquet"]
-    summary.to_parquet(paths[0], index=False)
-    summary.to_csv(paths[1], index=False, lineterminator="\n")
-    per_run_values.to_parquet(paths[2], index=False)
-    return paths
+    frames = {"lb_summary": summary, "lb_per_run": per_run_values}
+    return tables.write_processed(frames, processed_dir)

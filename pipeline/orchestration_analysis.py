@@ -302,11 +302,5 @@ def write_summary(
     summary: pd.DataFrame, values: pd.DataFrame, processed_dir: Path | str
 ) -> list[Path]:
     """``orchestration_summary.{parquet,csv}`` and ``orchestration_per_run.parquet``."""
-    out = Path(processed_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "orchestration_summary.parquet", out / "orchestration_summary.csv",
-             out / "orchestration_per_run.parquet"]  # fmt: skip
-    summary.to_parquet(paths[0], index=False)
-    summary.to_csv(paths[1], index=False, lineterminator="\n")
-    values.to_parquet(paths[2], index=False)
-    return paths
+    frames = {"orchestration_summary": summary, "orchestration_per_run": values}
+    return tables.write_processed(frames, processed_dir)

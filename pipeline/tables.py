@@ -29,6 +29,21 @@ _LATEX_SPECIAL = {
 }
 
 
+def write_processed(frames: dict[str, pd.DataFrame], processed_dir: Path | str) -> list[Path]:
+    """Each frame as ``<name>.parquet`` in ``processed_dir`` (a summary, ``*_summary``, also as
+    ``.csv`` for readers without parquet); returns the paths in the order written."""
+    out = Path(processed_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, frame in frames.items():
+        paths.append(out / f"{name}.parquet")
+        frame.to_parquet(paths[-1], index=False)
+        if name.endswith("_summary"):
+            paths.append(out / f"{name}.csv")
+            frame.to_csv(paths[-1], index=False, lineterminator="\n")
+    return paths
+
+
 def interval_text(point: float | None, lo: float, hi: float, fmt: str) -> str | None:
     """A table cell "point [lo, hi]" in ``fmt`` (e.g. "+.1f"); "point (no interval)" when the
     interval is missing (one run); None (shown as n/a) without a point."""
@@ -37,6 +52,7 @@ def interval_text(point: float | None, lo: float, hi: float, fmt: str) -> str | 
     if np.isnan(lo) or np.isnan(hi):
         return f"{point:{fmt}} (no interval)"
     return f"{point:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]"
+
 
 def latex_escape(text: str) -> str:
     """Escape the characters LaTeX treats specially (in one pass, so escapes are not re-escaped)."""
