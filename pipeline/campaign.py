@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from pipeline import hostfacts, images, inventory, schema
 from pipeline.benchmarks import BENCHMARKS, Benchmark, Scenario, ToolOutputError, Window
-from pipeline.modes import MODES, Context, Mode, ModeUnavailable, Workload
+from pipeline.modes import MODES, STUDY_MODES, Context, Mode, ModeUnavailable, Workload
 from pipeline.modes.base import LABEL, PID_DIR, cleanup_host, leftovers
 from pipeline.remote import Pool, RemoteError, Session
 
@@ -77,10 +77,13 @@ def plan(
     path a mode uses, so each mode is compared with native on its own path. A host benchmark
     runs on its one path ("host") in the modes it names, native among them; others are not
     planned at all (they are not "skipped": the benchmark does not apply to them). Scenario
-    benchmarks are planned the same way."""
+    benchmarks are planned the same way. A control of the instrument (``Mode.control``) whose
+    paths include "host" is planned for a host benchmark that measures native, when named."""
     wanted = [p for p in benchmark.paths if paths is None or p in paths]
     if benchmark.kind in ("host", "scenario"):
         chosen = [m for m in benchmark.modes or () if m in modes]
+        if benchmark.kind == "host" and "native" in chosen:
+            chosen += [m for m in modes if MODES[m].control and "host" in MODES[m].paths]
         return [(m, p, v) for p in wanted for m in chosen for v in benchmark.variants]
     pairs = [(m, p) for m in modes for p in MODES[m].paths if p in wanted]
     baselines = [("native", p) for p in wanted if p in {p for _, p in pairs}]
@@ -315,7 +318,7 @@ class Campaign:
         paths: tuple[str, ...] | None = None,
         meta: dict | None = None,
     ) -> None:
-        selected = modes or list(MODES)
+        selected = modes or list(STUDY_MODES)  # the controls only where named
         if inv.modes is not None:
             selected = [m for m in selected if m in inv.modes]
         unknown = [m for m in selected if m not in MODES]
@@ -604,7 +607,7 @@ class Campaign:
     def _run_client(self, ctx, deployment, client, address, step, row, window, retry=False):
         argv = self.benchmark.client_argv(step.variant, address, window, step.path)
         command = deployment.client_command(argv)
-        timeout = self.benchmark.client_timeout(window, step.path)
+        timeout = self.benchmark.client_timeout(window, step.path, step.variant)
         deadline = time.monotonic() + WARMUP_CONNECT_BUDGET_S
         while True:
             result = ctx.pool[client.name].run(command, timeout=timeout, check=False)

@@ -691,6 +691,7 @@ def verdict(
     higher_is_better: bool = True,
     tost_p: float | None = None,
     alpha: float = 0.05,
+    diff_p: float | None = None,
 ) -> str | None:
     """The verdict of one comparison with native: one of ``VERDICTS``, or None without a ratio.
 
@@ -708,7 +709,14 @@ def verdict(
        values at all) applies the interval rule alone.
     2. **overhead** when the 95% interval lies strictly on the worse side of 1 (below 1 when
        ``higher_is_better``, as for throughput; above 1 for latency); **faster** when strictly
-       on the better side.
+       on the better side. When the caller has per-run values it passes ``diff_p``, the
+       two-sided paired t test of "no difference" on the per-run log ratios
+       (``TostResult.diff_p``), which must agree (``diff_p < alpha``); NaN (fewer than 3 paired
+       runs) never agrees. The same reason as in 1: with 2 or 3 runs the bootstrap percentile
+       interval is about the range of the per-run ratios, so it excludes 1 whenever every run
+       happens to fall on the same side, a false difference in a quarter of A/A comparisons
+       with 3 runs (the instrument check, ``pipeline.instrument``, measures that rate).
+       ``diff_p=None`` applies the interval rule alone.
     3. **inconclusive** otherwise, and whenever an interval is missing (fewer than 2 runs).
 
     Equivalence is decided first, so a difference that is real (the 95% interval excludes 1)
@@ -725,6 +733,8 @@ def verdict(
     inside = bool(1.0 - margin < lo_eq and hi_eq < 1.0 + margin)  # False when NaN
     if inside and tost_agrees:
         return "equivalent"
+    if diff_p is not None and not bool(diff_p < alpha):  # NaN < alpha is False
+        return "inconclusive"
     return difference(lo, hi, higher_is_better) or "inconclusive"
 
 
@@ -735,7 +745,9 @@ class TostResult:
     ``p_value`` is statsmodels' ``ttost_paired`` p-value of non-equivalence for the margin
     ``(1 - margin, 1 + margin)`` on the ratio; ``ratio`` the geometric mean of the per-run ratios
     and ``(lo, hi)`` its ``1 - 2 alpha`` t interval. ``equivalent`` is ``p_value < alpha``, or
-    None with a ``reason`` when the test was not run.
+    None with a ``reason`` when the test was not run. ``diff_p`` is the two-sided paired t test
+    of the opposite question on the same log ratios, "is there any difference" (H0: ratio 1),
+    which ``stats.verdict`` needs before it says "overhead" or "faster".
     """
 
     p_value: float
@@ -747,6 +759,7 @@ class TostResult:
     n_runs: int
     equivalent: bool | None
     reason: str | None
+    diff_p: float = float("nan")
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -785,15 +798,19 @@ def tost_log_ratio(values, baseline_values, margin: float, alpha: float = 0.05) 
         # Zero variance: the t statistics are infinite, the limit of the test is exact.
         r = float(np.exp(d.mean()))
         inside = bool(1.0 - margin < r < 1.0 + margin)
-        return TostResult(0.0 if inside else 1.0, r, r, r, margin, alpha, n, inside, None)
+        same = bool(abs(d.mean()) < 1e-12)  # every run exactly at ratio 1: no difference at all
+        diff_p = 1.0 if same else 0.0
+        return TostResult(0.0 if inside else 1.0, r, r, r, margin, alpha, n, inside, None, diff_p)
     from statsmodels.stats.weightstats import DescrStatsW, ttost_paired
 
     p, _, _ = ttost_paired(x, y, 1.0 - margin, 1.0 + margin, transform=np.log)
-    lo, hi = DescrStatsW(d).tconfint_mean(alpha=2.0 * alpha)
+    described = DescrStatsW(d)
+    lo, hi = described.tconfint_mean(alpha=2.0 * alpha)
+    _, diff_p, _ = described.ttest_mean(0.0)
     p = float(p)
     return TostResult(
         p, float(np.exp(d.mean())), float(np.exp(lo)), float(np.exp(hi)), margin, alpha, n,
-        bool(p < alpha), None,
+        bool(p < alpha), None, float(diff_p),
     )  # fmt: skip
 
 
@@ -846,7 +863,9 @@ def ratio_equivalence(
     pairs = _paired(per_run, mode, baseline)
     alpha = round(1.0 - confidence, 12)
     tost = tost_log_ratio(pairs[:, 0], pairs[:, 1], margin, alpha)
-    said = verdict(r.ratio, lo, hi, lo_eq, hi_eq, margin, higher_is_better, tost.p_value, alpha)
+    said = verdict(
+        r.ratio, lo, hi, lo_eq, hi_eq, margin, higher_is_better, tost.p_value, alpha, tost.diff_p
+    )
     return Equivalence(
         r.ratio, lo, hi, lo_eq, hi_eq, confidence, eq_level, margin, r.n_runs, tost, said
     )
@@ -894,7 +913,7 @@ def quantile_equivalence(
         tost = tost_log_ratio(per_run_a[:, i], per_run_b[:, i], margin, alpha)
         said = verdict(
             ratio[i], lo[i], hi[i], lo_eq[i], hi_eq[i], margin, higher_is_better,
-            tost.p_value, alpha,
+            tost.p_value, alpha, tost.diff_p,
         )  # fmt: skip
         rows.append(
             {

@@ -141,7 +141,9 @@ class Benchmark:
         """The client's argv; ``path`` lets a tool change method on a long path."""
         raise NotImplementedError
 
-    def client_timeout(self, window: Window, path: str = "dc") -> float:
+    def client_timeout(
+        self, window: Window, path: str = "dc", variant: str | None = None
+    ) -> float:
         """Seconds one client run may take before it counts as hung."""
         return window.seconds + window.omit_seconds + 60
 

@@ -120,7 +120,9 @@ class Disk(Benchmark):
             "--output-format=json",
         ]
 
-    def client_timeout(self, window: Window, path: str = "host") -> float:
+    def client_timeout(
+        self, window: Window, path: str = "host", variant: str | None = None
+    ) -> float:
         # the layout of a large file and a container start come on top of the run
         return run_seconds(window) + 120 + int(self.options["file_mib"]) / 50
 

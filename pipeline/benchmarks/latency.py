@@ -79,7 +79,9 @@ class Latency(Benchmark):
         """Wall-clock length of one client run: what an SSH timeout must exceed."""
         return sockperf_seconds(window, path) + SOCKPERF_STARTUP_S
 
-    def client_timeout(self, window: Window, path: str = "dc") -> float:
+    def client_timeout(
+        self, window: Window, path: str = "dc", variant: str | None = None
+    ) -> float:
         return self.client_seconds(window, path) + 60
 
     def load_seconds(self, window: Window, path: str = "dc") -> float:

@@ -1,6 +1,7 @@
 """Execution modes by name. A new mode is a module here and one line in MODES."""
 
 from pipeline.modes.base import Context, Deployment, Mode, ModeUnavailable, Workload
+from pipeline.modes.controls import NativeAA, NativeCpuQuota, NativeTbf
 from pipeline.modes.docker_bridge import DockerBridge
 from pipeline.modes.docker_host import DockerHost
 from pipeline.modes.docker_nat import DockerNat
@@ -43,9 +44,20 @@ MODES: dict[str, Mode] = {
         DockerVolume(),
         RootlessDockerLayer(),
         PodmanFuseOverlayfs(),
+        # controls of the instrument: planned only where named (pipeline/modes/controls.py)
+        NativeAA(),
+        NativeCpuQuota(),
+        NativeTbf(),
     )
 }
 # Modes a network benchmark can plan (the storage modes serve host benchmarks only).
-NETWORK_MODES = [name for name, mode in MODES.items() if set(mode.paths) - {"host"}]
+NETWORK_MODES = [
+    name for name, mode in MODES.items() if set(mode.paths) - {"host"} and not mode.control
+]
+# What "all" means: every mode but the controls.
+STUDY_MODES = [name for name, mode in MODES.items() if not mode.control]
 
-__all__ = ["MODES", "NETWORK_MODES", "Context", "Deployment", "Mode", "ModeUnavailable", "Workload"]
+__all__ = [
+    "MODES", "NETWORK_MODES", "STUDY_MODES", "Context", "Deployment", "Mode", "ModeUnavailable",
+    "Workload",
+]  # fmt: skip

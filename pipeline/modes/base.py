@@ -33,6 +33,11 @@ FUSE_STORE = "/var/lib/container-overhead-fuse/storage"
 FUSE_RUNROOT = "/run/container-overhead-fuse"
 FUSE_OVERLAYFS = "/usr/bin/fuse-overlayfs"
 ENGINES = ("docker", "podman", "rootless-docker", "rootless-podman", "podman-fuse-overlayfs")
+# What the instrument's control modes (pipeline/modes/controls.py) leave on a host while they
+# run: CPU cgroups named CGROUP_PREFIX* (v2 or v1 cpu hierarchy), a qdisc with TBF_HANDLE.
+CGROUP_PREFIX = "co-control-"
+CGROUP_ROOTS = ("/sys/fs/cgroup", "/sys/fs/cgroup/cpu")
+TBF_HANDLE = "c0de:"  # marks the study's qdisc, so clean-up never removes somebody else's
 USER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -141,6 +146,9 @@ class Mode:
     # The container engine (one of ENGINES) a scenario benchmark drives in this mode; None for
     # native and for modes no scenario benchmark runs in.
     engine: str | None = None
+    # A control of the instrument (pipeline/modes/controls.py): never part of "all", planned
+    # only where a campaign names it.
+    control: bool = False
 
     def available(self, ctx: Context, path: str) -> str | None:
         """None when the mode can run on this path here, else the reason it cannot."""
@@ -422,6 +430,17 @@ def _kill_pidfiles(pattern: str) -> str:
     )
 
 
+def remove_cgroups(pattern: str = f"{CGROUP_PREFIX}*") -> str:
+    """Shell text: remove the control modes' (empty) CPU cgroups in either hierarchy."""
+    return " ".join(f"rmdir {root}/{pattern} 2>/dev/null;" for root in CGROUP_ROOTS) + " true"
+
+
+def _tbf_interfaces(action: str) -> str:
+    """Shell text running ``action`` (with ``$i``) for each interface with the study's qdisc."""
+    find = f"tc qdisc show 2>/dev/null | awk '$3 == \"{TBF_HANDLE}\" {{print $5}}'"
+    return f"for i in $({find}); do {action}; done; true"
+
+
 def cleanup_host(ctx: Context, host: Host) -> str:
     """Remove everything any campaign labelled on this host; returns what was removed."""
     label = shlex.quote(f"label={LABEL}")
@@ -430,6 +449,8 @@ def cleanup_host(ctx: Context, host: Host) -> str:
             _kill_pidfiles(f"{PID_DIR}/*/{shlex.quote(host.name)}-*.pid"),
             f"rmdir {PID_DIR}/*/ 2>/dev/null",  # campaign directories left empty
             f"rm -rf -- {SCRATCH_DIR}/* 2>/dev/null",  # benchmarks' test files (disk)
+            remove_cgroups(),  # control modes: CPU quota cgroups
+            _tbf_interfaces(f'tc qdisc del dev "$i" root handle {TBF_HANDLE} 2>/dev/null'),
             "if docker info >/dev/null 2>&1; then",
             f'  c=$(docker ps -aq --filter {label}); [ -z "$c" ] || docker rm -f $c >/dev/null',
             f"  s=$(docker service ls -q --filter {label} 2>/dev/null); "
@@ -492,7 +513,9 @@ def leftovers(ctx: Context, host: Host) -> list[str]:
     script = (
         f"ls {PID_DIR}/*/{shlex.quote(host.name)}-*.pid 2>/dev/null; "
         f"ls -d {SCRATCH_DIR}/* 2>/dev/null; "
-        "if docker info >/dev/null 2>&1; then "
+        + " ".join(f"ls -d {root}/{CGROUP_PREFIX}* 2>/dev/null;" for root in CGROUP_ROOTS)
+        + _tbf_interfaces('echo "tbf:$i"')
+        + "; if docker info >/dev/null 2>&1; then "
         f"docker ps -aq --filter {label}; docker network ls -q --filter {label}; "
         f"docker volume ls -q --filter {label}; "
         f"docker service ls -q --filter {label} 2>/dev/null; fi; "

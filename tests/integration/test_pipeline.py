@@ -24,7 +24,7 @@ import pytest
 from pipeline import schema
 from pipeline.benchmarks.throughput import Throughput
 from pipeline.campaign import plan
-from pipeline.modes import MODES, NETWORK_MODES
+from pipeline.modes import MODES, NETWORK_MODES, STUDY_MODES
 from pipeline.modes.base import LABEL, PID_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,7 +123,7 @@ def test_smoke_repro_measures_every_mode(workdir):
     runs = pd.read_parquet(_raw(workdir) / "runs.parquet")
     samples = schema.read_samples(_raw(workdir) / "samples.parquet")
     hosts = pd.read_parquet(_raw(workdir) / "hosts.parquet")
-    pairs = plan(Throughput(), list(MODES))
+    pairs = plan(Throughput(), STUDY_MODES)
     assert len(runs) == 2 * len(pairs), "smoke profile: every (mode, path, variant) once per run"
     assert not runs.duplicated(["run", "mode", "path", "variant"]).any()
     assert set(runs["variant"]) == {"tcp", "udp"}
@@ -191,7 +191,7 @@ def _check_latency_and_http(workdir: Path) -> None:
     for name, bench in (("latency", Latency()), ("http", Http())):
         raw = workdir / "data" / "raw" / name / "lab"
         runs = pd.read_parquet(raw / "runs.parquet")
-        assert len(runs) == 2 * len(plan(bench, list(MODES))), name
+        assert len(runs) == 2 * len(plan(bench, STUDY_MODES)), name
         assert set(runs["mode"]) == set(NETWORK_MODES)
         assert {"dc", "internet", "local"} <= set(runs["path"])
         not_ok = runs[runs.status != "ok"]

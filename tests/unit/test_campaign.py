@@ -8,13 +8,14 @@ import pytest
 
 from pipeline import hostfacts, images
 from pipeline.benchmarks.base import Window
+from pipeline.benchmarks.cpu import Cpu
 from pipeline.benchmarks.throughput import Throughput
 from pipeline.campaign import Dataset, Profile, Step, campaign_id, duty_cycle, plan, schedule
-from pipeline.modes import MODES, NETWORK_MODES
+from pipeline.modes import MODES, NETWORK_MODES, STUDY_MODES
 
 
 def test_plan_has_a_native_baseline_on_every_path_it_uses():
-    pairs = plan(Throughput(), list(MODES))
+    pairs = plan(Throughput(), STUDY_MODES)
     assert ("native", "dc", "tcp") in pairs and ("native", "local", "tcp") in pairs
     assert ("docker-proxy", "local", "tcp") in pairs
     assert ("docker-proxy", "dc", "tcp") not in pairs
@@ -22,14 +23,27 @@ def test_plan_has_a_native_baseline_on_every_path_it_uses():
     assert {m for m, _, _ in pairs} == set(NETWORK_MODES)  # not the host-only storage modes
 
 
+def test_controls_are_planned_only_where_named_and_where_they_run():
+    assert not {m for m, mode in MODES.items() if mode.control} & set(STUDY_MODES)
+    named = ["native", "native-aa", "native-cpuquota", "native-tbf"]
+    network = {(m, p) for m, p, _ in plan(Throughput(), named)}
+    assert ("native-aa", "dc") in network and ("native-aa", "local") in network
+    assert ("native-tbf", "dc") in network and ("native-tbf", "local") not in network
+    assert "native-cpuquota" not in {m for m, _ in network}  # a host benchmark's control
+    host = {m for m, _, _ in plan(Cpu(), named)}
+    assert host == {"native", "native-aa", "native-cpuquota"}
+    # no native, no control: a control is only ever compared with the native it imitates
+    assert {m for m, _, _ in plan(Cpu(), ["docker-bridge", "native-aa"])} == {"docker-bridge"}
+
+
 def test_plan_restricted_to_paths_drops_modes_without_them():
-    pairs = plan(Throughput(), list(MODES), paths=("dc",))
+    pairs = plan(Throughput(), STUDY_MODES, paths=("dc",))
     assert {p for _, p, _ in pairs} == {"dc"}
     assert "docker-proxy" not in {m for m, _, _ in pairs}
 
 
 def test_schedule_is_seeded_random_and_complete_per_run():
-    pairs = plan(Throughput(), list(MODES))
+    pairs = plan(Throughput(), STUDY_MODES)
     a, b = schedule(pairs, 4, seed=7), schedule(pairs, 4, seed=7)
     assert a == b
     assert schedule(pairs, 4, seed=8) != a

@@ -16,7 +16,7 @@ from pipeline.benchmarks import BENCHMARKS, ToolOutputError
 from pipeline.benchmarks.coldstart import SCRIPT, Coldstart, parse_coldstart
 from pipeline.campaign import Campaign, Profile, Step, plan
 from pipeline.images import ToolImage
-from pipeline.modes import MODES, Context
+from pipeline.modes import MODES, STUDY_MODES, Context
 from pipeline.modes.base import LABEL, PID_DIR
 from pipeline.remote import RemoteError
 
@@ -117,7 +117,7 @@ def test_a_truncated_report_is_refused():
 def test_coldstart_is_a_scenario_benchmark_in_the_five_engine_modes():
     bench = BENCHMARKS["coldstart"]()
     assert bench.kind == "scenario" and bench.paths == ("host",)
-    assert plan(bench, list(MODES)) == [(m, "host", "nginx") for m in MODES_ENGINES]
+    assert plan(bench, STUDY_MODES) == [(m, "host", "nginx") for m in MODES_ENGINES]
     assert {m: MODES[m].engine for m in bench.modes} == MODES_ENGINES
     assert SCRIPT in bench.uploads and bench.uploads[SCRIPT] == "pipeline/sh/coldstart.py"
     assert SCRIPT not in bench.image_paths()  # the timer runs on the host only

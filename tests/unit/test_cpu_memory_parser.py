@@ -18,7 +18,7 @@ from pipeline.benchmarks.cpu import Cpu
 from pipeline.benchmarks.memory import Memory
 from pipeline.campaign import Campaign, Profile, Step, plan
 from pipeline.images import ToolImage
-from pipeline.modes import MODES, Context
+from pipeline.modes import MODES, STUDY_MODES, Context
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parents[2]
@@ -196,12 +196,12 @@ def test_memory_command_is_bounded_by_time_not_size():
 @pytest.mark.parametrize("name", ["cpu", "memory"])
 def test_host_benchmarks_plan_only_their_modes_on_the_host_path(name):
     bench = BENCHMARKS[name]()
-    triples = plan(bench, list(MODES))
+    triples = plan(bench, STUDY_MODES)
     assert triples == [(m, "host", v) for m in HOST_MODES for v in bench.variants]
     assert plan(bench, ["native", "macvlan", "podman"]) == [
         (m, "host", v) for m in ("native", "podman") for v in bench.variants
     ]
-    assert plan(bench, list(MODES), paths=("dc",)) == []
+    assert plan(bench, STUDY_MODES, paths=("dc",)) == []
 
 
 class CapturedSession:

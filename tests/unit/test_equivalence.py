@@ -86,6 +86,48 @@ def test_tost_must_agree_before_equivalence_is_claimed():
     assert stats.verdict(0.985, 0.980, 0.990, 0.981, 0.989, M, tost_p=0.3) == "overhead"
 
 
+def test_a_difference_needs_the_paired_t_test_too():
+    outside = (0.9, 0.85, 0.95, 0.86, 0.94, M)  # both intervals below 1 and outside the margin
+    assert stats.verdict(*outside) == "overhead"  # no per-run values: the interval alone
+    assert stats.verdict(*outside, tost_p=0.9, diff_p=0.01) == "overhead"
+    assert stats.verdict(*outside, tost_p=0.9, diff_p=0.2) == "inconclusive"
+    assert stats.verdict(*outside, tost_p=0.9, diff_p=0.05) == "inconclusive"  # below alpha
+    # No t test (fewer than 3 paired runs) never supports a difference, as for equivalence.
+    assert stats.verdict(*outside, tost_p=float("nan"), diff_p=float("nan")) == "inconclusive"
+    # Equivalence is still decided first: a significant but small difference is equivalent.
+    assert stats.verdict(0.985, 0.980, 0.990, 0.981, 0.989, M, 0.01, diff_p=0.001) == "equivalent"
+
+
+def test_tost_difference_p_matches_scipy_and_the_flat_limits():
+    rng = np.random.default_rng(11)
+    base = 10 * np.exp(rng.normal(0, 0.02, 5))
+    mode = base * np.exp(rng.normal(-0.03, 0.01, 5))
+    res = stats.tost_log_ratio(mode, base, M)
+    expected = st.ttest_1samp(np.log(mode) - np.log(base), 0.0).pvalue
+    assert res.diff_p == pytest.approx(expected, rel=1e-9)
+    assert stats.tost_log_ratio([2.0, 4.0, 6.0], [1.0, 2.0, 3.0], M).diff_p == 0.0
+    assert stats.tost_log_ratio([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], M).diff_p == 1.0
+    assert np.isnan(stats.tost_log_ratio([1.0, 1.01], [1.0, 1.0], M).diff_p)
+
+
+def test_a_a_comparisons_rarely_call_a_difference():
+    """One mode under two names: per-run noise only. With 3 runs the bootstrap interval alone
+    calls about a quarter of them different (all three runs on one side of 1: 2/8); with the
+    paired t test required as well the rate is about alpha or less, never a quarter."""
+    rng = np.random.default_rng(2026)
+    n, trials = 3, 400
+    interval_only = with_t = 0
+    for _ in range(trials):
+        base = 100 * np.exp(rng.normal(0, 0.03, n))
+        same = 100 * np.exp(rng.normal(0, 0.03, n))
+        per_run = _per_run(same, base)
+        eq = stats.ratio_equivalence(per_run, "m", margin=M, n_boot=400, seed=1)
+        interval_only += stats.difference(eq.lo, eq.hi) is not None
+        with_t += eq.verdict in ("overhead", "faster")
+    assert 0.15 < interval_only / trials < 0.35, interval_only
+    assert with_t / trials < 0.08, with_t
+
+
 def test_missing_comparison_and_missing_interval():
     nan = float("nan")
     assert stats.verdict(nan, nan, nan, nan, nan, M) is None

@@ -24,7 +24,7 @@ from pipeline.benchmarks.lb import (
     wrk_samples,
 )
 from pipeline.campaign import plan
-from pipeline.modes import MODES
+from pipeline.modes import STUDY_MODES
 
 DATA = Path(__file__).parent / "data"
 
@@ -190,7 +190,7 @@ def test_configure_changes_the_plan_and_rejects_unknown_options():
     bench = BENCHMARKS["lb"]()
     assert isinstance(bench, Lb) and bench.kind == "scenario"
     bench.configure({"replicas": "1,2,4,8"})
-    triples = plan(bench, list(MODES))
+    triples = plan(bench, STUDY_MODES)
     assert {m for m, _, _ in triples} == {"swarm-overlay"}  # the one mode it runs in
     assert {p for _, p, _ in triples} == {"dc"}
     assert len(triples) == 1 + 4 * 4 and ("swarm-overlay", "dc", "vip-r8") in triples

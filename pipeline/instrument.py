@@ -1,0 +1,383 @@
+"""Proof that the instrument is right: controls with known answers, run through the study's own
+collection and analysis (issue 5; stages ``collect-instrument`` and ``summarise-instrument``).
+
+- **A/A.** Native is measured under a second name (``native-aa``) in the same randomised
+  campaign as native, for every benchmark of the check. The analysis modules' own
+  ``summarise`` decide each comparison exactly as in the study, so any "overhead" or "faster"
+  they report is a false difference; the false-difference rate is their share of verdicts.
+- **Injected overheads.** ``native-cpuquota`` (a CFS quota of ``CPU_QUOTA`` CPUs: sysbench
+  cpu runs at ``CPU_QUOTA / threads`` of native) and ``native-tbf`` (a token-bucket rate cap of
+  ``TBF_RATE_MBIT`` on the dc client's interface: iperf3 receives the rate less the headers the
+  bucket counts), and the WAN emulator's delay (the ``wan-calibration`` stages: the round trip
+  gains 2 x the one-way delay). Each is reported as injected, expected, recovered with its
+  interval, and whether the interval holds the expected value.
+
+The controls are in ``pipeline/modes/controls.py``; a new check is a benchmark in ``CHECKS``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from pipeline import calibration, campaign, schema, tables
+from pipeline import host_analysis as host
+from pipeline import latency_analysis as latency
+from pipeline import throughput_analysis as throughput
+from pipeline.benchmarks.throughput import UDP_LENGTH
+from pipeline.modes.controls import CPU_QUOTA, TBF_RATE_MBIT
+
+AA = "native-aa"
+# benchmark -> the modes its check campaign measures (native and its A/A twin first)
+CHECKS: dict[str, tuple[str, ...]] = {
+    "throughput": ("native", AA, "native-tbf"),
+    "latency": ("native", AA),
+    "cpu": ("native", AA, "native-cpuquota"),
+    "memory": ("native", AA),
+    "disk": ("native", AA),
+}
+HOST_BENCHMARKS = ("cpu", "memory", "disk")
+NETWORK_PATHS = ("dc",)  # the network checks run on the datacenter path only
+MARGIN_KEY = {"throughput": "network", "latency": "network", "cpu": "cpu", "memory": "memory",
+              "disk": "disk"}  # fmt: skip
+DIFFERENCES = ("overhead", "faster")
+CONTROL_NAMES = {"native-cpuquota": "CPU quota", "native-tbf": "tbf rate cap",
+                 "wan-delay": "WAN delay"}  # fmt: skip
+
+AA_COLUMNS = [
+    "benchmark", "path", "variant", "statistic", "ratio", "ratio_lo", "ratio_hi", "margin",
+    "n_runs", "verdict",
+]  # fmt: skip
+INJECTED_COLUMNS = [
+    "control", "benchmark", "variant", "injected", "unit", "expected", "recovered",
+    "recovered_lo", "recovered_hi", "coverage", "n_runs", "recovered_within",
+]  # fmt: skip
+
+
+def parse_benchmarks(text: str) -> list[str]:
+    """``"throughput,cpu"`` -> the checks to run, in ``CHECKS`` order; unknown names are an
+    error that names the known ones."""
+    wanted = [b.strip() for b in text.split(",") if b.strip()]
+    unknown = [b for b in wanted if b not in CHECKS]
+    if unknown or not wanted:
+        known = list(CHECKS)
+        raise ValueError(f"instrument check benchmarks {unknown or wanted}: pick from {known}")
+    return [b for b in CHECKS if b in wanted]
+
+
+def collect(
+    inventory_file: str | Path,
+    raw_dir: str | Path,
+    profiles: dict[str, campaign.Profile],
+    seed: int,
+    wan: dict | None = None,
+    options: dict[str, dict] | None = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, dict[str, int]]:
+    """One campaign per benchmark in ``profiles`` (its window settings), with the modes of
+    ``CHECKS``, into ``<raw_dir>/<benchmark>/<environment>/``; ``options`` per benchmark."""
+    counts = {}
+    for benchmark, profile in profiles.items():
+        log(f"instrument check: {benchmark} in {', '.join(CHECKS[benchmark])}")
+        paths = None if benchmark in HOST_BENCHMARKS else NETWORK_PATHS
+        counts[benchmark] = campaign.collect(
+            benchmark, inventory_file, raw_dir, profile, seed, list(CHECKS[benchmark]), wan,
+            log, paths=paths, options=(options or {}).get(benchmark),
+        )  # fmt: skip
+    return counts
+
+
+def _present(raw_dir: Path, benchmark: str) -> bool:
+    return any((Path(raw_dir) / benchmark).glob("*/runs.parquet"))
+
+
+# ---- the A/A comparisons -----------------------------------------------------------------
+
+
+def _summaries(raw_dir: Path, margins: dict, confidence: float, n_boot: int, seed: int) -> dict:
+    """benchmark -> the study's own summaries of the check data (one frame per summary)."""
+    kw = {"confidence": confidence, "n_boot": n_boot, "seed": seed}
+    out: dict[str, list[pd.DataFrame]] = {}
+    for benchmark in CHECKS:
+        if not _present(raw_dir, benchmark):
+            continue
+        margin = margins[MARGIN_KEY[benchmark]]
+        if benchmark == "throughput":
+            samples, runs = throughput.load(raw_dir)
+            out[benchmark] = [
+                throughput.summarise(samples, runs, margin=margin, **kw),
+                throughput.summarise_udp(samples, runs, margin=margin, **kw),
+            ]
+        elif benchmark == "latency":
+            cells = latency.load_cells(raw_dir, "latency", latency.LATENCY_METRICS)
+            runs = latency.load_runs(raw_dir, "latency")
+            out[benchmark] = [latency.summarise(cells, runs, margin=margin, **kw)]
+        else:
+            samples, runs = host.load(raw_dir, benchmark)
+            out[benchmark] = [host.summarise(samples, runs, benchmark, margin=margin, **kw)]
+    return out
+
+
+def aa_rows(benchmark: str, summaries: list[pd.DataFrame]) -> list[dict]:
+    """The A/A twin's comparisons with native in the study's summaries of one benchmark."""
+    rows = []
+    for frame in summaries:
+        twin = frame[frame["mode"] == AA]
+        for r in twin.to_dict("records"):
+            if "verdict_p50" in r:  # latency: one comparison per overhead quantile
+                for q in latency.OVERHEAD_QUANTILES:
+                    lab = latency.q_label(q)
+                    rows.append(_aa_row(benchmark, r["variant"], lab, r, f"ratio_{lab}",
+                                        f"verdict_{lab}"))  # fmt: skip
+                continue
+            variant = r.get("variant") or ("udp" if "received_gbps" in r else "tcp")
+            statistic = r.get("metric") or ("received" if "received_gbps" in r else "median")
+            rows.append(_aa_row(benchmark, variant, statistic, r, "ratio", "verdict"))
+    return rows
+
+
+def _aa_row(benchmark, variant, statistic, r: dict, ratio: str, verdict: str) -> dict:
+    return {
+        "benchmark": benchmark, "path": r.get("path"), "variant": variant, "statistic": statistic,
+        "ratio": r.get(ratio), "ratio_lo": r.get(f"{ratio}_lo"), "ratio_hi": r.get(f"{ratio}_hi"),
+        "margin": r.get("margin"), "n_runs": r.get("n_runs"), "verdict": r.get(verdict),
+    }  # fmt: skip
+
+
+def false_difference_rate(aa: pd.DataFrame) -> dict:
+    """Counts of the A/A verdicts and the share of decided comparisons called a difference."""
+    said = aa["verdict"].dropna()
+    counts = {v: int((said == v).sum()) for v in ("equivalent", "inconclusive", *DIFFERENCES)}
+    n = int(said.size)
+    false = counts["overhead"] + counts["faster"]
+    return {"comparisons": n, **counts, "false_differences": false,
+            "false_difference_rate": false / n if n else float("nan")}  # fmt: skip
+
+
+# ---- the injected overheads --------------------------------------------------------------
+
+
+def _threads(command: str) -> int | None:
+    found = re.search(r"--threads=(\d+)", command or "")
+    return int(found.group(1)) if found else None
+
+
+def quota_rows(summary: pd.DataFrame, runs: pd.DataFrame) -> list[dict]:
+    """cpu under the quota: expected ratio to native ``min(1, CPU_QUOTA / threads)`` (sysbench
+    variants; the compile's parallelism varies over the build, so it has no known answer)."""
+    rows = []
+    quota = (summary["mode"] == "native-cpuquota") & (summary["metric"] == "cpu_events_per_s")
+    mine = summary[quota]
+    for r in mine.itertuples():
+        commands = runs.loc[(runs["mode"] == "native-cpuquota") & (runs["variant"] == r.variant)]
+        threads = {_threads(c) for c in commands["command"].dropna()} - {None}
+        if len(threads) != 1:
+            continue
+        (t,) = threads
+        rows.append({
+            "control": "native-cpuquota", "benchmark": "cpu", "variant": r.variant,
+            "injected": f"CFS quota {CPU_QUOTA:g} CPU, {t} thread(s)", "unit": "ratio to native",
+            "expected": min(1.0, CPU_QUOTA / t), "recovered": r.ratio, "recovered_lo": r.ratio_lo,
+            "recovered_hi": r.ratio_hi, "coverage": r.confidence, "n_runs": r.ratio_n_runs,
+        })  # fmt: skip
+    return rows
+
+
+def tbf_goodput_mbit(rate_mbit: float, mtu: int, variant: str) -> float:
+    """What iperf3 receives through a tbf of ``rate_mbit``: tbf counts whole Ethernet frames
+    (L3 packet + 14 bytes), iperf3 only the payload. TCP: MSS = MTU - 40 (IP, TCP) - 12 (the
+    timestamp option Linux sends). UDP: the study's 1400-byte datagrams + 8 UDP + 20 IP."""
+    if variant == "tcp":
+        payload, frame = mtu - 52, mtu + 14
+    elif variant == "udp":
+        payload, frame = UDP_LENGTH, UDP_LENGTH + 8 + 20 + 14
+    else:
+        raise ValueError(f"no tbf goodput model for variant {variant!r}")
+    return rate_mbit * payload / frame
+
+
+def _notes(runs: pd.DataFrame, mode: str, key: str) -> set[str]:
+    found = set()
+    for text in runs.loc[runs["mode"] == mode, "notes"].dropna():
+        value = json.loads(text).get(key)
+        if value is not None:
+            found.add(str(value))
+    return found
+
+
+def tbf_rows(tcp: pd.DataFrame, udp: pd.DataFrame, runs: pd.DataFrame) -> list[dict]:
+    """iperf3 through the rate cap: received Mbit/s (median over runs, with its interval)."""
+    mtus = _notes(runs, "native-tbf", "mtu")
+    if len(mtus) != 1:
+        return []
+    mtu = int(mtus.pop())
+    rows = []
+    for variant, frame, col in (("tcp", tcp, "median"), ("udp", udp, "received")):
+        r = frame[(frame["mode"] == "native-tbf") & (frame["path"] == "dc")]
+        if r.empty:
+            continue
+        r = r.iloc[0]
+        base = "median_gbps" if col == "median" else "received_gbps"
+        lo, hi = ("median_lo_gbps", "median_hi_gbps") if col == "median" else (
+            "received_gbps_lo", "received_gbps_hi")  # fmt: skip
+        cov = "median_coverage" if col == "median" else "received_gbps_coverage"
+        rows.append({
+            "control": "native-tbf", "benchmark": "throughput", "variant": variant,
+            "injected": f"tbf rate {TBF_RATE_MBIT} Mbit/s (MTU {mtu})", "unit": "Mbit/s received",
+            "expected": tbf_goodput_mbit(TBF_RATE_MBIT, mtu, variant),
+            "recovered": r[base] * 1e3, "recovered_lo": r[lo] * 1e3, "recovered_hi": r[hi] * 1e3,
+            "coverage": r[cov], "n_runs": r["n_runs"],
+        })  # fmt: skip
+    return rows
+
+
+def wan_rows(wan_raw: Path, delays_ms: list[float], confidence: float, n_boot: int, seed: int):
+    """The emulator's delay: added round trip (Internet minus dc, native) vs 2 x delay."""
+    if calibration.skipped_reason(wan_raw) or not wan_raw.exists():
+        return []
+    cal = calibration.summarise(wan_raw, delays_ms, confidence, n_boot, seed)
+    cal = cal[cal["delay_ms"] > 0]  # a zero delay injects nothing
+    return [
+        {
+            "control": "wan-delay", "benchmark": "latency",
+            "variant": f"{r.variant} p{r.q * 100:g}",
+            "injected": f"one-way delay {r.delay_ms:g} ms each way", "unit": "us added round trip",
+            "expected": r.expected_added_us, "recovered": r.added_us, "recovered_lo": r.added_lo_us,
+            "recovered_hi": r.added_hi_us, "coverage": confidence, "n_runs": r.n_runs,
+        }  # fmt: skip
+        for r in cal.itertuples()
+    ]
+
+
+def summarise(
+    raw_dir: str | Path,
+    margins: dict,
+    wan_raw: str | Path | None = None,
+    wan_delays_ms: list[float] | None = None,
+    confidence: float = 0.95,
+    n_boot: int = 4000,
+    seed: int = 20261121,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(A/A comparisons, injected vs recovered) from the check's raw data (and the WAN
+    calibration's, when given)."""
+    raw = Path(raw_dir)
+    found = _summaries(raw, margins, confidence, n_boot, seed)
+    aa = pd.DataFrame(
+        [row for b, frames in found.items() for row in aa_rows(b, frames)], columns=AA_COLUMNS
+    )
+    injected: list[dict] = []
+    if "cpu" in found:
+        injected += quota_rows(found["cpu"][0], schema.read_dataset(raw, "cpu", "runs"))
+    if "throughput" in found:
+        injected += tbf_rows(*found["throughput"], schema.read_dataset(raw, "throughput", "runs"))
+    if wan_raw is not None:
+        injected += wan_rows(Path(wan_raw), wan_delays_ms or [], confidence, n_boot, seed)
+    out = pd.DataFrame(injected, columns=INJECTED_COLUMNS)
+    within = (out["recovered_lo"] <= out["expected"]) & (out["expected"] <= out["recovered_hi"])
+    out["recovered_within"] = within.where(out["recovered_lo"].notna())
+    return aa, out
+
+
+# ---- tables and sentences ----------------------------------------------------------------
+
+
+def aa_table(aa: pd.DataFrame) -> pd.DataFrame:
+    """The A/A comparisons as the article shows them."""
+    return pd.DataFrame(
+        {
+            "Benchmark": aa["benchmark"],
+            "Path": aa["path"],
+            "Variant": aa["variant"],
+            "Statistic": aa["statistic"],
+            "A/A ratio [95% CI]": [
+                tables.interval_text(r.ratio, r.ratio_lo, r.ratio_hi, ".3f")
+                for r in aa.itertuples()
+            ],
+            "Margin": [f"±{m * 100:g}%" if pd.notna(m) else "" for m in aa["margin"]],
+            "Runs": aa["n_runs"],
+            "Verdict": aa["verdict"].fillna("n/a"),
+        }
+    )
+
+
+def injected_table(injected: pd.DataFrame) -> pd.DataFrame:
+    """Injected vs recovered as the article shows them."""
+
+    def yes_no(v) -> str:
+        return "n/a" if pd.isna(v) else ("yes" if v else "no")
+
+    return pd.DataFrame(
+        {
+            "Control": injected["control"],
+            "Variant": injected["variant"],
+            "Injected": injected["injected"],
+            "Unit": injected["unit"],
+            "Expected": [_num(v) for v in injected["expected"]],
+            "Recovered [interval]": [
+                tables.interval_text(
+                    r.recovered, r.recovered_lo, r.recovered_hi, f".{_digits(r.expected)}f"
+                )
+                for r in injected.itertuples()
+            ],
+            "Interval covers": [
+                f"{c * 100:.1f}%" if pd.notna(c) else "" for c in injected["coverage"]
+            ],
+            "Expected inside": [yes_no(v) for v in injected["recovered_within"]],
+        }
+    )
+
+
+def _digits(value: float) -> int:
+    return 3 if abs(value) < 10 else 1
+
+
+def _num(value: float) -> str:
+    return f"{value:.{_digits(value)}f}"
+
+
+def sentence(aa: pd.DataFrame, injected: pd.DataFrame) -> str:
+    """The methods section's paragraph, every number from the two tables."""
+    rate = false_difference_rate(aa)
+    parts = []
+    if rate["comparisons"]:
+        parts.append(
+            f"A/A check: native measured under a second name in the same randomised campaigns "
+            f"gave {rate['comparisons']} comparisons: {rate['equivalent']} equivalent, "
+            f"{rate['inconclusive']} inconclusive and {rate['false_differences']} called a "
+            f"difference (false-difference rate {rate['false_difference_rate'] * 100:.1f}%)."
+        )
+    else:
+        parts.append("A/A check: no comparison was measured.")
+    decided = injected[injected["recovered_within"].notna()]
+    if len(decided):
+        inside = int(decided["recovered_within"].astype(bool).sum())
+        names = ", ".join(CONTROL_NAMES[c] for c in dict.fromkeys(decided["control"]))
+        parts.append(
+            f"Injected overheads ({names}): the expected value lay inside the recovered "
+            f"interval in {inside} of {len(decided)} cases."
+        )
+    return " ".join(parts)
+
+
+def write(aa: pd.DataFrame, injected: pd.DataFrame, processed: Path, tabs: Path) -> list[Path]:
+    """Processed CSVs, the two article tables, the sentence and the rate as JSON."""
+    frames = {"instrument_aa_summary": aa, "instrument_injected_summary": injected}
+    paths = tables.write_processed(frames, processed)
+    paths += tables.write(aa_table(aa), tabs, "instrument_aa",
+                          "A/A check: native under a second name against native, decided by "
+                          "the study's own summaries (ratio with its 95% cluster-bootstrap "
+                          "interval; verdict against the pre-registered margin).")  # fmt: skip
+    paths += tables.write(injected_table(injected), tabs, "instrument_injected",
+                          "Injected overheads: what a control injects, the value the injection "
+                          "implies, and what the study recovered with its interval.")  # fmt: skip
+    text = sentence(aa, injected)
+    (tabs / "instrument_sentence.md").write_text(text + "\n", encoding="utf-8")
+    rate = {k: (None if isinstance(v, float) and np.isnan(v) else v)
+            for k, v in false_difference_rate(aa).items()}  # fmt: skip
+    (processed / "instrument_rate.json").write_text(json.dumps(rate, indent=1) + "\n")
+    return [*paths, tabs / "instrument_sentence.md", processed / "instrument_rate.json"]
