@@ -934,6 +934,7 @@ SECTIONS: list[Section] = [
 ]
 # Produced by methods, not by a results section.
 METHOD_TABLES = ["wan_calibration_sentence", "wan_calibration"]
+INSTRUMENT_TABLES = ["instrument_aa", "instrument_injected"]
 
 
 def _missing_text(section: Section, inputs: Inputs, numbers: Numbers) -> str:
@@ -1173,6 +1174,49 @@ def _wan(inputs: Inputs, numbers: Numbers) -> list[str]:
     return ["\n".join(lines), *_table_blocks(inputs, METHOD_TABLES)]
 
 
+def _instrument(inputs: Inputs, numbers: Numbers) -> list[str]:
+    """The instrument check: A/A counts and rate, injected vs recovered (pipeline/instrument)."""
+    rate_path = inputs.processed / "instrument" / "instrument_rate.json"
+    found = inputs.summary("instrument", "instrument_injected_summary")
+    if not rate_path.exists() or found is None:
+        return [
+            "Instrument check (A/A, injected overheads): not measured in this campaign (stages "
+            "`collect-instrument` and `summarise-instrument` produce it)."
+        ]
+    rate = json.loads(rate_path.read_text())
+    n = numbers.add("instrument.aa.comparisons", rate["comparisons"], "count", rate_path)
+    counts = {
+        v: numbers.add(f"instrument.aa.{v}", rate[v], "count", rate_path)
+        for v in ("equivalent", "inconclusive", "false_differences")
+    }
+    text = (
+        f"Instrument check, A/A: native measured under a second name in the same randomised "
+        f"campaigns gave {n.text()} comparisons, decided by the study's own summaries: "
+        f"{counts['equivalent'].text()} equivalent, {counts['inconclusive'].text()} "
+        f"inconclusive, {counts['false_differences'].text()} called a difference"
+    )
+    if rate.get("false_difference_rate") is not None:
+        share = 100 * rate["false_difference_rate"]
+        pct = numbers.add("instrument.aa.false_difference_pct", share, "%", rate_path, decimals=1)
+        text += f" (false-difference rate {pct.text()}%)"
+    lines = [text + "."]
+    injected, path = found
+    if len(injected):
+        lines.append("Injected overheads, recovered by the same pipeline:\n")
+        for r in injected.itertuples():
+            key = f"instrument.injected.{r.environment}.{r.control}.{r.variant}".replace(" ", "_")
+            exp = numbers.add(f"{key}.expected", r.expected, r.unit, path)
+            got = numbers.add(f"{key}.recovered", r.recovered, r.unit, path, r.recovered_lo,
+                              r.recovered_hi, r.coverage, r.interval_kind)  # fmt: skip
+            inside = "n/a" if pd.isna(r.recovered_within) else (
+                "inside" if r.recovered_within else "outside")  # fmt: skip
+            lines.append(
+                f"- {r.injected} ({r.variant}): expected {exp.text()} {r.unit}, recovered "
+                f"{got.with_ci()} {r.unit}: expected value {inside} the interval."
+            )
+    return ["\n".join(lines), *_table_blocks(inputs, INSTRUMENT_TABLES)]
+
+
 def _parse(text: str) -> float:
     return float(str(text).replace(",", ""))
 
@@ -1212,9 +1256,12 @@ def _methods(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> str:
         f"{conf.text()}%. Equivalence margins on the ratio to native, fixed before any data: "
         f"{', '.join(margins)}. A mode is called equivalent only when the {eq.text()}% interval "
         f"of its ratio lies inside the margin and a paired TOST agrees; otherwise an interval "
-        f"wholly on one side of parity is an overhead (or faster), else inconclusive.{seed_text}"
+        f"wholly on one side of parity is an overhead (or faster) when a paired t test on the "
+        f"per-run log ratios agrees, else inconclusive. Both tests need at least 3 paired "
+        f"runs.{seed_text}"
     )
     blocks += _wan(inputs, numbers)
+    blocks += _instrument(inputs, numbers)
     duty = _duty_cycle(inputs, numbers, benchmarks)
     blocks.append(
         "Duty cycle (seconds inside load windows / wall seconds of the campaign):\n\n"

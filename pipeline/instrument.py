@@ -50,12 +50,12 @@ CONTROL_NAMES = {"native-cpuquota": "CPU quota", "native-tbf": "tbf rate cap",
                  "wan-delay": "WAN delay"}  # fmt: skip
 
 AA_COLUMNS = [
-    "benchmark", "path", "variant", "statistic", "ratio", "ratio_lo", "ratio_hi", "margin",
-    "n_runs", "verdict",
+    "environment", "benchmark", "path", "variant", "statistic", "ratio", "ratio_lo", "ratio_hi",
+    "margin", "n_runs", "verdict",
 ]  # fmt: skip
 INJECTED_COLUMNS = [
-    "control", "benchmark", "variant", "injected", "unit", "expected", "recovered",
-    "recovered_lo", "recovered_hi", "coverage", "n_runs", "recovered_within",
+    "environment", "control", "benchmark", "variant", "injected", "unit", "expected", "recovered",
+    "recovered_lo", "recovered_hi", "coverage", "interval_kind", "n_runs", "recovered_within",
 ]  # fmt: skip
 
 
@@ -143,7 +143,8 @@ def aa_rows(benchmark: str, summaries: list[pd.DataFrame]) -> list[dict]:
 
 def _aa_row(benchmark, variant, statistic, r: dict, ratio: str, verdict: str) -> dict:
     return {
-        "benchmark": benchmark, "path": r.get("path"), "variant": variant, "statistic": statistic,
+        "environment": r.get("environment"), "benchmark": benchmark, "path": r.get("path"),
+        "variant": variant, "statistic": statistic,
         "ratio": r.get(ratio), "ratio_lo": r.get(f"{ratio}_lo"), "ratio_hi": r.get(f"{ratio}_hi"),
         "margin": r.get("margin"), "n_runs": r.get("n_runs"), "verdict": r.get(verdict),
     }  # fmt: skip
@@ -180,10 +181,12 @@ def quota_rows(summary: pd.DataFrame, runs: pd.DataFrame) -> list[dict]:
             continue
         (t,) = threads
         rows.append({
-            "control": "native-cpuquota", "benchmark": "cpu", "variant": r.variant,
+            "environment": r.environment, "control": "native-cpuquota", "benchmark": "cpu",
+            "variant": r.variant,
             "injected": f"CFS quota {CPU_QUOTA:g} CPU, {t} thread(s)", "unit": "ratio to native",
             "expected": min(1.0, CPU_QUOTA / t), "recovered": r.ratio, "recovered_lo": r.ratio_lo,
-            "recovered_hi": r.ratio_hi, "coverage": r.confidence, "n_runs": r.ratio_n_runs,
+            "recovered_hi": r.ratio_hi, "coverage": r.confidence,
+            "interval_kind": "cluster bootstrap over runs", "n_runs": r.ratio_n_runs,
         })  # fmt: skip
     return rows
 
@@ -227,31 +230,44 @@ def tbf_rows(tcp: pd.DataFrame, udp: pd.DataFrame, runs: pd.DataFrame) -> list[d
             "received_gbps_lo", "received_gbps_hi")  # fmt: skip
         cov = "median_coverage" if col == "median" else "received_gbps_coverage"
         rows.append({
-            "control": "native-tbf", "benchmark": "throughput", "variant": variant,
+            "environment": r["environment"], "control": "native-tbf", "benchmark": "throughput",
+            "variant": variant,
             "injected": f"tbf rate {TBF_RATE_MBIT} Mbit/s (MTU {mtu})", "unit": "Mbit/s received",
             "expected": tbf_goodput_mbit(TBF_RATE_MBIT, mtu, variant),
             "recovered": r[base] * 1e3, "recovered_lo": r[lo] * 1e3, "recovered_hi": r[hi] * 1e3,
-            "coverage": r[cov], "n_runs": r["n_runs"],
+            "coverage": r[cov], "interval_kind": "distribution-free, across runs",
+            "n_runs": r["n_runs"],
         })  # fmt: skip
     return rows
 
 
 def wan_rows(wan_raw: Path, delays_ms: list[float], confidence: float, n_boot: int, seed: int):
-    """The emulator's delay: added round trip (Internet minus dc, native) vs 2 x delay."""
+    """The emulator's delay: added round trip (Internet minus dc, native) vs 2 x delay. The
+    calibration runs on the embedded lab only (the environment named "lab" in params.yaml)."""
     if calibration.skipped_reason(wan_raw) or not wan_raw.exists():
         return []
     cal = calibration.summarise(wan_raw, delays_ms, confidence, n_boot, seed)
     cal = cal[cal["delay_ms"] > 0]  # a zero delay injects nothing
     return [
         {
-            "control": "wan-delay", "benchmark": "latency",
+            "environment": "lab", "control": "wan-delay", "benchmark": "latency",
             "variant": f"{r.variant} p{r.q * 100:g}",
             "injected": f"one-way delay {r.delay_ms:g} ms each way", "unit": "us added round trip",
             "expected": r.expected_added_us, "recovered": r.added_us, "recovered_lo": r.added_lo_us,
-            "recovered_hi": r.added_hi_us, "coverage": confidence, "n_runs": r.n_runs,
+            "recovered_hi": r.added_hi_us, "coverage": confidence,
+            "interval_kind": "paired run-cluster bootstrap", "n_runs": r.n_runs,
         }  # fmt: skip
         for r in cal.itertuples()
     ]
+
+
+def roots(raw_dir: str | Path) -> list[Path]:
+    """The check's raw roots, one per environment: ``<raw_dir>/<environment>/``, each holding
+    ``<benchmark>/<environment>/`` as a campaign writes it (collect-instrument's outs)."""
+    base = Path(raw_dir)
+    if not base.is_dir():
+        return []
+    return sorted(p for p in base.iterdir() if p.is_dir() and any(_present(p, b) for b in CHECKS))
 
 
 def summarise(
@@ -263,24 +279,78 @@ def summarise(
     n_boot: int = 4000,
     seed: int = 20261121,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(A/A comparisons, injected vs recovered) from the check's raw data (and the WAN
-    calibration's, when given)."""
-    raw = Path(raw_dir)
-    found = _summaries(raw, margins, confidence, n_boot, seed)
-    aa = pd.DataFrame(
-        [row for b, frames in found.items() for row in aa_rows(b, frames)], columns=AA_COLUMNS
-    )
+    """(A/A comparisons, injected vs recovered) from the check's raw data under ``raw_dir``
+    (see ``roots``) and the WAN calibration's, when given."""
+    aa_found: list[dict] = []
     injected: list[dict] = []
-    if "cpu" in found:
-        injected += quota_rows(found["cpu"][0], schema.read_dataset(raw, "cpu", "runs"))
-    if "throughput" in found:
-        injected += tbf_rows(*found["throughput"], schema.read_dataset(raw, "throughput", "runs"))
+    for raw in roots(raw_dir):
+        found = _summaries(raw, margins, confidence, n_boot, seed)
+        aa_found += [row for b, frames in found.items() for row in aa_rows(b, frames)]
+        if "cpu" in found:
+            injected += quota_rows(found["cpu"][0], schema.read_dataset(raw, "cpu", "runs"))
+        if "throughput" in found:
+            runs = schema.read_dataset(raw, "throughput", "runs")
+            injected += tbf_rows(*found["throughput"], runs)
+    aa = pd.DataFrame(aa_found, columns=AA_COLUMNS)
     if wan_raw is not None:
         injected += wan_rows(Path(wan_raw), wan_delays_ms or [], confidence, n_boot, seed)
     out = pd.DataFrame(injected, columns=INJECTED_COLUMNS)
     within = (out["recovered_lo"] <= out["expected"]) & (out["expected"] <= out["recovered_hi"])
     out["recovered_within"] = within.where(out["recovered_lo"].notna())
     return aa, out
+
+
+# ---- the figure --------------------------------------------------------------------------
+
+
+def figure(aa: pd.DataFrame, injected: pd.DataFrame):
+    """Two panels on one scale, "measured / truth": the A/A ratios (truth 1) with their
+    intervals and each comparison's equivalence margin, and each injected overhead's recovered
+    value over its expected value (truth 1). Returns the chart and its caption."""
+    import altair as alt
+
+    from pipeline import figures
+
+    a = aa.dropna(subset=["ratio"]).copy()
+    a["label"] = [f"{r.benchmark} {r.variant} {r.statistic} ({r.path})" for r in a.itertuples()]
+    a["lo"], a["hi"] = a["ratio_lo"], a["ratio_hi"]
+    a["m_lo"], a["m_hi"] = 1 - a["margin"], 1 + a["margin"]
+    b = injected.dropna(subset=["recovered"]).copy()
+    b["label"] = [f"{r.control} {r.variant}" for r in b.itertuples()]
+    b["ratio"], b["lo"], b["hi"] = (b[c] / b["expected"] for c in
+                                    ("recovered", "recovered_lo", "recovered_hi"))  # fmt: skip
+    x = alt.X("ratio:Q", title="measured / truth", scale=alt.Scale(zero=False))
+    color = alt.value(figures.MODE_COLORS["native"])
+
+    def panel(frame: pd.DataFrame, title: str, margins: bool) -> alt.LayerChart:
+        y = alt.Y("label:N", sort=list(frame["label"]), title=None)
+        layers = [alt.Chart(pd.DataFrame({"one": [1.0]})).mark_rule(strokeDash=[4, 3])
+                  .encode(x="one:Q")]  # fmt: skip
+        if margins:
+            layers.append(alt.Chart(frame).mark_tick(color="#b30000", thickness=2)
+                          .encode(x="m_lo:Q", y=y))  # fmt: skip
+            layers.append(alt.Chart(frame).mark_tick(color="#b30000", thickness=2)
+                          .encode(x="m_hi:Q", y=y))  # fmt: skip
+        layers += [
+            alt.Chart(frame).mark_rule(strokeWidth=2).encode(x="lo:Q", x2="hi:Q", y=y, color=color),
+            alt.Chart(frame).mark_point(filled=True, size=60).encode(x=x, y=y, color=color),
+        ]
+        return alt.layer(*layers).properties(title=title, width=300)
+
+    chart = alt.hconcat(
+        panel(a, "A/A: native-aa / native", True),
+        panel(b, "Injected overheads: recovered / expected", False),
+    )
+    conf = 0.95 if a.empty or "confidence" not in a else float(a["confidence"].iloc[0])
+    caption = (
+        "The instrument check. Left: each A/A comparison's ratio (point) with its "
+        f"{conf:.0%} cluster-bootstrap interval (bar) and the equivalence margin fixed before "
+        "the data (red ticks); the truth is 1. Right: each injected overhead's recovered value "
+        "divided by the value the injection implies, with the recovered interval divided the "
+        "same way (CPU quota: cluster bootstrap; tbf cap: distribution-free across runs; WAN "
+        "delay: paired run-cluster bootstrap); the truth is 1."
+    )
+    return chart, caption
 
 
 # ---- tables and sentences ----------------------------------------------------------------
@@ -290,6 +360,7 @@ def aa_table(aa: pd.DataFrame) -> pd.DataFrame:
     """The A/A comparisons as the article shows them."""
     return pd.DataFrame(
         {
+            "Environment": aa["environment"],
             "Benchmark": aa["benchmark"],
             "Path": aa["path"],
             "Variant": aa["variant"],
@@ -313,6 +384,7 @@ def injected_table(injected: pd.DataFrame) -> pd.DataFrame:
 
     return pd.DataFrame(
         {
+            "Environment": injected["environment"],
             "Control": injected["control"],
             "Variant": injected["variant"],
             "Injected": injected["injected"],

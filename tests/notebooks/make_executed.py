@@ -102,6 +102,15 @@ NOTEBOOKS: dict[str, tuple[Path, Path, dict]] = {
             if k != "seed"  # no bootstrap: the notebook has no seed
         },
     ),
+    # The instrument check (tests/fixtures/make_fixture_instrument.py's fixture); no WAN
+    # calibration data beside it, so no delay row.
+    "instrument": (
+        ROOT / "notebooks" / "analysis" / "29-check-instrument.ipynb",
+        ROOT / "tests" / "notebooks" / "29-check-instrument.fixture.ipynb",
+        _fixture_parameters("instrument", raw_dir="tests/fixtures/raw/instrument",
+                            wan_raw_dir="reports/executed/fixture/instrument/no-wan",
+                            n_boot=4000),  # fmt: skip
+    ),
     # Reads processed summaries, not raw data: the committed tests/fixtures/processed (written
     # by tests/fixtures/make_processed.py from notebooks 20-22 and 26 on the raw fixture).
     "replication": (

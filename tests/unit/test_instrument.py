@@ -6,17 +6,19 @@ hand), run through ``pipeline.instrument.summarise``, which uses the study's own
 from __future__ import annotations
 
 import json
-import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline import instrument, schema
-from pipeline.modes.controls import CPU_QUOTA, TBF_RATE_MBIT
+from pipeline import instrument
+from pipeline.modes.controls import CPU_QUOTA
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "raw"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+import make_fixture_instrument as fx  # noqa: E402
+
 MARGINS = {"network": 0.05, "cpu": 0.02, "memory": 0.02, "disk": 0.02}
 
 
@@ -46,58 +48,12 @@ def test_false_difference_rate_counts_only_decided_comparisons():
     assert empty["comparisons"] == 0 and np.isnan(empty["false_difference_rate"])
 
 
-def _write(raw: Path, benchmark: str, runs: pd.DataFrame, samples: pd.DataFrame) -> None:
-    root = raw / benchmark / "lab"
-    root.mkdir(parents=True, exist_ok=True)
-    schema.write_table(schema.to_table(runs, schema.RUNS), root / "runs.parquet")
-    schema.write_table(schema.to_table(samples, schema.SAMPLES), root / "samples.parquet")
-    shutil.copy(FIXTURES / benchmark / "lab" / "hosts.parquet", root / "hosts.parquet")
-
-
-def _twin(frame: pd.DataFrame, mode: str, source: str = "native") -> pd.DataFrame:
-    out = frame[frame["mode"] == source].copy()
-    out["mode"] = mode
-    return out
-
-
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory):
-    """cpu and throughput raw data with native-aa, native-cpuquota and native-tbf added."""
+    """The instrument fixture (cpu and throughput with native-aa, native-cpuquota and
+    native-tbf added, tests/fixtures/make_fixture_instrument.py), built afresh and summarised."""
     raw = tmp_path_factory.mktemp("raw")
-    rng = np.random.default_rng(5)
-    # cpu: the twin is native x (1 + 0.1% noise per run); the quota halves the rate per thread.
-    runs = schema.read_dataset(FIXTURES, "cpu", "runs")
-    samples = schema.read_dataset(FIXTURES, "cpu", "samples")
-    threads = {"1thread": 1, "allthreads": 2, "compile": None}
-    runs["command"] = [
-        f"sysbench cpu --threads={threads[v]} run" if threads[v] else "go build"
-        for v in runs["variant"]
-    ]
-    aa, quota = _twin(samples, "native-aa"), _twin(samples, "native-cpuquota")
-    noise = {r: np.exp(rng.normal(0, 0.001)) for r in sorted(samples["run"].unique())}
-    aa["value"] = aa["value"] * aa["run"].map(noise)
-    events = quota["metric"] == "cpu_events_per_s"
-    per_thread = quota["variant"].map({"1thread": 1, "allthreads": 2, "compile": 1})
-    quota.loc[events, "value"] = quota.loc[events, "value"] * CPU_QUOTA / per_thread[events]
-    quota.loc[~events, "value"] = quota.loc[~events, "value"] * 2.0  # compile: twice as long
-    cpu_runs = pd.concat([runs, _twin(runs, "native-aa"), _twin(runs, "native-cpuquota")])
-    _write(raw, "cpu", cpu_runs, pd.concat([samples, aa, quota]))
-    # throughput: the twin repeats native's values; tbf receives the computed goodput (+-0.2%).
-    runs = schema.read_dataset(FIXTURES, "throughput", "runs")
-    samples = schema.read_dataset(FIXTURES, "throughput", "samples")
-    dc = (samples["mode"] == "native") & (samples["path"] == "dc")
-    tbf = samples[dc].copy()
-    tbf["mode"] = "native-tbf"
-    for variant, metric in (("tcp", "tcp_throughput_received"), ("udp", "udp_throughput_received")):
-        mine = (tbf["variant"] == variant) & (tbf["metric"] == metric)
-        truth = instrument.tbf_goodput_mbit(TBF_RATE_MBIT, 1500, variant) * 1e6
-        tbf.loc[mine, "value"] = truth * np.exp(rng.normal(0, 0.002, int(mine.sum())))
-    tbf_runs = runs[(runs["mode"] == "native") & (runs["path"] == "dc")].copy()
-    tbf_runs["mode"] = "native-tbf"
-    tbf_runs["notes"] = json.dumps({"mtu": "1500", "tbf_rate_mbit": str(TBF_RATE_MBIT)})
-    aa_runs, aa_samples = _twin(runs, "native-aa"), _twin(samples, "native-aa")
-    _write(raw, "throughput", pd.concat([runs, aa_runs, tbf_runs]),
-           pd.concat([samples, aa_samples, tbf]))  # fmt: skip
+    fx.build(raw)
     return instrument.summarise(raw, MARGINS, n_boot=1000, seed=3)
 
 
@@ -159,3 +115,54 @@ def test_tables_sentence_and_files(checked, tmp_path):
     assert rate["false_differences"] == 0
     md = (tmp_path / "tables" / "instrument_injected.md").read_text()
     assert "tbf rate 100 Mbit/s (MTU 1500)" in md and "CFS quota 0.5 CPU, 2 thread(s)" in md
+
+
+def test_the_methods_section_states_the_check_from_the_generated_files(checked, tmp_path):
+    from pipeline import article
+
+    aa, injected = checked
+    instrument.write(aa, injected, tmp_path / "processed" / "instrument", tmp_path / "tables")
+    inputs = article.Inputs(
+        processed=tmp_path / "processed", raw=tmp_path / "raw", tables=tmp_path / "tables",
+        figures=tmp_path / "figures", out=tmp_path, margins=MARGINS, confidence=0.95,
+        root=tmp_path,
+    )  # fmt: skip
+    numbers = article.Numbers(root=tmp_path)
+    text = "\n\n".join(article._instrument(inputs, numbers))
+    assert f"gave {len(aa)} comparisons" in text and "(false-difference rate 0.0%)" in text
+    assert text.count("expected value inside the interval") == len(injected)
+    assert "instrument_aa.md" in text and "instrument_injected.md" in text  # tables included
+    quota = numbers.entries["instrument.injected.lab.native-cpuquota.1thread.recovered"]
+    assert quota.value == pytest.approx(0.5, rel=0.01) and quota.lo <= 0.5 <= quota.hi
+    assert numbers.entries["instrument.aa.false_differences"].value == 0
+    # Without the check's outputs the section says which stages produce them.
+    empty = article.Inputs(**{**inputs.__dict__, "processed": tmp_path / "none"})
+    assert "not measured" in article._instrument(empty, article.Numbers(root=tmp_path))[0]
+
+
+def test_dvc_passes_every_notebook_parameter_and_the_profiles_name_known_checks():
+    import re
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    stages = yaml.safe_load((root / "dvc.yaml").read_text())["stages"]
+    for stage, notebook in (("collect-instrument", "collect/42-check-instrument.ipynb"),
+                            ("summarise-instrument", "analysis/29-check-instrument.ipynb")):
+        cells = json.loads((root / "notebooks" / notebook).read_text())["cells"]
+        (parameters,) = [c for c in cells if "parameters" in c["metadata"].get("tags", [])]
+        names = set(re.findall(r"^(\w+)(?:: \w+)? = ", "".join(parameters["source"]), re.M))
+        spec = stages[stage].get("do", stages[stage])
+        assert f"notebooks/{notebook}" in spec["cmd"]
+        assert set(re.findall(r"-p (\w+) ", spec["cmd"])) == names, stage
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    for profile in ("smoke", "quick", "full"):
+        section = params["profiles"][profile]["instrument"]
+        assert set(section) == {"runs", "benchmarks", "compile_packages"}
+        assert instrument.parse_benchmarks(section["benchmarks"])  # only known checks
+        assert section["runs"] >= 2
+    # quick and full run the A/A in every benchmark of the check, with enough runs for a TOST
+    for profile in ("quick", "full"):
+        section = params["profiles"][profile]["instrument"]
+        assert instrument.parse_benchmarks(section["benchmarks"]) == list(instrument.CHECKS)
+        assert section["runs"] >= 5

@@ -1,0 +1,57 @@
+"""Run notebooks/analysis/29-check-instrument.ipynb with papermill on the committed instrument
+fixture (tests/fixtures/make_fixture_instrument.py: controls whose truth is set there) and check
+its outputs against that truth; then nbval on the executed copy (29-check-instrument.fixture)."""
+
+from __future__ import annotations
+
+import json
+
+import notebook_checks as nc
+import pandas as pd
+import pytest
+
+from pipeline.modes.controls import CPU_QUOTA
+
+NOTEBOOK = nc.ANALYSIS / "29-check-instrument.ipynb"
+COPY = nc.HERE / "29-check-instrument.fixture.ipynb"
+RAW = nc.FIXTURE / "instrument"
+
+executed = nc.executed_fixture(
+    NOTEBOOK, "check-instrument", raw_dir=str(RAW), wan_raw_dir=str(RAW / "no-wan-data"),
+    n_boot=4000, confidence=0.95,
+)  # fmt: skip
+
+
+def test_no_false_difference_and_every_injection_recovered(executed):
+    rate = json.loads((executed["processed"] / "instrument_rate.json").read_text())
+    assert rate["false_differences"] == 0 and rate["comparisons"] == 7
+    injected = pd.read_parquet(executed["processed"] / "instrument_injected_summary.parquet")
+    assert injected["recovered_within"].all()
+    quota = injected.set_index("variant").loc[["1thread", "allthreads"], "expected"]
+    assert list(quota) == [CPU_QUOTA, CPU_QUOTA / 2]
+    # no WAN calibration data beside the fixture: no delay row, and nothing invented for it
+    assert "wan-delay" not in set(injected["control"])
+    assert (executed["figures"] / "instrument.svg").read_text().startswith("<svg")
+    assert (executed["tables"] / "instrument_injected.md").exists()
+
+
+def test_source_notebook_is_clean_and_thin():
+    names = {*nc.DIR_PARAMETERS, "wan_raw_dir", "wan_delays_ms", "confidence", "n_boot",
+             "margin_network", "margin_cpu", "margin_memory", "margin_disk", "seed"}  # fmt: skip
+    nc.assert_source_clean_and_thin(NOTEBOOK, names)
+
+
+def test_executed_copy_matches_source():
+    nc.assert_copy_matches_source(NOTEBOOK, COPY, "instrument")
+
+
+def test_executed_copy_has_checked_headline_outputs():
+    text = nc.headline_text(COPY, n_cells=3)
+    assert "gave 7 comparisons: 7 equivalent, 0 inconclusive and 0 called a difference" in text
+    assert "in 4 of 4 cases" in text
+    assert "CFS quota 0.5 CPU, 2 thread(s)" in text
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_nbval_reproduces_headline_cells():
+    nc.assert_nbval_passes(COPY)
