@@ -171,6 +171,7 @@ def test_smoke_repro_measures_every_mode(workdir):
     assert facts.loc["node1", "ipvs"].startswith("no")
 
     _check_latency_and_http(workdir)
+    _check_instrument(workdir)
     _check_article(workdir)
     table = (workdir / "reports" / "tables" / "throughput.md").read_text()
     for label in ("n/a", "IPVS"):
@@ -213,6 +214,26 @@ def _check_latency_and_http(workdir: Path) -> None:
     assert len(calibration) == 2 * 2 * 2  # delays x protocols x (p50, p99)
 
 
+def _check_instrument(workdir: Path) -> None:
+    """The controls ran on the lab and the analysis recovered their known answers: the A/A
+    twin is never called different, the CPU quota and the tbf cap come back near what they
+    inject (smoke: 2 runs, so loose bounds), and no cgroup or qdisc is left behind."""
+    from tests.integration.lab_campaign import assert_nothing_left
+
+    processed = workdir / "data" / "processed" / "instrument"
+    rate = json.loads((processed / "instrument_rate.json").read_text())
+    assert rate["comparisons"] >= 5 and rate["false_differences"] == 0, rate
+    injected = pd.read_parquet(processed / "instrument_injected_summary.parquet")
+    rows = {(r.control, r.variant): r for r in injected.itertuples()}
+    bounds = {("native-cpuquota", "1thread"): 0.15, ("native-cpuquota", "allthreads"): 0.15,
+              ("native-tbf", "tcp"): 0.05, ("native-tbf", "udp"): 0.05}  # fmt: skip
+    for key, tolerance in bounds.items():
+        r = rows[key]
+        assert abs(r.recovered / r.expected - 1) < tolerance, (key, r.recovered, r.expected)
+    assert {r.control for r in injected.itertuples()} >= {"wan-delay"}  # the calibration's
+    assert_nothing_left()
+
+
 def _check_article(workdir: Path) -> None:
     """`dvc repro` assembled the article from the smoke outputs: every number the prose states
     has its numbers.json entry (tests/unit/test_article.py checks that rule on fixtures; here
@@ -224,6 +245,7 @@ def _check_article(workdir: Path) -> None:
     assert len(numbers) > 50, len(numbers)
     for title in ("## Network throughput", "## Latency", "## HTTP", "## Methods"):
         assert title in md, title
+    assert "Instrument check, A/A" in md and "instrument_injected.md" in md
     assert numbers["throughput.lab.dc.native.median_gbps"]["value"] > 0.1
     images = re.findall(r'<img [^>]*src="([^"]+)"', html)
     assert images and all(src.startswith("data:image/") for src in images), images[:3]
