@@ -935,6 +935,7 @@ SECTIONS: list[Section] = [
 # Produced by methods, not by a results section.
 METHOD_TABLES = ["wan_calibration_sentence", "wan_calibration"]
 INSTRUMENT_TABLES = ["instrument_aa", "instrument_injected"]
+NOISE_TABLES = ["noise"]
 
 
 def _missing_text(section: Section, inputs: Inputs, numbers: Numbers) -> str:
@@ -1217,6 +1218,38 @@ def _instrument(inputs: Inputs, numbers: Numbers) -> list[str]:
     return ["\n".join(lines), *_table_blocks(inputs, INSTRUMENT_TABLES)]
 
 
+def _noise(inputs: Inputs, numbers: Numbers) -> list[str]:
+    """Run-to-run noise per benchmark (pipeline/noise.py): the range of the SD of one
+    configuration's per-run value, as % of native's mean, over the benchmark's cells."""
+    found = inputs.summary("noise", "noise_summary")
+    if found is None:
+        return ["Run-to-run noise: not analysed in this campaign (stage `summarise-noise`)."]
+    noise, path = found
+    fitted = noise[noise["status"] == "ok"].dropna(subset=["cv_sd_within_pct"])
+    if fitted.empty:
+        why = sorted(set(noise["reason"].dropna())) or ["no benchmark with a native baseline"]
+        return [f"Run-to-run noise: not estimated ({'; '.join(why)})."]
+    parts = []
+    for bench, rows in fitted.groupby("benchmark", sort=False):
+        ends = []
+        for r in (rows.loc[rows["cv_sd_within_pct"].idxmin()],
+                  rows.loc[rows["cv_sd_within_pct"].idxmax()]):  # fmt: skip
+            key = f"noise.{bench}.{r['environment']}.{r['path']}.{r['variant']}.{r['metric']}"
+            lo, hi = r["cv_sd_within_lo_pct"], r["cv_sd_within_hi_pct"]
+            cv = numbers.add(f"{key}.cv_pct", r["cv_sd_within_pct"], "%", path, lo, hi,
+                             r["confidence"], "parametric bootstrap", decimals=2)  # fmt: skip
+            ends.append(cv)
+        span = ends[0].text() if ends[0].key == ends[1].key else (
+            f"{ends[0].text()}% to {ends[1].text()}")  # fmt: skip
+        parts.append(f"{bench} {span}%")
+    text = (
+        "Run-to-run noise (SD of one configuration's per-run value across runs, from a mixed "
+        "model with mode fixed and run random, as % of native's mean; smallest to largest over "
+        "each benchmark's variants, paths and statistics): " + "; ".join(parts) + "."
+    )
+    return [text, *_table_blocks(inputs, NOISE_TABLES)]
+
+
 def _parse(text: str) -> float:
     return float(str(text).replace(",", ""))
 
@@ -1262,6 +1295,7 @@ def _methods(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> str:
     )
     blocks += _wan(inputs, numbers)
     blocks += _instrument(inputs, numbers)
+    blocks += _noise(inputs, numbers)
     duty = _duty_cycle(inputs, numbers, benchmarks)
     blocks.append(
         "Duty cycle (seconds inside load windows / wall seconds of the campaign):\n\n"

@@ -111,6 +111,16 @@ NOTEBOOKS: dict[str, tuple[Path, Path, dict]] = {
                             wan_raw_dir="reports/executed/fixture/instrument/no-wan",
                             n_boot=4000),  # fmt: skip
     ),
+    # Run-to-run noise of every benchmark in the raw fixture (a table, no figure).
+    "noise": (
+        ROOT / "notebooks" / "analysis" / "32-summarise-noise.ipynb",
+        ROOT / "tests" / "notebooks" / "32-summarise-noise.fixture.ipynb",
+        {
+            k: v
+            for k, v in _fixture_parameters("noise", n_sim=20).items()
+            if k != "figures_dir"
+        },
+    ),
     # Reads processed summaries, not raw data: the committed tests/fixtures/processed (written
     # by tests/fixtures/make_processed.py from notebooks 20-22 and 26 on the raw fixture).
     "replication": (

@@ -1,0 +1,43 @@
+"""Run notebooks/analysis/32-summarise-noise.ipynb with papermill on the committed raw fixture
+and check the noise table against the fixture's construction; then nbval on the executed copy
+(32-summarise-noise.fixture.ipynb)."""
+
+from __future__ import annotations
+
+import notebook_checks as nc
+import pandas as pd
+
+NOTEBOOK = nc.ANALYSIS / "32-summarise-noise.ipynb"
+COPY = nc.HERE / "32-summarise-noise.fixture.ipynb"
+
+executed = nc.executed_fixture(NOTEBOOK, "summarise-noise", confidence=0.95, n_sim=20)
+
+
+def test_every_benchmark_with_native_is_decomposed(executed):
+    summary = pd.read_parquet(executed["processed"] / "noise_summary.parquet")
+    assert set(summary["benchmark"]) == {"throughput", "latency", "http", "cpu", "memory",
+                                         "coldstart"}  # fmt: skip
+    assert (summary["status"] == "ok").all(), summary[["benchmark", "reason"]]
+    # the fixture's cold starts vary far more from run to run than its CPU rates
+    cv = summary.groupby("benchmark")["cv_sd_within_pct"].max()
+    assert cv["coldstart"] > 5 * cv["cpu"]
+    table = pd.read_csv(executed["tables"] / "noise.csv", keep_default_na=False)
+    assert len(table) == len(summary) and (table["Note"] == "").all()
+
+
+def test_source_notebook_is_clean_and_thin():
+    names = {"raw_dir", "processed_dir", "tables_dir", "confidence", "n_sim", "seed"}
+    nc.assert_source_clean_and_thin(NOTEBOOK, names)
+
+
+def test_executed_copy_matches_source():
+    nc.assert_copy_matches_source(NOTEBOOK, COPY, "noise")
+
+
+def test_executed_copy_has_checked_headline_outputs():
+    text = nc.headline_text(COPY, n_cells=1)
+    assert "Run-to-run SD, % of native [95% CI]" in text and "coldstart" in text
+
+
+def test_nbval_reproduces_headline_cells():
+    nc.assert_nbval_passes(COPY)
