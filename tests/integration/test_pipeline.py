@@ -246,8 +246,8 @@ def _check_article(workdir: Path) -> None:
     for title in ("## Network throughput", "## Latency", "## HTTP", "## Methods"):
         assert title in md, title
     assert "Instrument check, A/A" in md and "instrument_injected.md" in md
-    # smoke has 2 runs: the noise model is not fitted, and the methods say why
-    assert "Run-to-run noise: not estimated (2 run(s): at least 3 are needed" in md
+    # smoke has 1-2 runs: the noise model is not fitted, and the methods say why
+    assert "Run-to-run noise: not estimated (" in md and "at least 3 are needed" in md
     assert numbers["throughput.lab.dc.native.median_gbps"]["value"] > 0.1
     images = re.findall(r'<img [^>]*src="([^"]+)"', html)
     assert images and all(src.startswith("data:image/") for src in images), images[:3]
