@@ -319,8 +319,11 @@ class Campaign:
         meta: dict | None = None,
     ) -> None:
         selected = modes or list(STUDY_MODES)  # the controls only where named
-        if inv.modes is not None:
-            selected = [m for m in selected if m in inv.modes]
+        if inv.modes is not None:  # a control is native under another name: it goes with it
+            selected = [
+                m for m in selected
+                if m in inv.modes or (m in MODES and MODES[m].control and "native" in inv.modes)
+            ]  # fmt: skip
         unknown = [m for m in selected if m not in MODES]
         if unknown:
             raise CampaignError(f"unknown mode(s) {unknown}; known: {sorted(MODES)}")

@@ -167,3 +167,23 @@ def test_load_seconds_count_the_tool_window_not_its_start_up():
     # 11,000 round trips at the slowest accepted rate (4000/s) + 10 % + 0.5 s + the 0.45 s
     # sockperf drops -> --time 4, of which 3.55 s are logged
     assert Latency().load_seconds(Window(30.0, 0.0, 11_000), "dc") == pytest.approx(3.55)
+
+
+def test_an_inventory_that_allows_native_allows_its_controls(tmp_path):
+    import dataclasses
+    from pathlib import Path
+
+    from pipeline import inventory
+    from pipeline.campaign import Campaign
+
+    inv = inventory.load(Path(__file__).parents[2] / "inventory" / "lab.yaml", MODES,
+                         check_files=False)  # fmt: skip
+    named = ["native", "native-aa", "native-tbf", "docker-host"]
+    only_native = dataclasses.replace(inv, modes=["native"])
+    campaign = Campaign(Throughput(), only_native, Profile(1, 1, 0, 1), tmp_path, seed=1,
+                        modes=named, log=lambda _: None)  # fmt: skip
+    assert {m for m, _, _ in campaign.triples} == {"native", "native-aa", "native-tbf"}
+    no_native = dataclasses.replace(inv, modes=["docker-host"])
+    campaign = Campaign(Throughput(), no_native, Profile(1, 1, 0, 1), tmp_path, seed=1,
+                        modes=named, log=lambda _: None)  # fmt: skip
+    assert "native-aa" not in {m for m, _, _ in campaign.triples}
