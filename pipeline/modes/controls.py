@@ -88,10 +88,13 @@ class NativeCpuQuota(Native):
         script = quota_script(cgroup)
         remove = remove_cgroups(shlex.quote(cgroup))
         session = ctx.pool[base.server.name]
+        native_stop = base.stop
 
         def stop() -> None:
-            base.stop()
-            session.run(remove, check=False, timeout=30)
+            try:
+                native_stop()
+            finally:
+                session.run(remove, check=False, timeout=30)
 
         base.stop = stop
         base.wrap_client = lambda argv: shlex.join(["sh", "-c", script, "sh", *argv])

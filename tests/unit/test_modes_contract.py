@@ -309,3 +309,39 @@ def test_podman_foreground_probes_the_ulimits_once_and_falls_back_like_start():
     before = len(session.commands)
     MODES["podman"].foreground(ctx, _probe())  # same campaign and host: no second probe
     assert len(session.commands) == before
+
+
+def test_control_deployments_run_wrapped_and_stop_what_they_made():
+    """native-cpuquota wraps the tool in the quota script and its stop removes the cgroup;
+    native-tbf puts the marked qdisc on the dc client first and its stop takes it off again,
+    after stopping the server."""
+    from pipeline.modes.base import TBF_HANDLE, Workload
+
+    ctx = _ctx(ROOT / "inventory/lab.yaml")
+    quota = MODES["native-cpuquota"].foreground(ctx, Workload("cpu-1thread", ("sysbench",), 0))
+    command = quota.client_command(["/usr/bin/sysbench", "cpu", "--threads=1", "run"])
+    assert command.startswith("sh -c ")
+    assert command.endswith("sh /usr/bin/sysbench cpu --threads=1 run")
+    assert quota.notes["cpu_quota"] == "0.5"
+    node1 = ctx.pool["node1"]
+    before = len(node1.commands)
+    quota.stop()
+    assert any("rmdir" in str(c) and "co-control-test" in str(c) for c in node1.commands[before:])
+
+    class Addr(FakeSession):  # answers `ip -o addr` and the sysfs mtu like a lab host
+        def run(self, command, **kwargs):
+            self.commands.append(command)
+            out = {"ip": "7: eth0@if8 inet 10.77.0.20/24 brd 10.77.0.255 scope global eth0",
+                   "cat": "1500"}.get(command[0] if isinstance(command, list) else "", "")  # fmt: skip
+            return SimpleNamespace(status=0, stdout=out, stderr="")
+
+    client = ctx.inventory.dc_client.name
+    ctx.pool[client] = Addr()
+    tbf = MODES["native-tbf"].start(ctx, Workload("throughput-tcp", ("iperf3", "-s"), 5201))
+    added = [c for c in ctx.pool[client].commands
+             if isinstance(c, list) and c[:3] == ["tc", "qdisc", "replace"]]  # fmt: skip
+    assert added and added[0][4] == "eth0" and TBF_HANDLE in added[0]
+    assert tbf.notes["mtu"] == "1500" and tbf.notes["tbf_interface"] == "eth0"
+    tbf.stop()
+    last = ctx.pool[client].commands[-1]
+    assert last[:3] == ["tc", "qdisc", "del"] and TBF_HANDLE in last
