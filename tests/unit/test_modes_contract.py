@@ -331,8 +331,9 @@ def test_control_deployments_run_wrapped_and_stop_what_they_made():
     class Addr(FakeSession):  # answers `ip -o addr` and the sysfs mtu like a lab host
         def run(self, command, **kwargs):
             self.commands.append(command)
-            out = {"ip": "7: eth0@if8 inet 10.77.0.20/24 brd 10.77.0.255 scope global eth0",
-                   "cat": "1500"}.get(command[0] if isinstance(command, list) else "", "")  # fmt: skip
+            answers = {"ip": "7: eth0@if8 inet 10.77.0.20/24 brd 10.77.0.255 scope global eth0",
+                       "cat": "1500"}  # fmt: skip
+            out = answers.get(command[0] if isinstance(command, list) else "", "")
             return SimpleNamespace(status=0, stdout=out, stderr="")
 
     client = ctx.inventory.dc_client.name
