@@ -48,6 +48,16 @@ def lab_session() -> Iterator[tuple[Inventory, Pool, Context]]:
         yield inv, pool, Context(inventory=inv, pool=pool, campaign="check")
 
 
+def ctrl_c_reaches_the_child() -> None:
+    """Popen's preexec_fn for a child the test interrupts as Ctrl-C would: SIGINT back to its
+    default. A shell starts background jobs with SIGINT ignored and the child inherits that (a
+    Python child then never raises KeyboardInterrupt), so a suite launched in the background
+    could not interrupt anything without this."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def assert_nothing_left() -> None:
     """No labelled container, network, service, volume, pidfile or test directory on any host."""
     with lab_session() as (inv, _, ctx):

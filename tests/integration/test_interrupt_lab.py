@@ -17,7 +17,12 @@ import time
 import pytest
 
 from pipeline.modes.base import leftovers
-from tests.integration.lab_campaign import INVENTORY, ROOT_ONLY, lab_session
+from tests.integration.lab_campaign import (
+    INVENTORY,
+    ROOT_ONLY,
+    ctrl_c_reaches_the_child,
+    lab_session,
+)
 
 pytestmark = [pytest.mark.lab, ROOT_ONLY]
 
@@ -41,7 +46,7 @@ def _child(benchmark: str, raw: str) -> subprocess.Popen:
     """)  # fmt: skip
     return subprocess.Popen(
         [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, start_new_session=True,
+        text=True, start_new_session=True, preexec_fn=ctrl_c_reaches_the_child,
     )  # fmt: skip
 
 

@@ -26,6 +26,7 @@ from pipeline.benchmarks.throughput import Throughput
 from pipeline.campaign import plan
 from pipeline.modes import MODES, NETWORK_MODES, STUDY_MODES
 from pipeline.modes.base import LABEL, PID_DIR
+from tests.integration.lab_campaign import ctrl_c_reaches_the_child
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -53,6 +54,7 @@ def dvc(workdir: Path, *args: str, timeout: float = 3600) -> subprocess.Complete
     proc = subprocess.Popen(
         ["dvc", *args], cwd=workdir, env=_env(), stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=ctrl_c_reaches_the_child,
     )  # fmt: skip
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -286,6 +288,7 @@ def test_interrupted_campaign_resumes_without_loss_or_duplicates(workdir):
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        preexec_fn=ctrl_c_reaches_the_child,
     )
     parts_root = _raw(workdir) / "parts"
     earlier = {d.name for d in parts_root.iterdir()}
