@@ -100,7 +100,8 @@ def _present(raw_dir: Path, benchmark: str) -> bool:
 
 
 def _summaries(raw_dir: Path, margins: dict, confidence: float, n_boot: int, seed: int) -> dict:
-    """benchmark -> the study's own summaries of the check data (one frame per summary)."""
+    """benchmark -> the study's own summaries of the check data (one frame per summary; the
+    throughput frames get the ``variant`` and ``metric`` columns the others have)."""
     kw = {"confidence": confidence, "n_boot": n_boot, "seed": seed}
     out: dict[str, list[pd.DataFrame]] = {}
     for benchmark in CHECKS:
@@ -109,9 +110,11 @@ def _summaries(raw_dir: Path, margins: dict, confidence: float, n_boot: int, see
         margin = margins[MARGIN_KEY[benchmark]]
         if benchmark == "throughput":
             samples, runs = throughput.load(raw_dir)
+            tcp = throughput.summarise(samples, runs, margin=margin, **kw)
+            udp = throughput.summarise_udp(samples, runs, margin=margin, **kw)
             out[benchmark] = [
-                throughput.summarise(samples, runs, margin=margin, **kw),
-                throughput.summarise_udp(samples, runs, margin=margin, **kw),
+                tcp.assign(variant=throughput.TCP_VARIANT, metric="median"),
+                udp.assign(variant=throughput.UDP_VARIANT, metric="received"),
             ]
         elif benchmark == "latency":
             cells = latency.load_cells(raw_dir, "latency", latency.LATENCY_METRICS)
@@ -135,9 +138,7 @@ def aa_rows(benchmark: str, summaries: list[pd.DataFrame]) -> list[dict]:
                     rows.append(_aa_row(benchmark, r["variant"], lab, r, f"ratio_{lab}",
                                         f"verdict_{lab}"))  # fmt: skip
                 continue
-            variant = r.get("variant") or ("udp" if "received_gbps" in r else "tcp")
-            statistic = r.get("metric") or ("received" if "received_gbps" in r else "median")
-            rows.append(_aa_row(benchmark, variant, statistic, r, "ratio", "verdict"))
+            rows.append(_aa_row(benchmark, r["variant"], r["metric"], r, "ratio", "verdict"))
     return rows
 
 
