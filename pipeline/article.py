@@ -1185,6 +1185,8 @@ def _instrument(inputs: Inputs, numbers: Numbers) -> list[str]:
             "`collect-instrument` and `summarise-instrument` produce it)."
         ]
     rate = json.loads(rate_path.read_text())
+    # The stage's own sentence says what the paragraph below says: not repeated at the end.
+    inputs.used_tables.add("instrument_sentence.md")
     n = numbers.add("instrument.aa.comparisons", rate["comparisons"], "count", rate_path)
     counts = {
         v: numbers.add(f"instrument.aa.{v}", rate[v], "count", rate_path)
@@ -1211,9 +1213,11 @@ def _instrument(inputs: Inputs, numbers: Numbers) -> list[str]:
                               r.recovered_hi, r.coverage, r.interval_kind)  # fmt: skip
             inside = "n/a" if pd.isna(r.recovered_within) else (
                 "inside" if r.recovered_within else "outside")  # fmt: skip
+            err = numbers.add(f"{key}.error_pct", r.error_pct, "%", path, decimals=2)
             lines.append(
                 f"- {r.injected} ({r.variant}): expected {exp.text()} {r.unit}, recovered "
-                f"{got.with_ci()} {r.unit}: expected value {inside} the interval."
+                f"{got.with_ci()} {r.unit} ({err.text(signed=True)}%): expected value {inside} "
+                "the interval."
             )
     return ["\n".join(lines), *_table_blocks(inputs, INSTRUMENT_TABLES)]
 

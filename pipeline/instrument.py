@@ -56,6 +56,7 @@ AA_COLUMNS = [
 INJECTED_COLUMNS = [
     "environment", "control", "benchmark", "variant", "injected", "unit", "expected", "recovered",
     "recovered_lo", "recovered_hi", "coverage", "interval_kind", "n_runs", "recovered_within",
+    "error_pct",
 ]  # fmt: skip
 
 
@@ -298,6 +299,7 @@ def summarise(
     out = pd.DataFrame(injected, columns=INJECTED_COLUMNS)
     within = (out["recovered_lo"] <= out["expected"]) & (out["expected"] <= out["recovered_hi"])
     out["recovered_within"] = within.where(out["recovered_lo"].notna())
+    out["error_pct"] = 100 * (out["recovered"] / out["expected"] - 1)
     return aa, out
 
 
@@ -397,6 +399,7 @@ def injected_table(injected: pd.DataFrame) -> pd.DataFrame:
                 )
                 for r in injected.itertuples()
             ],
+            "Recovered vs expected %": [f"{e:+.2f}" for e in injected["error_pct"]],
             "Interval covers": [
                 f"{c * 100:.1f}%" if pd.notna(c) else "" for c in injected["coverage"]
             ],
