@@ -41,6 +41,20 @@ TBF_BURST = "64kb"  # bucket depth: at least one TSO segment, a few ms of tokens
 TBF_LATENCY = "20ms"  # longest a packet may wait in the bucket's queue
 
 
+def _undo_on_stop(deployment: Deployment, session, undo: str | list[str]) -> None:
+    """Make ``deployment.stop`` also run ``undo`` on ``session``: after the mode's own stop,
+    and even when that fails."""
+    inner = deployment.stop
+
+    def stop() -> None:
+        try:
+            inner()
+        finally:
+            session.run(undo, check=False, timeout=30)
+
+    deployment.stop = stop
+
+
 class NativeAA(Native):
     """Native under a second name: the A/A control."""
 
@@ -87,16 +101,7 @@ class NativeCpuQuota(Native):
         cgroup = f"{CGROUP_PREFIX}{ctx.campaign[:12]}-{workload.name}"
         script = quota_script(cgroup)
         remove = remove_cgroups(shlex.quote(cgroup))
-        session = ctx.pool[base.server.name]
-        native_stop = base.stop
-
-        def stop() -> None:
-            try:
-                native_stop()
-            finally:
-                session.run(remove, check=False, timeout=30)
-
-        base.stop = stop
+        _undo_on_stop(base, ctx.pool[base.server.name], remove)
         base.wrap_client = lambda argv: shlex.join(["sh", "-c", script, "sh", *argv])
         base.notes = {"cpu_quota": f"{CPU_QUOTA:g}", "cfs_period_us": str(CFS_PERIOD_US)}
         return base
@@ -133,15 +138,7 @@ class NativeTbf(Native):
         except BaseException:
             session.run(remove, check=False, timeout=30)
             raise
-        server_stop = deployment.stop
-
-        def stop() -> None:
-            try:
-                server_stop()
-            finally:
-                session.run(remove, check=False, timeout=30)
-
-        deployment.stop = stop
+        _undo_on_stop(deployment, session, remove)
         deployment.notes = {"tbf_rate_mbit": str(TBF_RATE_MBIT), "tbf_interface": nic.name,
                             "tbf_burst": TBF_BURST, "mtu": str(nic.mtu)}  # fmt: skip
         return deployment
