@@ -431,8 +431,16 @@ def _kill_pidfiles(pattern: str) -> str:
 
 
 def remove_cgroups(pattern: str = f"{CGROUP_PREFIX}*") -> str:
-    """Shell text: remove the control modes' (empty) CPU cgroups in either hierarchy."""
-    return " ".join(f"rmdir {root}/{pattern} 2>/dev/null;" for root in CGROUP_ROOTS) + " true"
+    """Shell text: remove the control modes' CPU cgroups in either hierarchy. A tool an
+    interrupted campaign left running in one is killed first, and the removal is retried for
+    up to 5 s while the kernel empties the group (rmdir fails on a busy cgroup)."""
+    dirs = " ".join(f"{root}/{pattern}" for root in CGROUP_ROOTS)
+    return (
+        f'for d in {dirs}; do [ -d "$d" ] || continue; '
+        'kill -9 $(cat "$d/cgroup.procs" 2>/dev/null) 2>/dev/null; i=0; '
+        'while ! rmdir "$d" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; '
+        "done; true"
+    )
 
 
 def _tbf_interfaces(action: str) -> str:

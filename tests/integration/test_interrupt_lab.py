@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from pipeline.modes.base import leftovers
+from pipeline.modes.base import cleanup_host, leftovers
 from tests.integration.lab_campaign import (
     INVENTORY,
     ROOT_ONLY,
@@ -36,6 +36,14 @@ CASES = {
 BUDGET_S = 240  # longest wait for the campaign to create something
 
 
+@pytest.fixture(scope="module", autouse=True)
+def lab_is_up():
+    """The lab, brought up (idempotent) before the first "is it clean" check."""
+    from pipeline import lab
+
+    lab.up()
+
+
 def _child(benchmark: str, raw: str) -> subprocess.Popen:
     options, modes = CASES[benchmark]
     code = textwrap.dedent(f"""
@@ -50,6 +58,14 @@ def _child(benchmark: str, raw: str) -> subprocess.Popen:
     )  # fmt: skip
 
 
+def _clean_as_a_campaign_starts() -> None:
+    """What every campaign does first (cleanup_host on every host), so what the check finds
+    afterwards is this test's own."""
+    with lab_session() as (inv, _, ctx):
+        for host in (*inv.servers, inv.dc_client):
+            cleanup_host(ctx, host)
+
+
 def _everything_left() -> dict[str, list[str]]:
     with lab_session() as (inv, _, ctx):
         found = {h.name: leftovers(ctx, h) for h in (*inv.servers, inv.dc_client)}
@@ -58,6 +74,7 @@ def _everything_left() -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("benchmark", list(CASES))
 def test_an_interrupted_campaign_leaves_nothing(benchmark, tmp_path):
+    _clean_as_a_campaign_starts()
     assert _everything_left() == {}, "the lab was not clean before the test"
     proc = _child(benchmark, str(tmp_path))
     deadline = time.monotonic() + BUDGET_S

@@ -91,3 +91,22 @@ def test_cleanup_removes_a_left_qdisc_and_the_leftovers_check_sees_it_first():
         assert "tbf 1:" in sh(f"tc qdisc show dev {name}p")
     finally:
         subprocess.run(["ip", "link", "del", name], timeout=30)
+
+
+@pytest.mark.skipif(not CAN_CGROUP, reason="needs root and a cgroup CPU controller")
+def test_removal_kills_what_an_interrupted_run_left_in_the_cgroup():
+    """An interrupt can leave the tool running in its cgroup, and rmdir fails on a busy one:
+    the removal kills what is inside and retries until the kernel has emptied it."""
+    name = f"{CGROUP_PREFIX}unit-busy-{os.getpid()}"
+    left = subprocess.Popen(["sh", "-c", quota_script(name), "sh", "sleep", "30"])
+    try:
+        for _ in range(50):  # until the script has moved itself in
+            if any(Path(r, name).is_dir() for r in ("/sys/fs/cgroup", "/sys/fs/cgroup/cpu")):
+                break
+            subprocess.run(["sleep", "0.1"], check=True)
+        subprocess.run(["sh", "-c", remove_cgroups(name)], check=True, timeout=30)
+        assert left.wait(timeout=10) == -9  # killed, not finished
+        assert not Path("/sys/fs/cgroup/cpu", name).exists()
+        assert not Path("/sys/fs/cgroup", name).exists()
+    finally:
+        left.kill()
