@@ -93,10 +93,6 @@ def collect(
     return counts
 
 
-def _present(raw_dir: Path, benchmark: str) -> bool:
-    return any((Path(raw_dir) / benchmark).glob("*/runs.parquet"))
-
-
 # ---- the A/A comparisons -----------------------------------------------------------------
 
 
@@ -106,7 +102,7 @@ def _summaries(raw_dir: Path, margins: dict, confidence: float, n_boot: int, see
     kw = {"confidence": confidence, "n_boot": n_boot, "seed": seed}
     out: dict[str, list[pd.DataFrame]] = {}
     for benchmark in CHECKS:
-        if not _present(raw_dir, benchmark):
+        if not schema.has_dataset(raw_dir, benchmark):
             continue
         margin = margins[MARGIN_KEY[benchmark]]
         if benchmark == "throughput":
@@ -269,7 +265,8 @@ def roots(raw_dir: str | Path) -> list[Path]:
     base = Path(raw_dir)
     if not base.is_dir():
         return []
-    return sorted(p for p in base.iterdir() if p.is_dir() and any(_present(p, b) for b in CHECKS))
+    found = [p for p in base.iterdir() if p.is_dir()]
+    return sorted(p for p in found if any(schema.has_dataset(p, b) for b in CHECKS))
 
 
 def summarise(

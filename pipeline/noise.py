@@ -41,16 +41,13 @@ QUANTILE_BENCHMARKS = {"latency": latency_analysis.LATENCY_METRICS,
                        "http": latency_analysis.HTTP_METRICS}  # fmt: skip
 
 
-def _present(raw_dir: Path, benchmark: str) -> bool:
-    return any((raw_dir / benchmark).glob("*/runs.parquet"))
-
 
 def per_run_values(raw_dir: str | Path) -> pd.DataFrame:
     """Every benchmark's per-run values in one frame: ``benchmark``, ``environment``, ``mode``,
     ``path``, ``variant``, ``metric``, ``run``, ``value``."""
     raw = Path(raw_dir)
     frames = []
-    if _present(raw, "throughput"):
+    if schema.has_dataset(raw, "throughput"):
         samples, runs = throughput.load(raw)
         tcp = throughput.per_run_throughput(samples, runs).assign(
             variant=throughput.TCP_VARIANT, metric="received_gbps")  # fmt: skip
@@ -59,17 +56,17 @@ def per_run_values(raw_dir: str | Path) -> pd.DataFrame:
             variant=throughput.UDP_VARIANT, metric="received_gbps")  # fmt: skip
         frames += [tcp.assign(benchmark="throughput"), udp.assign(benchmark="throughput")]
     for benchmark, metrics in QUANTILE_BENCHMARKS.items():
-        if _present(raw, benchmark):
+        if schema.has_dataset(raw, benchmark):
             cells = latency_analysis.load_cells(raw, benchmark, metrics)
             if cells:
                 frame = network_analysis.per_run_summaries(cells)
                 frames.append(frame.rename(columns={"statistic": "metric"}).assign(
                     benchmark=benchmark))  # fmt: skip
     for benchmark in HOST:
-        if _present(raw, benchmark):
+        if schema.has_dataset(raw, benchmark):
             samples, runs = host_analysis.load(raw, benchmark)
             frames.append(host_analysis.per_run(samples, runs).assign(benchmark=benchmark))
-    if _present(raw, "coldstart"):
+    if schema.has_dataset(raw, "coldstart"):
         samples = schema.read_dataset(raw, "coldstart", "samples")
         runs = schema.read_dataset(raw, "coldstart", "runs")
         keys = ("environment", "mode", "path", "variant", "run")

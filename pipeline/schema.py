@@ -309,6 +309,11 @@ def write_table(table: pa.Table, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def has_dataset(raw_dir: Path | str, benchmark: str) -> bool:
+    """Whether ``raw_dir`` holds a collected ``benchmark`` (any environment's runs table)."""
+    return any((Path(raw_dir) / benchmark).glob("*/runs.parquet"))
+
+
 def read_dataset(raw_dir: Path | str, benchmark: str, table: str) -> pd.DataFrame:
     """One table of a benchmark across every environment collected under ``raw_dir``."""
     base = Path(raw_dir) / benchmark
