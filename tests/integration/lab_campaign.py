@@ -1,10 +1,17 @@
-"""What the benchmark tests on the embedded lab share: they need root, collect one campaign into
-a temporary directory through `pipeline.campaign.collect` (which brings the lab up), and check
-that nothing the campaign created is left on any node."""
+"""What the tests on the embedded lab share. They need root. The benchmark tests read the
+campaigns of one smoke-profile copy of the repository (`SmokeRepo`, the session's `smoke_repo`
+fixture in conftest.py): each runs its benchmark's `dvc repro -s collect-<benchmark>@lab` there,
+and the pipeline test's whole `dvc repro` then finds those stages done, so CI collects every
+smoke campaign once. They also check that nothing a campaign created is left on any node."""
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,9 +19,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from pipeline import inventory, schema
-from pipeline.campaign import Profile, collect
+from pipeline.campaign import Profile
 from pipeline.inventory import Inventory
 from pipeline.modes import MODES, Context
 from pipeline.modes.base import leftovers
@@ -24,20 +32,97 @@ INVENTORY = "inventory/lab.yaml"
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root")
 
 
-def collect_on_lab(
-    tmp_path_factory, benchmark: str, profile: Profile, seed: int, options: dict | None = None
-) -> tuple[pd.DataFrame, pd.DataFrame, Path]:
-    """One campaign of ``benchmark`` on the lab: its runs, its samples and its directory."""
-    raw = tmp_path_factory.mktemp("raw")
-    started = time.monotonic()
-    collect(benchmark, INVENTORY, raw, profile, seed=seed, options=options)
-    print(f"collected {benchmark} in {time.monotonic() - started:.0f} s")
-    root = raw / benchmark / "lab"
-    return (
-        pd.read_parquet(root / "runs.parquet"),
-        schema.read_samples(root / "samples.parquet"),
-        root,
+ROOT = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+_WINDOW_KEYS = ("runs", "seconds", "omit_seconds", "warmup_seconds")
+
+
+def smoke_settings(benchmark: str) -> tuple[Profile, dict]:
+    """The profile and the benchmark's own options the smoke `dvc repro` collects ``benchmark``
+    with, read from params.yaml as dvc.yaml passes them (runs from the benchmark's entry when it
+    has its own, else the profile's; absent windows are 0)."""
+    smoke = yaml.safe_load((ROOT / "params.yaml").read_text())["profiles"]["smoke"]
+    own = dict(smoke.get(benchmark, {}))
+    profile = Profile(
+        runs=int(own.get("runs", smoke["runs"])),
+        seconds=float(own.get("seconds", 0)),
+        omit_seconds=float(own.get("omit_seconds", 0)),
+        warmup_seconds=float(own.get("warmup_seconds", 0)),
     )
+    return profile, {k: v for k, v in own.items() if k not in _WINDOW_KEYS}
+
+
+def dvc_env() -> dict[str, str]:
+    return {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
+
+
+def ctrl_c_reaches_the_child() -> None:
+    """Popen's preexec_fn for a child the test interrupts as Ctrl-C would: SIGINT back to its
+    default. A shell starts background jobs with SIGINT ignored and the child inherits that (a
+    Python child then never raises KeyboardInterrupt), so a suite launched in the background
+    could not interrupt anything without this."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def dvc(workdir: Path, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
+    """Run dvc; past the timeout it gets Ctrl-C first, so the campaign cleans up."""
+    proc = subprocess.Popen(
+        ["dvc", *args], cwd=workdir, env=dvc_env(), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=ctrl_c_reaches_the_child,
+    )  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=300)
+        pytest.fail(f"dvc {' '.join(args)} took over {timeout} s:\n{out[-3000:]}\n{err[-3000:]}")
+    print(out[-4000:], err[-4000:])
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def set_param(workdir: Path, pattern: str, replacement: str) -> None:
+    params = workdir / "params.yaml"
+    text, n = re.subn(pattern, replacement, params.read_text(), flags=re.M)
+    assert n == 1, f"{pattern!r} not found exactly once in params.yaml"
+    params.write_text(text)
+
+
+class SmokeRepo:
+    """A copy of the repository's files (as a clone would have them) on the smoke profile."""
+
+    def __init__(self, dest: Path) -> None:
+        listed = subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+            cwd=ROOT, capture_output=True, text=True, check=True,
+        ).stdout.split("\0")  # fmt: skip
+        for name in filter(None, listed):
+            src = ROOT / name
+            if src.is_file():
+                (dest / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, dest / name)
+        # build outputs `make setup` made, which a clone's own `make setup` would make too
+        for built in (".make/bin/co-loadgen",):
+            (dest / built).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / built, dest / built)
+        subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
+        set_param(dest, r"^profile: \*\w+$", "profile: *smoke")
+        self.path = dest
+
+    def collected(self, benchmark: str) -> tuple[pd.DataFrame, pd.DataFrame, Path]:
+        """``benchmark``'s smoke campaign (its stage is run unless already done): its runs, its
+        samples and its directory."""
+        root = self.path / "data" / "raw" / benchmark / "lab"
+        if not (root / "runs.parquet").exists():
+            started = time.monotonic()
+            result = dvc(self.path, "repro", "-s", f"collect-{benchmark}@lab")
+            assert result.returncode == 0, result.stderr[-3000:]
+            print(f"collected {benchmark} in {time.monotonic() - started:.0f} s")
+        return (
+            pd.read_parquet(root / "runs.parquet"),
+            schema.read_samples(root / "samples.parquet"),
+            root,
+        )
 
 
 @contextmanager
@@ -46,16 +131,6 @@ def lab_session() -> Iterator[tuple[Inventory, Pool, Context]]:
     inv = inventory.load(INVENTORY, known_modes=MODES)
     with Pool(inv) as pool:
         yield inv, pool, Context(inventory=inv, pool=pool, campaign="check")
-
-
-def ctrl_c_reaches_the_child() -> None:
-    """Popen's preexec_fn for a child the test interrupts as Ctrl-C would: SIGINT back to its
-    default. A shell starts background jobs with SIGINT ignored and the child inherits that (a
-    Python child then never raises KeyboardInterrupt), so a suite launched in the background
-    could not interrupt anything without this."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def assert_nothing_left() -> None:

@@ -12,23 +12,22 @@ import pytest
 from pipeline import inventory
 from pipeline.benchmarks import BENCHMARKS, Scenario, ToolOutputError, Window
 from pipeline.benchmarks.coldstart import parse_coldstart
-from pipeline.campaign import Campaign, Profile
+from pipeline.campaign import Campaign
 from pipeline.modes import MODES, Context
 from pipeline.modes.base import LABEL
 from pipeline.remote import Pool
-from tests.integration.lab_campaign import INVENTORY, ROOT_ONLY, assert_nothing_left, collect_on_lab
+from tests.integration.lab_campaign import INVENTORY, ROOT_ONLY, assert_nothing_left, smoke_settings
 
 pytestmark = [pytest.mark.lab, ROOT_ONLY]
 
-PROFILE = Profile(runs=2, seconds=0, omit_seconds=0, warmup_seconds=0)  # the smoke profile's
-OPTIONS = {"starts": 5, "warmup_starts": 1}
+PROFILE, OPTIONS = smoke_settings("coldstart")
 MUST_RUN = {"native", "docker-bridge"}  # the lab always has these; the others may be skipped
 SEED = 5
 
 
 @pytest.fixture(scope="module")
-def collected(tmp_path_factory):
-    return collect_on_lab(tmp_path_factory, "coldstart", PROFILE, SEED, OPTIONS)
+def collected(smoke_repo):
+    return smoke_repo.collected("coldstart")
 
 
 def test_every_mode_ran_or_says_why_not(collected):

@@ -10,28 +10,27 @@ import re
 import pytest
 
 from pipeline.benchmarks import BENCHMARKS, Window
-from pipeline.campaign import Profile
 from pipeline.modes.base import SCRATCH_DIR
 from tests.integration.lab_campaign import (
     ROOT_ONLY,
     assert_nothing_left,
-    collect_on_lab,
     lab_session,
+    smoke_settings,
 )
 
 pytestmark = [pytest.mark.lab, ROOT_ONLY]
 
 # The smoke profile's disk settings: 6 modes x 4 variants once in ~3 min.
-PROFILE = Profile(runs=1, seconds=1, omit_seconds=0, warmup_seconds=1)
-FILE_MIB = 32
+PROFILE, OPTIONS = smoke_settings("disk")
+FILE_MIB = OPTIONS["file_mib"]
 # The lab always has these; rootless Docker and fuse-overlayfs may be skipped with a reason.
 MUST_RUN = {"native", "docker-overlay2", "docker-bind", "docker-volume"}
 _FIO = re.compile(r"(/usr/bin/fio .*--output-format=json)")
 
 
 @pytest.fixture(scope="module")
-def collected(tmp_path_factory):
-    return collect_on_lab(tmp_path_factory, "disk", PROFILE, 5, {"file_mib": FILE_MIB})
+def collected(smoke_repo):
+    return smoke_repo.collected("disk")
 
 
 def test_every_storage_mode_and_variant_ran_or_says_why_not(collected):

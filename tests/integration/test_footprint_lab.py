@@ -10,22 +10,17 @@ import pandas as pd
 import pytest
 
 from pipeline.benchmarks.footprint import engine_memory, parse_reading
-from pipeline.campaign import Profile
 from pipeline.footprint_analysis import TOTAL_PSS, fit_line
 from tests.integration.lab_campaign import (
     ROOT_ONLY,
     assert_nothing_left,
-    collect_on_lab,
     lab_session,
+    smoke_settings,
 )
 
 pytestmark = [pytest.mark.lab, ROOT_ONLY]
 
-PROFILE = Profile(runs=1, seconds=0.0, omit_seconds=0.0, warmup_seconds=0.0)
-SMOKE = {  # params.yaml's smoke profile
-    "footprint": {"max_containers": 6, "step": 2, "settle_seconds": 2, "max_seconds": 120},
-    "density": {"cap": 10, "step": 5, "settle_seconds": 2, "max_seconds": 120},
-}
+SMOKE = {b: smoke_settings(b)[1] for b in ("footprint", "density")}  # params.yaml's smoke profile
 ENGINES = {"docker-bridge", "rootless-docker", "podman", "rootless-podman"}
 MUST_RUN = {"docker-bridge"}  # the lab always has rootful docker; the others may be skipped
 PER_CONTAINER = {"docker-bridge": "shim", "rootless-docker": "shim", "podman": "conmon",
@@ -33,8 +28,8 @@ PER_CONTAINER = {"docker-bridge": "shim", "rootless-docker": "shim", "podman": "
 
 
 @pytest.fixture(scope="module")
-def collected(tmp_path_factory):
-    return {b: collect_on_lab(tmp_path_factory, b, PROFILE, 5, o) for b, o in SMOKE.items()}
+def collected(smoke_repo):
+    return {b: smoke_repo.collected(b) for b in SMOKE}
 
 
 def _measured(samples: pd.DataFrame, mode: str, metric: str) -> pd.Series:

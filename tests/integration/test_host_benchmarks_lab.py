@@ -10,23 +10,20 @@ import pandas as pd
 import pytest
 
 from pipeline.benchmarks import BENCHMARKS, Window
-from pipeline.campaign import Profile
-from tests.integration.lab_campaign import ROOT_ONLY, assert_nothing_left, collect_on_lab
+from tests.integration.lab_campaign import ROOT_ONLY, assert_nothing_left, smoke_settings
 
 pytestmark = [pytest.mark.lab, ROOT_ONLY]
 
-# The smoke profile's windows, one run: two benchmarks x five modes x two variants in ~3 min.
-PROFILE = Profile(runs=1, seconds=2, omit_seconds=0, warmup_seconds=1)
+# The smoke profile's windows and runs: two benchmarks x five modes x 2-3 variants.
+PROFILE, OPTIONS = smoke_settings("cpu")
+assert smoke_settings("memory")[0] == PROFILE
 MUST_RUN = {"native", "docker-bridge"}  # the lab always has these; the others may be skipped
-COMPILE = "fmt"  # the smoke profile's compile: fmt and its dependencies (~6 s here)
+COMPILE = OPTIONS["compile_packages"]  # smoke: fmt and its dependencies (~6 s here)
 
 
 @pytest.fixture(scope="module")
-def collected(tmp_path_factory):
-    return {
-        "cpu": collect_on_lab(tmp_path_factory, "cpu", PROFILE, 5, {"compile_packages": COMPILE}),
-        "memory": collect_on_lab(tmp_path_factory, "memory", PROFILE, 5),
-    }
+def collected(smoke_repo):
+    return {b: smoke_repo.collected(b) for b in ("cpu", "memory")}
 
 
 def _medians(samples: pd.DataFrame, variant: str) -> dict[str, float]:
@@ -96,7 +93,7 @@ def test_compile_times_are_plausible_and_one_per_run(collected):
     assert not build["warmup"].any()  # the warm-up lists packages: it yields no sample
     assert build["metric"].eq("compile_s").all() and build["unit"].eq("s").all()
     assert build.groupby(["run", "mode"]).size().eq(1).all()
-    seconds = build.set_index("mode")["value"]
+    seconds = build.groupby("mode")["value"].median()
     assert 0.5 < seconds["native"] < 300, seconds  # go build -a fmt: seconds, not minutes
     assert 0.5 < seconds["docker-bridge"] / seconds["native"] < 2.0, seconds
     commands = runs.loc[(runs["variant"] == "compile") & (runs["status"] == "ok"), "command"]

@@ -10,19 +10,18 @@ import os
 import pytest
 
 from pipeline.benchmarks.lb import parse_wrk, variant_names
-from pipeline.campaign import Profile
-from tests.integration.lab_campaign import ROOT_ONLY, assert_nothing_left, collect_on_lab
+from tests.integration.lab_campaign import ROOT_ONLY, assert_nothing_left, smoke_settings
 
 pytestmark = [pytest.mark.lab, ROOT_ONLY]
 
-PROFILE = Profile(runs=1, seconds=2, omit_seconds=0, warmup_seconds=1)  # params: smoke lb
-OPTIONS = {"replicas": "1,2", "connections": 24}
+PROFILE, OPTIONS = smoke_settings("lb")
+assert PROFILE.runs == 1, "the checks below read one run per variant"
 MEASURED = ("direct", "haproxy", "nginx", "dnsrr")
 
 
 @pytest.fixture(scope="module")
-def collected(tmp_path_factory):
-    return collect_on_lab(tmp_path_factory, "lb", PROFILE, 11, OPTIONS)
+def collected(smoke_repo):
+    return smoke_repo.collected("lb")
 
 
 def _has_ipvs() -> bool:
@@ -31,7 +30,8 @@ def _has_ipvs() -> bool:
 
 def test_every_variant_is_planned_once_in_swarm_overlay(collected):
     runs, _, _ = collected
-    assert sorted(runs["variant"]) == sorted(variant_names((1, 2)))
+    counts = tuple(int(r) for r in OPTIONS["replicas"].split(","))
+    assert sorted(runs["variant"]) == sorted(variant_names(counts))
     assert set(runs["mode"]) == {"swarm-overlay"} and set(runs["path"]) == {"dc"}
 
 

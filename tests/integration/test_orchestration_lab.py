@@ -7,24 +7,24 @@ import json
 import pytest
 
 from pipeline.benchmarks.orchestration import TIMEOUT_S, replicas
-from pipeline.campaign import Profile
 from tests.integration.lab_campaign import (
     ROOT_ONLY,
     assert_nothing_left,
-    collect_on_lab,
     lab_session,
+    smoke_settings,
 )
 
 pytestmark = [pytest.mark.lab, ROOT_ONLY]
 
-PROFILE = Profile(runs=1, seconds=0, omit_seconds=0, warmup_seconds=0)
-OPTIONS = {"max_replicas": 3, "repeats": 2}  # smoke's cap; two repetitions to count samples
+PROFILE, OPTIONS = smoke_settings("orchestration")
+CAP = OPTIONS["max_replicas"]
+assert PROFILE.runs == 1 and CAP < 10, "the checks below read one run, every scale capped"
 VARIANTS = ("create", "scale-10", "scale-50", "update-10")
 
 
 @pytest.fixture(scope="module")
-def collected(tmp_path_factory):
-    return collect_on_lab(tmp_path_factory, "orchestration", PROFILE, 7, OPTIONS)[:2]
+def collected(smoke_repo):
+    return smoke_repo.collected("orchestration")[:2]
 
 
 def test_every_variant_ran_in_swarm_overlay(collected):
@@ -56,12 +56,12 @@ def test_every_wanted_replica_accepted_and_the_cap_is_recorded(collected):
     runs, samples = collected
     counts = samples[samples["metric"] == "orchestration_replicas"]
     for row in runs.itertuples():
-        want = replicas(row.variant, OPTIONS["max_replicas"])
-        assert want == (1 if row.variant == "create" else 3)
+        want = replicas(row.variant, CAP)
+        assert want == (1 if row.variant == "create" else CAP)
         mine = counts[counts["variant"] == row.variant]
         assert mine["value"].tolist() == [want] * OPTIONS["repeats"], row.variant
         notes = json.loads(row.notes)
-        assert notes["max_replicas"] == "3" and notes["replicas"] == str(want)
+        assert notes["max_replicas"] == str(CAP) and notes["replicas"] == str(want)
         assert notes["capped"] == ("false" if row.variant == "create" else "true")
         assert notes["docker_version"] and notes["endpoint_mode"].startswith("dnsrr")
         placed = dict(p.split("=") for p in notes["placement"].split(","))

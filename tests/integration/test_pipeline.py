@@ -1,5 +1,7 @@
-"""The pipeline end to end on the embedded lab: `dvc repro` on the smoke profile, in a copy of
-the repository, then the DVC caching contract and an interrupted-and-resumed campaign.
+"""The pipeline end to end on the embedded lab: `dvc repro` on the smoke profile, in the
+session's copy of the repository (conftest.py's `smoke_repo`, whose collection stages the
+benchmark tests may have run already), then the DVC caching contract and an interrupted-and-
+resumed campaign.
 
 Needs root (it brings the lab up). The copy keeps the user's data, params and DVC cache alone.
 """
@@ -14,7 +16,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -26,10 +27,14 @@ from pipeline.benchmarks.throughput import Throughput
 from pipeline.campaign import plan
 from pipeline.modes import MODES, NETWORK_MODES, STUDY_MODES
 from pipeline.modes.base import LABEL, PID_DIR
-from tests.integration.lab_campaign import ctrl_c_reaches_the_child
+from tests.integration.lab_campaign import (
+    ctrl_c_reaches_the_child,
+    dvc,
+    dvc_env,
+    set_param,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
-VENV_BIN = Path(sys.executable).parent
 
 pytestmark = [
     pytest.mark.lab,
@@ -38,57 +43,11 @@ pytestmark = [
 ]
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
-
-
-def _set_param(workdir: Path, pattern: str, replacement: str) -> None:
-    params = workdir / "params.yaml"
-    text, n = re.subn(pattern, replacement, params.read_text(), flags=re.M)
-    assert n == 1, f"{pattern!r} not found exactly once in params.yaml"
-    params.write_text(text)
-
-
-def dvc(workdir: Path, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
-    """Run dvc; past the timeout it gets Ctrl-C first, so the campaign cleans up."""
-    proc = subprocess.Popen(
-        ["dvc", *args], cwd=workdir, env=_env(), stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, start_new_session=True,
-        preexec_fn=ctrl_c_reaches_the_child,
-    )  # fmt: skip
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGINT)
-        out, err = proc.communicate(timeout=300)
-        pytest.fail(f"dvc {' '.join(args)} took over {timeout} s:\n{out[-3000:]}\n{err[-3000:]}")
-    print(out[-4000:], err[-4000:])
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-
-
 @pytest.fixture(scope="module")
-def workdir(tmp_path_factory) -> Path:
-    """A copy of the repository's files (as a clone would have them) on the smoke profile."""
-    dest = tmp_path_factory.mktemp("repo")
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split("\0")
-    for name in filter(None, listed):
-        src = ROOT / name
-        if src.is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / name)
-    # build outputs `make setup` made, which a clone's own `make setup` would make too
-    for built in (".make/bin/co-loadgen",):
-        (dest / built).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / built, dest / built)
-    subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
-    _set_param(dest, r"^profile: \*\w+$", "profile: *smoke")
-    return dest
+def workdir(smoke_repo) -> Path:
+    """The session's smoke-profile copy of the repository (the benchmark tests may already have
+    run some of its collection stages there; `dvc repro` then finds them done)."""
+    return smoke_repo.path
 
 
 def _raw(workdir: Path) -> Path:
@@ -263,7 +222,7 @@ def test_second_repro_does_nothing(workdir):
 
 
 def test_analysis_parameter_reruns_only_analysis(workdir):
-    _set_param(workdir, r"^(summarise_throughput:\n(?:  .*\n)*?  n_boot: )\d+", r"\g<1>1500")
+    set_param(workdir, r"^(summarise_throughput:\n(?:  .*\n)*?  n_boot: )\d+", r"\g<1>1500")
     result = dvc(workdir, "repro")
     assert result.returncode == 0
     ran = re.findall(r"Running stage '([^']+)'", result.stdout)
@@ -279,11 +238,11 @@ def _digest(path: Path) -> str:
 def test_interrupted_campaign_resumes_without_loss_or_duplicates(workdir):
     # A new throughput campaign (other modes), so only that stage runs again.
     subset = ["native", "docker-host", "docker-bridge", "docker-nat", "macvlan"]
-    _set_param(workdir, r"^  modes: all(?=\s+# \"all\")", f"  modes: {','.join(subset)}")
+    set_param(workdir, r"^  modes: all(?=\s+# \"all\")", f"  modes: {','.join(subset)}")
     proc = subprocess.Popen(
         ["dvc", "repro", "collect-throughput@lab"],
         cwd=workdir,
-        env=_env(),
+        env=dvc_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
