@@ -108,6 +108,41 @@ def summarise(
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def delay_added(
+    raw_dir: str | Path,
+    delays_ms: list[float],
+    confidence: float = 0.95,
+    n_boot: int = 4000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """What the configured delay alone adds: the Internet path's round trip at each delay minus
+    the same path's at delay 0, so the emulator's own cost (its forwarding hop, measured at
+    delay 0) cancels and the result should be 2 x the one-way delay. The delays are separate
+    campaigns, so runs are resampled independently per delay (``paired=False``). Empty when
+    delay 0 was not calibrated. Columns: those of ``summarise`` without the excess."""
+    columns = COLUMNS[: COLUMNS.index("excess_us")] + ["n_runs"]
+    if (Path(raw_dir) / "skipped.json").exists() or 0 not in [float(d) for d in delays_ms]:
+        return pd.DataFrame([], columns=columns)
+    zero = latency_analysis.load_cells(Path(raw_dir) / label(0), "latency", METRICS)
+    rows: list[dict] = []
+    for delay in [d for d in delays_ms if float(d) > 0]:
+        cells = latency_analysis.load_cells(Path(raw_dir) / label(delay), "latency", METRICS)
+        for variant in METRICS:
+            at_delay, at_zero = _cell(cells, "internet", variant), _cell(zero, "internet", variant)
+            if at_delay is None or at_zero is None:
+                continue
+            shift = stats.quantile_shift_ci(
+                at_delay, at_zero, QUANTILES, confidence, n_boot, seed, paired=False
+            )
+            rows += [
+                {"delay_ms": delay, "variant": variant, "q": r.q,
+                 "expected_added_us": 2 * delay * 1000, "added_us": r.shift,
+                 "added_lo_us": r.lo, "added_hi_us": r.hi, "n_runs": r.n_runs}  # fmt: skip
+                for r in shift.itertuples()
+            ]
+    return pd.DataFrame(rows, columns=columns)
+
+
 def skipped_reason(raw_dir: str | Path) -> str | None:
     marker = Path(raw_dir) / "skipped.json"
     return json.loads(marker.read_text())["reason"] if marker.exists() else None

@@ -387,31 +387,46 @@ def quantile_shift_ci(
     confidence: float = 0.95,
     n_boot: int = 4000,
     seed: int | None = 0,
+    paired: bool = True,
 ) -> pd.DataFrame:
     """Difference of pooled quantiles ``cell - baseline`` with a paired cluster bootstrap.
 
     Only runs measured in both cells are used (for the point estimate too), and each bootstrap
     replicate gives a run the same multiplicity in both cells, so conditions shared inside a run
     (a slow moment of the machine, a congested WAN) cancel in the difference, as in
-    ``ratio_ci``. One row per level: ``q``, ``shift``, ``lo``, ``hi``, ``ratio`` (of the
-    quantiles), ``ratio_lo``, ``ratio_hi``, ``n_runs``.
+    ``ratio_ci``. With ``paired=False`` (cells from separate campaigns, whose run numbers share
+    nothing) every run of each cell is used and each cell's runs are resampled independently.
+    One row per level: ``q``, ``shift``, ``lo``, ``hi``, ``ratio`` (of the quantiles),
+    ``ratio_lo``, ``ratio_hi``, ``n_runs`` (runs in both cells; unpaired: the smaller cell's).
     """
     qs = np.atleast_1d(np.asarray(qs, dtype=float))
-    common = np.intersect1d(cell.runs, baseline.runs)
+    if paired:
+        common = np.intersect1d(cell.runs, baseline.runs)
+        a, b = cell.subset(common), baseline.subset(common)
+    else:
+        a, b = cell, baseline
+    n_runs = min(a.n_runs, b.n_runs)
     nan = np.full(qs.size, np.nan)
     out = pd.DataFrame({"q": qs, "shift": nan, "lo": nan, "hi": nan})
-    out = out.assign(ratio=nan, ratio_lo=nan, ratio_hi=nan, n_runs=int(common.size))
-    if common.size == 0:
+    out = out.assign(ratio=nan, ratio_lo=nan, ratio_hi=nan, n_runs=int(n_runs))
+    if n_runs == 0:
         return out
-    a, b = cell.subset(common), baseline.subset(common)
     pa, pb = pooled_quantiles(a, qs), pooled_quantiles(b, qs)
     out["shift"], out["ratio"] = pa - pb, pa / pb
-    if common.size >= 2:
-        w = bootstrap_run_weights(int(common.size), n_boot, seed)
-        ba, bb = pooled_quantiles(a, qs, w), pooled_quantiles(b, qs, w)
+    if n_runs >= 2:
+        wa = bootstrap_run_weights(a.n_runs, n_boot, seed)
+        wb = wa if paired else bootstrap_run_weights(b.n_runs, n_boot, _other_seed(seed))
+        ba, bb = pooled_quantiles(a, qs, wa), pooled_quantiles(b, qs, wb)
         out["lo"], out["hi"] = _percentile_interval(ba - bb, confidence)
         out["ratio_lo"], out["ratio_hi"] = _percentile_interval(ba / bb, confidence)
     return out
+
+
+def _other_seed(seed: int | None) -> int | None:
+    """A second, independent stream for the baseline of an unpaired bootstrap."""
+    if seed is None:
+        return None
+    return int(np.random.SeedSequence(seed).spawn(1)[0].generate_state(1)[0])
 
 
 # --- variance decomposition: mode (fixed) beside run (random) and residual ------------------

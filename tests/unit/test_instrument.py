@@ -166,3 +166,43 @@ def test_dvc_passes_every_notebook_parameter_and_the_profiles_name_known_checks(
         section = params["profiles"][profile]["instrument"]
         assert instrument.parse_benchmarks(section["benchmarks"]) == list(instrument.CHECKS)
         assert section["runs"] >= 5
+
+
+def test_the_wan_delay_is_recovered_against_the_same_path_at_delay_zero(tmp_path, monkeypatch):
+    """The configured delay's own contribution: Internet path at 20 ms minus Internet path at
+    0 ms, so the emulator's hop (here 40 us, also on the zero-delay path) cancels; delays are
+    separate campaigns, resampled independently. Without delay 0: Internet minus dc, hop
+    included, and the row says so."""
+    from pipeline import calibration, latency_analysis, stats
+
+    rng = np.random.default_rng(3)
+    hop = 40.0
+
+    def cell(offset: float, runs=(1, 2, 3)) -> stats.RunSamples:
+        per_run = [rng.gamma(2.0, 5.0, 2000) + 100 + offset + rng.normal(0, 3) for _ in runs]
+        ids = np.concatenate([np.full(v.size, r) for r, v in zip(runs, per_run, strict=True)])
+        return stats.RunSamples.from_arrays(np.concatenate(per_run), ids)
+
+    data = {}
+    for delay in (0, 20):
+        for variant in ("udp", "tcp"):
+            data[(delay, "dc", variant)] = cell(0.0)
+            data[(delay, "internet", variant)] = cell(hop + 2 * delay * 1000)
+
+    def fake_load(raw_dir, benchmark, metrics):
+        delay = 0 if Path(raw_dir).name == calibration.label(0) else 20
+        return {("lab", "native", p, v): c for (d, p, v), c in data.items() if d == delay}
+
+    monkeypatch.setattr(latency_analysis, "load_cells", fake_load)
+    (tmp_path / "wan").mkdir()
+    rows = instrument.wan_rows(tmp_path / "wan", [0, 20], 0.95, 1000, 1)
+    assert len(rows) == 4  # udp, tcp x p50, p99; delay 0 injects nothing
+    for r in rows:
+        assert r["expected"] == 40_000 and "delay 0" in r["injected"], r
+        assert r["recovered_lo"] <= 40_000 <= r["recovered_hi"], r  # the hop cancelled
+        assert abs(r["recovered"] - 40_000) < 25, r
+    hop_included = instrument.wan_rows(tmp_path / "wan", [20], 0.95, 1000, 1)
+    assert {r["variant"] for r in hop_included} == {r["variant"] for r in rows}
+    p50 = [r for r in hop_included if r["variant"] == "udp p50"][0]
+    assert "emulator hop included" in p50["injected"]
+    assert p50["recovered"] == pytest.approx(40_000 + hop, abs=5)  # the hop is in it

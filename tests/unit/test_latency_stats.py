@@ -156,6 +156,34 @@ def test_shift_uses_only_runs_both_cells_measured():
     assert none["n_runs"].iloc[0] == 0 and np.isnan(none["shift"].iloc[0])
 
 
+def test_unpaired_shift_uses_every_run_of_each_cell_and_resamples_them_independently():
+    """Cells of separate campaigns (the WAN calibration's delays): run numbers pair nothing."""
+    rng = np.random.default_rng(11)
+    base = [rng.gamma(2.0, 4.0, 800) + 50 + o for o in (0.0, 30.0, -20.0, 10.0)]
+    mode = [rng.gamma(2.0, 4.0, 800) + 90 + o for o in (5.0, -25.0, 15.0)]  # d = 40 us
+    a, b = _cell(mode, [1, 2, 3]), _cell(base, [1, 2, 5, 6])  # runs 5, 6: base only
+    got = quantile_shift_ci(a, b, [0.5], n_boot=3000, seed=8, paired=False)
+    assert got["n_runs"].iloc[0] == 3  # the smaller cell's
+    point = np.quantile(np.concatenate(mode), 0.5, method="inverted_cdf") - np.quantile(
+        np.concatenate(base), 0.5, method="inverted_cdf"
+    )
+    assert got["shift"].iloc[0] == pytest.approx(point)  # all 7 runs, none dropped
+    # The same interval from an independent implementation: resample each cell's runs with
+    # replacement on its own, pool, take the quantile, difference.
+    r = np.random.default_rng(123)
+    boot = []
+    for _ in range(3000):
+        ma = np.concatenate([mode[i] for i in r.integers(0, 3, 3)])
+        mb = np.concatenate([base[i] for i in r.integers(0, 4, 4)])
+        boot.append(np.quantile(ma, 0.5) - np.quantile(mb, 0.5))
+    lo, hi = np.quantile(boot, [0.025, 0.975])
+    width = hi - lo
+    assert got["lo"].iloc[0] == pytest.approx(lo, abs=0.15 * width)
+    assert got["hi"].iloc[0] == pytest.approx(hi, abs=0.15 * width)
+    # the +-30 us run effects do not cancel unpaired: the interval is as wide as they are
+    assert width > 10 and got["lo"].iloc[0] <= 40.0 <= got["hi"].iloc[0]
+
+
 # --- variance decomposition --------------------------------------------------------------------
 
 EFFECTS = {"native": 0.0, "a": 1.0, "b": 5.0, "c": 10.0, "d": 2.0}
