@@ -85,14 +85,14 @@ def test_the_report_names_the_engine_command_and_the_polled_address(collected):
     assert notes["options"] == OPTIONS
 
 
-def test_a_killed_timer_leaves_nothing_behind(collected):
+def test_a_killed_timer_leaves_nothing_behind(collected, tmp_path):
     """The SSH command times out mid-campaign-step: the remote side kills the timer (SIGKILL,
     no clean-up of its own) and the benchmark's finally removes what it had started."""
     inv = inventory.load(INVENTORY, known_modes=MODES)
     bench = BENCHMARKS["coldstart"]()
     bench.configure({"starts": 50, "warmup_starts": 0})
     bench.session_timeout = lambda: 2.0  # killed after ~2 starts of 50
-    campaign = Campaign(bench, inv, PROFILE, collected[2], SEED, ["docker-bridge"])
+    campaign = Campaign(bench, inv, PROFILE, tmp_path, SEED, ["docker-bridge"])
     host = inv.servers[0]
     with Pool(inv) as pool:
         ctx = Context(inventory=inv, pool=pool, campaign=campaign.id)
