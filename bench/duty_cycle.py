@@ -99,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     total = frame["window_s"].sum() / frame["wall_s"].sum()
     print(f"  {'all campaigns':<16} {total:5.2f}  {'meets' if total >= GOAL else 'BELOW'} goal")
+    each = ", ".join(f"{r.benchmark} {r.duty_cycle:.2f}" for r in frame.itertuples())
+    verdict = "meets" if total >= GOAL else "BELOW"
+    print(f"summary: duty cycle {total:.2f} over all campaigns ({verdict} goal >= {GOAL}): {each}")
     return 0
 
 

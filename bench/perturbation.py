@@ -71,12 +71,12 @@ def pipeline_round(case: str, inv: inventory.Inventory, workdir: Path, seed: int
 
 def ratio_interval(pipeline: list[float], hand: list[float], n_boot: int = 4000):
     """95% and 90% bootstrap percentile intervals of median(pipeline) / median(hand), rounds
-    resampled within each arm (the arms are independent runs of the tool)."""
+    resampled whole: a round's two arms ran back to back (ABBA), so they stay paired and a
+    drift of the machine between rounds cancels."""
     rng = np.random.default_rng(0)
     a, b = np.asarray(pipeline), np.asarray(hand)
-    boot = np.median(rng.choice(a, (n_boot, a.size)), axis=1) / np.median(
-        rng.choice(b, (n_boot, b.size)), axis=1
-    )
+    idx = rng.integers(0, a.size, (n_boot, a.size))
+    boot = np.median(a[idx], axis=1) / np.median(b[idx], axis=1)
     return tuple(np.quantile(boot, [0.025, 0.975, 0.05, 0.95]))
 
 
@@ -141,16 +141,29 @@ def main(argv: list[str] | None = None) -> int:
             ratio = pipe / hand
             lo, hi, lo_eq, hi_eq = ratio_interval(arms["pipeline"], arms["hand"])
             higher_is_better = case == "throughput"
-            verdict = stats.verdict(ratio, lo, hi, lo_eq, hi_eq, GOAL, higher_is_better)
+            # the study's rule: the paired TOST and t test on the rounds' log ratios must agree
+            tost = stats.tost_log_ratio(arms["pipeline"], arms["hand"], GOAL)
+            verdict = stats.verdict(
+                ratio, lo, hi, lo_eq, hi_eq, GOAL, higher_is_better, tost.p_value,
+                diff_p=tost.diff_p,
+            )  # fmt: skip
             failed |= verdict != "equivalent"
             unit = "us p50 RTT" if case == "latency" else "bit/s"
+            spread = {arm: np.std(v, ddof=1) / np.mean(v) for arm, v in arms.items()}
             print(
                 f"  {case:<10} pipeline {pipe:,.5g} vs by hand {hand:,.5g} {unit}: "
-                f"ratio {ratio:.4f} [95%: {lo:.4f}, {hi:.4f}; 90%: {lo_eq:.4f}, {hi_eq:.4f}] "
-                f"-> {verdict} (margin +-{GOAL:.0%})"
+                f"ratio {ratio:.4f} [95%: {lo:.4f}, {hi:.4f}; 90%: {lo_eq:.4f}, {hi_eq:.4f}]; "
+                f"paired geometric mean {tost.ratio:.4f} [90%: {tost.lo:.4f}, {tost.hi:.4f}], "
+                f"TOST p {tost.p_value:.3f} -> {verdict} (margin +-{GOAL:.0%}); "
+                f"round-to-round CV pipeline {spread['pipeline']:.1%}, by hand {spread['hand']:.1%}"
             )
             for arm, values in arms.items():
                 print(f"{'':13}{arm:<9}" + " ".join(f"{v:,.5g}" for v in values))
+            print(
+                f"summary: perturbation {case}: pipeline / by hand {ratio:.4f} "
+                f"[95%: {lo:.4f}, {hi:.4f}], paired TOST p {tost.p_value:.3f}, {args.rounds} "
+                f"rounds per arm -> {verdict} (goal: within +-{GOAL:.0%})"
+            )
     return 1 if failed else 0
 
 
