@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline import figures, schema
+from pipeline import coldstart_analysis, figures, footprint_analysis, schema
 
 PATH_LABELS = {
     "dc": "datacenter",
@@ -637,12 +637,18 @@ def _lb(inputs: Inputs, numbers: Numbers) -> list[str] | None:
                     100 * r.ratio_lo, 100 * r.ratio_hi, _col(r._asdict(), "confidence"),
                     "cluster-bootstrap percentile interval (runs resampled whole)",
                 )  # fmt: skip
-                shares.append(f"{pct.with_ci('%')} with {n.text()}")
+                verdict = getattr(r, "verdict", None)
+                said = f", {verdict}" if isinstance(verdict, str) and verdict else ""
+                shares.append(f"{pct.with_ci('%')} with {n.text()}{said}")
             if shares:
                 label = group["configuration"].iloc[0]
                 parts.append(f"{label} {', '.join(shares)}")
         if parts:
-            text += " As a share of that rate: " + "; ".join(parts) + " (replicas behind it)."
+            text += (
+                " As a share of that rate (replicas behind the balancer, then the verdict: no "
+                "margin was fixed for a balancer, so overhead, faster or inconclusive): "
+                + "; ".join(parts) + "."
+            )  # fmt: skip
         paragraphs.append(text)
     return paragraphs
 
@@ -673,7 +679,13 @@ def _coldstart(inputs: Inputs, numbers: Numbers) -> list[str] | None:
                 f"{key}.{r.mode}.p99_ms", 1000 * r.p99_s, "ms", source, 1000 * r.p99_lo_s,
                 1000 * r.p99_hi_s, conf, kind,
             )  # fmt: skip
-            parts.append(f"{_label(r.mode)} p50 {p50.with_ci(' ms')}, p99 {p99.with_ci(' ms')}")
+            text = f"{_label(r.mode)} p50 {p50.with_ci(' ms')}, p99 {p99.with_ci(' ms')}"
+            said = coldstart_analysis.SAID.get(d.get("verdict_p50"))
+            if r.mode != "native" and said:
+                text += f" ({said} than native at p50)" if said != "inconclusive" else (
+                    " (against native at p50: inconclusive)"
+                )  # fmt: skip
+            parts.append(text)
             if isinstance(r.rootful_mode, str) and r.rootful_mode and r.rootful_n_runs:
                 plus = numbers.add(
                     f"{key}.{r.mode}.p50_plus_pct_vs_rootful", r.rootful_plus_pct_p50, "%",
@@ -682,7 +694,8 @@ def _coldstart(inputs: Inputs, numbers: Numbers) -> list[str] | None:
                 )  # fmt: skip
                 rootless.append(
                     f"{_label(r.mode)} against {_label(r.rootful_mode)}: "
-                    f"{plus.with_ci('%', signed=True)} at p50"
+                    f"{plus.with_ci('%', signed=True)} at p50, "
+                    f"{coldstart_analysis.SAID.get(d.get('rootful_verdict_p50'), 'inconclusive')}"
                 )
         text = (
             "Time from the run command to nginx answering through the published port: "
@@ -742,6 +755,10 @@ def _footprint(inputs: Inputs, numbers: Numbers) -> list[str] | None:
                     "cluster-bootstrap percentile interval (runs resampled whole)", decimals=2,
                 )  # fmt: skip
                 text += f", {ratio.with_ci('x')} rootful Docker's cost per container"
+                verdict = getattr(r, "verdict", None)
+                if isinstance(verdict, str) and verdict:
+                    said = footprint_analysis.SAID.get(verdict, verdict)
+                    text += f" ({said})"
             parts.append(text)
         if parts:
             paragraphs.append(

@@ -101,6 +101,7 @@ def overheads(
             shift = stats.quantile_shift_ci(
                 cells[mode], cells[baseline], qs, confidence, n_boot, seed
             )
+            shift["verdict"] = _verdicts(cells[mode], cells[baseline], shift)
             shift.insert(0, "baseline", baseline)
             shift.insert(0, "mode", mode)
             shift.insert(0, "environment", environment)
@@ -114,6 +115,21 @@ def overheads(
         ("plus_pct_hi", "ratio_hi"),
     ):
         out[col] = (out[src] - 1.0) * 100.0
+    return out
+
+
+def _verdicts(cell: stats.RunSamples, baseline: stats.RunSamples, shift: pd.DataFrame) -> list:
+    """Per level: overhead (slower), faster or inconclusive (``stats.difference_verdict``: no
+    margin was fixed for start times, so nothing is called equivalent), from the ratio's
+    interval and a paired t test on the runs' own q-quantiles."""
+    common = np.intersect1d(cell.runs, baseline.runs)
+    a, b = cell.subset(common), baseline.subset(common)
+    out = []
+    for r in shift.itertuples():
+        per_run = [
+            [float(np.quantile(v, r.q, method="inverted_cdf")) for v in c.values] for c in (a, b)
+        ]
+        out.append(stats.difference_verdict(r.ratio_lo, r.ratio_hi, *per_run, False))
     return out
 
 
@@ -213,6 +229,7 @@ def _add_shifts(
             (f"plus_pct_{lab}_lo", "plus_pct_lo"), (f"plus_pct_{lab}_hi", "plus_pct_hi"),
         ):  # fmt: skip
             row[f"{prefix}{col}"] = float(r[src]) if r is not None else np.nan
+        row[f"{prefix}verdict_{lab}"] = r["verdict"] if r is not None else None
     if mode == baseline and row["n_runs"]:  # native against itself: the reference
         row[count] = row["n_runs"]
 
@@ -226,6 +243,17 @@ def _ms(point: float, lo: float, hi: float, sign: str = "") -> str | None:
 
 def _pct(point: float, lo: float, hi: float) -> str | None:
     return tables.interval_text(point, lo, hi, "+.1f")
+
+
+# A start time is worse when longer: the verdict's "overhead" is said as "slower".
+SAID = {"overhead": "slower", "faster": "faster", "inconclusive": "inconclusive"}
+
+
+def _with_verdict(text: str | None, verdict: str | None) -> str | None:
+    """An interval's text with its verdict ("+261.4 [261.0, 261.6], slower")."""
+    if text is None or not verdict:
+        return text
+    return f"{text}, {SAID.get(verdict, verdict)}"
 
 
 def _note(r) -> str:
@@ -258,18 +286,21 @@ def article_table(summary: pd.DataFrame, qs=QUANTILES) -> pd.DataFrame:
         ]
     for q in (qs[0], qs[-1]):
         lab = q_label(q)
-        table[f"Overhead vs native {lab} ms {ci}"] = [
-            "" if r.mode == BASELINE and r.n_runs else _ms(
+        table[f"Overhead vs native {lab} ms {ci}, verdict"] = [
+            "" if r.mode == BASELINE and r.n_runs else _with_verdict(_ms(
                 r._asdict()[f"d_{lab}_s"], r._asdict()[f"d_{lab}_lo_s"],
                 r._asdict()[f"d_{lab}_hi_s"], "+",
-            )
+            ), r._asdict().get(f"verdict_{lab}"))
             for r in rows
         ]  # fmt: skip
     for q in qs:
         lab = q_label(q)
-        table[f"Rootless vs rootful {lab} +% {ci}"] = [
+        table[f"Rootless vs rootful {lab} +% {ci}, verdict"] = [
             (
-                _pct(*(r._asdict()[f"rootful_plus_pct_{lab}{s}"] for s in ("", "_lo", "_hi")))
+                _with_verdict(
+                    _pct(*(r._asdict()[f"rootful_plus_pct_{lab}{s}"] for s in ("", "_lo", "_hi"))),
+                    r._asdict().get(f"rootful_verdict_{lab}"),
+                )
                 if r.rootful_mode
                 else ""
             )
@@ -299,7 +330,10 @@ def table_caption(summary: pd.DataFrame) -> str:
         "both measured, paired bootstrap. Rootless vs rootful: how much longer the rootless "
         f"engine's quantile is than its rootful engine's, in percent ({pairs}), the 004 "
         'article\'s "rootless adds ~18-25%". Modes that could not run are listed with n/a and '
-        "their reason."
+        "their reason. Verdicts (no equivalence margin was fixed for start times, so none is "
+        f"called equivalent): slower or faster when the ratio's {conf:.0%} interval lies wholly "
+        "on one side of 1 and a paired t test on the runs' own quantiles agrees (at least 3 "
+        "runs), else inconclusive."
     )
 
 
@@ -316,18 +350,18 @@ def headline(summary: pd.DataFrame, qs=QUANTILES) -> str:
         parts = [f"{b} {_ms(d[f'{b}_s'], d[f'{b}_lo_s'], d[f'{b}_hi_s'])} ms" for b in labs]
         text = f"{head}, {r.n_runs} runs, {r.n_starts} starts, " + ", ".join(parts)
         if r.mode != BASELINE and not np.isnan(d["ratio_p50"]):
-            text += f", p50 x{d['ratio_p50']:.3f} native"
+            text += f", p50 x{d['ratio_p50']:.3f} native ({SAID[d['verdict_p50']]})"
         if r.rootful_mode and r.rootful_n_runs:
             pct = _pct(d["rootful_plus_pct_p50"], d["rootful_plus_pct_p50_lo"],
                        d["rootful_plus_pct_p50_hi"])  # fmt: skip
-            text += f", p50 {pct}% vs {r.rootful_mode}"
+            text += f", p50 {pct}% vs {r.rootful_mode} ({SAID[d['rootful_verdict_p50']]})"
         lines.append(text)
     return "\n".join(lines)
 
 
 def findings(summary: pd.DataFrame, qs=QUANTILES) -> str:
     """Markdown: each engine's p50 against native, and each rootless engine's "+%" against its
-    rootful engine per level, said as an addition only when the whole interval is above 0."""
+    rootful engine per level, each with its verdict (slower, faster or inconclusive)."""
 
     out = []
     for r in summary.itertuples():
@@ -340,7 +374,8 @@ def findings(summary: pd.DataFrame, qs=QUANTILES) -> str:
             continue
         if not np.isnan(d["d_p50_s"]):
             shift = _ms(d["d_p50_s"], d["d_p50_lo_s"], d["d_p50_hi_s"], "+")
-            out.append(f"- {label}: p50 {shift} ms against native ({r.n_runs} runs).")
+            said = SAID.get(d["verdict_p50"], "inconclusive")
+            out.append(f"- {label}: p50 {shift} ms against native, {said} ({r.n_runs} runs).")
         if not r.rootful_mode:
             continue
         if not r.rootful_n_runs:
@@ -350,9 +385,7 @@ def findings(summary: pd.DataFrame, qs=QUANTILES) -> str:
         for q in qs:
             lab = q_label(q)
             pct = _pct(*(d[f"rootful_plus_pct_{lab}{s}"] for s in ("", "_lo", "_hi")))
-            lo = d[f"rootful_plus_pct_{lab}_lo"]
-            word = "adds" if lo > 0 else "differs by (not distinguishable from 0)"
-            said.append(f"{lab} {word} {pct}%")
+            said.append(f"{lab} {pct}%, {SAID.get(d[f'rootful_verdict_{lab}'], 'inconclusive')}")
         out.append(f"- {label} against {r.rootful_mode}: " + "; ".join(said) + ".")
     return "\n".join(out)
 

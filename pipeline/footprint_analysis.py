@@ -198,7 +198,7 @@ COST_COLUMNS = [
     "rss_idle_kib", "rss_idle_lo_kib", "rss_idle_hi_kib",
     "rss_per_container_kib", "rss_per_container_lo_kib", "rss_per_container_hi_kib",
     "rss_at_kib", "rss_at_lo_kib", "rss_at_hi_kib",
-    "method", "reference", "ratio", "ratio_lo", "ratio_hi", "ratio_n_runs",
+    "method", "reference", "ratio", "ratio_lo", "ratio_hi", "ratio_n_runs", "verdict",
     "confidence", "n_boot", "seed",
 ]  # fmt: skip
 
@@ -365,12 +365,30 @@ def _reference_ratio(mode, pss, measured, env, confidence, n_boot, seed) -> dict
         & (measured["metric"] == TOTAL_PSS)
     ]
     if pss.empty or ref.empty:
-        return {"ratio": nan, "ratio_lo": nan, "ratio_hi": nan, "ratio_n_runs": 0}
+        return {"ratio": nan, "ratio_lo": nan, "ratio_hi": nan, "ratio_n_runs": 0, "verdict": None}
     if mode == REFERENCE:
         n = int(pss["run"].nunique())
-        return {"ratio": 1.0, "ratio_lo": 1.0, "ratio_hi": 1.0, "ratio_n_runs": n}
+        return {"ratio": 1.0, "ratio_lo": 1.0, "ratio_hi": 1.0, "ratio_n_runs": n, "verdict": None}
     r, lo, hi, n = slope_ratio(pss, ref, confidence, n_boot, seed)
-    return {"ratio": r, "ratio_lo": lo, "ratio_hi": hi, "ratio_n_runs": n}
+    return {"ratio": r, "ratio_lo": lo, "ratio_hi": hi, "ratio_n_runs": n,
+            "verdict": _slope_verdict(pss, ref, lo, hi)}  # fmt: skip
+
+
+# More memory per container is worse: the verdicts' words for a cost against the reference's.
+SAID = {"overhead": "more", "faster": "less", "inconclusive": "inconclusive"}
+
+
+def _slope_verdict(cell: pd.DataFrame, reference: pd.DataFrame, lo: float, hi: float) -> str:
+    """More, less (``SAID``) or inconclusive: ``stats.difference_verdict`` on the slope ratio's
+    interval and the runs' own slopes (no margin was fixed for an engine's memory)."""
+    from pipeline.stats import difference_verdict
+
+    ids_c, sums_c = _run_sums(cell)
+    ids_r, sums_r = _run_sums(reference)
+    common = np.intersect1d(ids_c, ids_r)
+    a = _slopes(sums_c[np.searchsorted(ids_c, common)])
+    b = _slopes(sums_r[np.searchsorted(ids_r, common)])
+    return difference_verdict(lo, hi, a, b, higher_is_better=False)
 
 
 def process_table(
@@ -584,7 +602,8 @@ def _ratio(r) -> str | None:
         return None
     if pd.isna(r.ratio_lo):
         return f"{r.ratio:.2f} (no interval)"
-    return f"{r.ratio:.2f} [{r.ratio_lo:.2f}, {r.ratio_hi:.2f}]"
+    said = SAID.get(getattr(r, "verdict", None) or "")
+    return f"{r.ratio:.2f} [{r.ratio_lo:.2f}, {r.ratio_hi:.2f}]" + (f", {said}" if said else "")
 
 
 def _cost_note(r) -> str:
@@ -650,7 +669,10 @@ def cost_caption(summary: pd.DataFrame) -> str:
         f"{at} containers: the line's value there.{beyond} Per container vs rootful Docker "
         f"({figures_label(REFERENCE)}): the ratio of the PSS slopes, {conf:.0%} cluster-bootstrap "
         f"percentile interval ({n_boot} replicates resampling the runs both measured, both "
-        "lines refitted). Engines that could not run are listed with n/a and their reason."
+        "lines refitted), then its verdict (no margin was fixed for an engine's memory, so "
+        "none is called equal): more or less when the interval lies wholly on one side of 1 "
+        "and a paired t test on the runs' own slopes agrees (at least 3 runs), else "
+        "inconclusive. Engines that could not run are listed with n/a and their reason."
     )
 
 

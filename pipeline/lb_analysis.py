@@ -188,7 +188,12 @@ def _row(env, mode, path, variant, mine, base, run_rows, confidence, n_boot, see
     paired = pair.pivot_table(index="run", columns="mode", values="value")
     paired = paired.reindex(columns=["cell", "base"]).dropna().to_numpy(dtype=float)
     mean, mean_lo, mean_hi = ratio_of_means_ci(paired, confidence, n_boot, seed)
+    verdict = None
+    if variant != BASELINE and r.n_runs:
+        # no equivalence margin was fixed for a balancer: overhead, faster or inconclusive
+        verdict = stats.difference_verdict(lo, hi, paired[:, 0], paired[:, 1], True)
     row |= {
+        "verdict": verdict,
         "ratio": r.ratio, "ratio_lo": lo, "ratio_hi": hi, "ratio_n_runs": r.n_runs,
         "ratio_mean": mean, "ratio_mean_lo": mean_lo, "ratio_mean_hi": mean_hi,
         "confidence": confidence, "n_boot": n_boot, "seed": seed,
@@ -243,6 +248,8 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
                 "" if b else _ci(r.overhead_pct, r.overhead_lo_pct, r.overhead_hi_pct, "+.1f")
                 for b, r in zip(base, summary.itertuples(), strict=True)
             ],
+            "Verdict": ["" if b or not r.verdict else r.verdict
+                        for b, r in zip(base, summary.itertuples(), strict=True)],  # fmt: skip
             f"p50 latency us {ci}": [
                 _ci(r.p50_us, r.p50_lo_us, r.p50_hi_us, ",.0f") for r in summary.itertuples()
             ],
@@ -278,7 +285,10 @@ def table_caption(summary: pd.DataFrame) -> str:
         "distribution-free (order-statistic) interval. % of direct: ratio of medians to direct "
         f"over the runs both measured, {conf:.0%} cluster-bootstrap percentile interval "
         f"({n_boot} replicates resampling whole runs); overhead vs direct = 100 (1 - ratio), the "
-        "share of the direct rate lost. Latencies are those of a saturated closed loop "
+        "share of the direct rate lost. Verdict (no equivalence margin was fixed for a "
+        "balancer, so none is called equivalent): overhead (faster) when the ratio's interval "
+        "lies wholly below (above) 1 and a paired t test on the runs' log ratios agrees (at "
+        "least 3 runs), else inconclusive. Latencies are those of a saturated closed loop "
         "(queueing included). Errors: connect/read/write/timeout errors and non-2xx responses "
         "summed over the measured runs. In the lab every replica shares the same cores: the "
         "table shows what a balancer costs per request, not how a cluster scales. Variants "
@@ -308,8 +318,9 @@ def headline(summary: pd.DataFrame) -> str:
 
 
 def findings(summary: pd.DataFrame) -> str:
-    """Markdown sentences per balancer variant: its rate against direct, said only as a cost
-    when the whole interval of the ratio lies below 1."""
+    """Markdown sentences per balancer variant: its rate against direct, said as a cost only
+    when its verdict is "overhead" (``stats.difference_verdict``: the whole interval of the ratio
+    below 1 and a paired t test on the runs agreeing)."""
     out = []
     for r in summary.itertuples():
         if r.variant == BASELINE:
@@ -326,7 +337,7 @@ def findings(summary: pd.DataFrame) -> str:
             out.append(f"- {label}: {span} from {r.ratio_n_runs} run (no interval).")
             continue
         span += f" [{100 * r.ratio_lo:.1f}, {100 * r.ratio_hi:.1f}]"
-        side = stats.difference(r.ratio_lo, r.ratio_hi)
+        side = r.verdict
         if side == "overhead":
             said = f"loses {r.overhead_pct:.1f}% of the direct rate ({span})"
         elif side == "faster":

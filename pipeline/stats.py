@@ -753,6 +753,26 @@ def verdict(
     return difference(lo, hi, higher_is_better) or "inconclusive"
 
 
+def difference_verdict(
+    lo: float,
+    hi: float,
+    values,
+    baseline_values,
+    higher_is_better: bool = True,
+    alpha: float = 0.05,
+) -> str:
+    """The verdict of a comparison for which no equivalence margin was fixed beforehand (cold
+    start, a balancer against a direct connection, an engine's memory against another's): step
+    2 of ``verdict`` alone, so never "equivalent". ``(lo, hi)`` is the ratio's ``1 - alpha``
+    interval; ``values`` and ``baseline_values`` the per-run values paired by position, whose
+    two-sided paired t test on log ratios (``tost_log_ratio``'s ``diff_p``) must agree; with
+    fewer than ``TOST_MIN_RUNS`` pairs it cannot, and the verdict is "inconclusive"."""
+    diff_p = tost_log_ratio(values, baseline_values, 0.5, alpha).diff_p
+    if not bool(diff_p < alpha):  # NaN < alpha is False
+        return "inconclusive"
+    return difference(lo, hi, higher_is_better) or "inconclusive"
+
+
 @dataclass(frozen=True)
 class TostResult:
     """Paired two one-sided t tests (TOST) on per-run log ratios ``log(mode) - log(baseline)``.

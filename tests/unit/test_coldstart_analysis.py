@@ -77,6 +77,7 @@ def test_a_mode_slower_by_a_constant_shows_that_difference_exactly():
         assert row.shift == pytest.approx(0.250)
         assert (row.lo, row.hi) == pytest.approx((0.250, 0.250))
         assert row.n_runs == 10
+        assert row.verdict == "overhead"  # slower: the interval and the paired t test agree
 
 
 def test_rootless_plus_percent_against_its_rootful_engine():
@@ -97,9 +98,26 @@ def test_rootless_plus_percent_against_its_rootful_engine():
         assert rootless.loc[("rootless-docker", q), "plus_pct"] == pytest.approx(20.0)
         assert rootless.loc[("rootless-docker", q), "plus_pct_lo"] == pytest.approx(20.0)
         assert rootless.loc[("rootless-podman", q), "plus_pct_hi"] == pytest.approx(25.0)
+    assert (rootless["verdict"] == "overhead").all()
     vs_native = out[out["baseline"] == "native"].set_index(["mode", "q"])
     assert vs_native.loc[("docker-bridge", 0.5), "ratio"] == pytest.approx(50.0)
     assert len(vs_native) == 4 * len(ca.QUANTILES)
+
+
+def test_no_margin_for_start_times_so_never_equivalent_and_noise_is_inconclusive():
+    rng = np.random.default_rng(5)
+    both = {r: rng.uniform(0.95, 1.05) for r in range(1, 11)}
+    own = {r: rng.uniform(0.97, 1.03) for r in range(1, 11)}  # podman's own run-to-run noise
+    samples = _samples({
+        "native": lambda r, b: b * 0.02,
+        "docker-bridge": lambda r, b: b * both[r],
+        "podman": lambda r, b: b * both[r] * own[r],  # the same engine cost, noisier
+    })  # fmt: skip
+    out = ca.overheads(samples, [("podman", "docker-bridge")], n_boot=1000, seed=2)
+    assert set(out["verdict"]) == {"inconclusive"}, out[["q", "ratio_lo", "ratio_hi", "verdict"]]
+    # two runs: the paired t test cannot run, so not even a clear difference is decided
+    two = _samples({"native": lambda r, b: b, "docker-bridge": lambda r, b: b + 0.3}, runs=2)
+    assert set(ca.overheads(two, n_boot=200)["verdict"]) == {"inconclusive"}
 
 
 def test_run_to_run_spread_widens_the_overhead_interval():
@@ -193,7 +211,8 @@ def test_summary_keeps_skipped_and_failed_with_reasons(fixture_data):
     assert podman["n_runs_planned"] == FX.CS_RUNS and FX.CS_FAILED_REASON in podman["reason"]
     table = ca.article_table(summary.reset_index()).set_index("Mode")
     assert table.loc["Rootless Podman", "Note"] == FX.CS_SKIP_REASON
-    assert table.loc["Rootless Docker", "Rootless vs rootful p50 +% [95% CI]"].startswith("+20.")
+    cell = table.loc["Rootless Docker", "Rootless vs rootful p50 +% [95% CI], verdict"]
+    assert cell.startswith("+20.") and cell.endswith(", slower"), cell
 
 
 def test_smoke_data_gives_no_interval_and_no_exception():

@@ -98,6 +98,24 @@ def test_a_difference_needs_the_paired_t_test_too():
     assert stats.verdict(0.985, 0.980, 0.990, 0.981, 0.989, M, 0.01, diff_p=0.001) == "equivalent"
 
 
+def test_difference_verdict_has_no_equivalence_and_needs_the_t_test():
+    """Comparisons without a margin fixed beforehand: overhead/faster by the interval and the
+    paired t test on the runs (scipy's ttest_rel on log values), otherwise inconclusive."""
+    slow = [2.0, 2.1, 1.9, 2.05]  # a time, e.g. a start: twice the baseline in every run
+    base = [1.0, 1.02, 0.97, 1.01]
+    assert st.ttest_rel(np.log(slow), np.log(base)).pvalue < 0.05
+    assert stats.difference_verdict(1.9, 2.1, slow, base, higher_is_better=False) == "overhead"
+    assert stats.difference_verdict(1.9, 2.1, slow, base, higher_is_better=True) == "faster"
+    # a ratio of exactly 1.0 in every run: no difference, and still not "equivalent"
+    assert stats.difference_verdict(0.99, 1.01, base, base) == "inconclusive"
+    # the interval excludes 1 but the runs disagree in sign: the t test does not agree
+    mixed = [1.3, 0.8, 1.25, 0.85]
+    assert not st.ttest_rel(np.log(mixed), np.log(base)).pvalue < 0.05
+    assert stats.difference_verdict(1.02, 1.2, mixed, base) == "inconclusive"
+    # two runs: the t test cannot run
+    assert stats.difference_verdict(1.9, 2.1, slow[:2], base[:2], False) == "inconclusive"
+
+
 def test_tost_difference_p_matches_scipy_and_the_flat_limits():
     rng = np.random.default_rng(11)
     base = 10 * np.exp(rng.normal(0, 0.02, 5))

@@ -87,8 +87,10 @@ def test_median_rank_interval_and_ratio_to_direct():
     assert row["overhead_pct"] == pytest.approx(50.0) and row["ratio_n_runs"] == 10
     assert row["p50_us"] == pytest.approx(np.median([2e6 / d for d in direct]))
     assert row["errors_total"] == 1.0 and row["runs_with_errors"] == 1
+    assert row["verdict"] == "overhead"  # the interval below 1 and the paired t test agree
     base = summary.loc["direct-r1"]
     assert base["ratio"] == 1.0 and base["baseline_mode"] == "docker-bridge"
+    assert pd.isna(base["verdict"])  # the baseline is not compared with itself
 
 
 def test_run_to_run_spread_of_the_ratio_widens_its_interval():
@@ -99,6 +101,18 @@ def test_run_to_run_spread_of_the_ratio_widens_its_interval():
     assert row["ratio"] == pytest.approx(np.median(shares))
     assert min(shares) <= row["ratio_lo"] < row["ratio"] < row["ratio_hi"] <= max(shares)
     assert row["ratio_mean"] == pytest.approx(np.mean(shares))
+    assert row["verdict"] == "overhead"
+
+
+def test_a_balancer_within_run_noise_of_direct_is_inconclusive_never_equivalent():
+    direct = [1000.0, 980.0, 1010.0, 1030.0, 990.0, 1000.0]
+    shares = [1.01, 0.98, 1.02, 0.99, 1.00, 1.01]  # dnsrr: no cost, noise only
+    dnsrr = [d * s for d, s in zip(direct, shares, strict=True)]
+    samples, runs = _data({"direct-r1": direct, "dnsrr-r2": dnsrr})
+    row = lb.summarise(samples, runs, n_boot=2000, seed=3).set_index("variant").loc["dnsrr-r2"]
+    assert row["verdict"] == "inconclusive"
+    table = lb.article_table(lb.summarise(samples, runs, n_boot=500, seed=3))
+    assert list(table["Verdict"]) == ["", "inconclusive"]
 
 
 def test_ratio_of_means_matches_a_loop_bootstrap():
