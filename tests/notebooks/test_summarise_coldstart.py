@@ -78,7 +78,8 @@ def test_executed_copy_matches_source():
 def test_executed_copy_has_checked_headline_outputs():
     text = nc.headline_text(COPY, n_cells=2)
     assert "lab docker-bridge: ok, 6 runs, 120 starts, p50 138.6 [" in text
-    assert "p50 +20.5 [" in text and "% vs docker-bridge" in text
+    assert "p50 +20.5 [" in text and "% vs docker-bridge (slower)" in text
+    assert "native (slower)" in text  # every engine starts slower than a process, verdict said
     assert f"lab rootless-podman: skipped, n/a ({SKIP_REASON})" in text
     assert "| Rootless Podman | n/a | n/a | n/a |" in text
 

@@ -87,6 +87,7 @@ def test_executed_copy_has_checked_headline_outputs():
     assert "lab haproxy-r1: ok, 5 runs, 8973.0 req/s" in text and "ratio 0.4486 [" in text
     assert f"lab vip-r4: skipped, n/a ({IPVS})" in text
     assert "| nginx | 4 | 11,829 [11,552, 11,988] |" in text and "| 4 of 5 |" in text
+    assert "| +55.1 [+54.9, +55.1] | overhead |" in text  # HAProxy, 1 replica: its verdict
 
 
 def test_nbval_reproduces_headline_cells():
