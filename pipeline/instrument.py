@@ -355,7 +355,7 @@ def figure(aa: pd.DataFrame, injected: pd.DataFrame):
         "the data (red ticks); the truth is 1. Right: each injected overhead's recovered value "
         "divided by the value the injection implies, with the recovered interval divided the "
         "same way (CPU quota: cluster bootstrap; tbf cap: distribution-free across runs; WAN "
-        "delay: paired run-cluster bootstrap); the truth is 1."
+        "delay: run-cluster bootstrap, the table names which); the truth is 1."
     )
     return chart, caption
 
