@@ -43,7 +43,10 @@ def test_every_planned_mode_ran_or_says_why_not(collected, benchmark):
         if row.status == "skipped":
             assert row.mode not in MUST_RUN and len(row.reason) > 10, (row.mode, row.reason)
         elif row.variant == "compile":  # the window is the build, measured inside the mode
-            build = samples[(samples["mode"] == row.mode) & (samples["variant"] == "compile")]
+            build = samples[
+                (samples["mode"] == row.mode) & (samples["variant"] == "compile")
+                & (samples["run"] == row.run)
+            ]  # fmt: skip
             assert row.window_s == pytest.approx(build["value"].sum(), rel=1e-9)
         else:
             assert row.server_host == row.client_host == "node1"
@@ -121,6 +124,7 @@ def test_kept_sysbench_output_reparses_to_the_samples(collected, benchmark):
     stored = samples[
         (samples["mode"] == "docker-bridge")
         & (samples["variant"] == row["variant"])
+        & (samples["run"] == row["run"])
         & ~samples["warmup"]
     ].sort_values("sample")
     assert [s.value for s in parsed] == stored["value"].tolist()
