@@ -250,6 +250,14 @@ def _slopes(sums: np.ndarray) -> np.ndarray:
         return np.where(den > 1e-9 * np.maximum(n * xx, 1.0), (n * xy - x * y) / den, np.nan)
 
 
+def _common_run_sums(cell: pd.DataFrame, reference: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """``_run_sums`` of both, restricted to the runs both measured, in the same run order."""
+    ids_c, sums_c = _run_sums(cell)
+    ids_r, sums_r = _run_sums(reference)
+    common = np.intersect1d(ids_c, ids_r)
+    return sums_c[np.searchsorted(ids_c, common)], sums_r[np.searchsorted(ids_r, common)]
+
+
 def slope_ratio(
     cell: pd.DataFrame,
     reference: pd.DataFrame,
@@ -264,27 +272,24 @@ def slope_ratio(
     whole (both engines' readings of a run stay together, as in ``stats.ratio_ci``) and refits
     both lines on each replicate: a percentile interval. One common run: the point only."""
     nan = float("nan")
-    ids_c, sums_c = _run_sums(cell)
-    ids_r, sums_r = _run_sums(reference)
-    common = np.intersect1d(ids_c, ids_r)
-    if common.size == 0:
+    a, b = _common_run_sums(cell, reference)
+    n = len(a)
+    if n == 0:
         return nan, nan, nan, 0
-    a = sums_c[np.searchsorted(ids_c, common)]
-    b = sums_r[np.searchsorted(ids_r, common)]
     point = float(_slopes(a.sum(axis=0)) / _slopes(b.sum(axis=0)))
-    if common.size < 2:
+    if n < 2:
         return point, nan, nan, 1
     from pipeline.stats import bootstrap_run_weights
 
-    w = bootstrap_run_weights(common.size, n_boot, seed).astype(float)
+    w = bootstrap_run_weights(n, n_boot, seed).astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         boot = _slopes(w @ a) / _slopes(w @ b)
     boot = boot[np.isfinite(boot)]
     if boot.size == 0:
-        return point, nan, nan, int(common.size)
+        return point, nan, nan, int(n)
     alpha = 1.0 - confidence
     lo, hi = np.quantile(boot, [alpha / 2, 1.0 - alpha / 2])
-    return point, float(lo), float(hi), int(common.size)
+    return point, float(lo), float(hi), n
 
 
 def _fit_columns(prefix: str, fit: LineFit | None) -> dict:
@@ -383,12 +388,8 @@ def _slope_verdict(cell: pd.DataFrame, reference: pd.DataFrame, lo: float, hi: f
     interval and the runs' own slopes (no margin was fixed for an engine's memory)."""
     from pipeline.stats import difference_verdict
 
-    ids_c, sums_c = _run_sums(cell)
-    ids_r, sums_r = _run_sums(reference)
-    common = np.intersect1d(ids_c, ids_r)
-    a = _slopes(sums_c[np.searchsorted(ids_c, common)])
-    b = _slopes(sums_r[np.searchsorted(ids_r, common)])
-    return difference_verdict(lo, hi, a, b, higher_is_better=False)
+    a, b = _common_run_sums(cell, reference)
+    return difference_verdict(lo, hi, _slopes(a), _slopes(b), higher_is_better=False)
 
 
 def process_table(
