@@ -1134,9 +1134,18 @@ def _duty_cycle(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list
             d = numbers.add(key, data["duty_cycle"], "fraction", record, decimals=2)
             w = numbers.add(f"{key}.window_s", data["window_s"], "s", record, decimals=0)
             t = numbers.add(f"{key}.wall_s", data["wall_s"], "s", record, decimals=0)
+            where = ""
+            if data.get("client_s") is not None:  # the overhead's split, recorded since 2026-11
+                servers = numbers.add(f"{key}.servers_s", data["deploy_s"] + data["stop_s"],
+                                      "s", record, decimals=0)  # fmt: skip
+                client = numbers.add(f"{key}.client_overhead_s", data["client_overhead_s"],
+                                     "s", record, decimals=0)  # fmt: skip
+                where = (f"; {servers.text()} s starting and stopping servers, {client.text()} s "
+                         "in client commands outside their windows (SSH, the tool's own "
+                         "start-up)")  # fmt: skip
             lines.append(
                 f"- `{b}` (`{env}`): {d.text()} ({w.text()} s inside load windows of "
-                f"{t.text()} s wall)."
+                f"{t.text()} s wall{where})."
             )
     return lines
 

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from pipeline import hostfacts, images, inventory, schema
 from pipeline.benchmarks import BENCHMARKS, Benchmark, Scenario, ToolOutputError, Window
 from pipeline.modes import MODES, STUDY_MODES, Context, Mode, ModeUnavailable, Workload
-from pipeline.modes.base import LABEL, PID_DIR, cleanup_host, leftovers
+from pipeline.modes.base import LABEL, PID_DIR, Deployment, cleanup_host, leftovers
 from pipeline.remote import Pool, RemoteError, Session
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository, for shipped files
@@ -91,13 +91,33 @@ def plan(
     return [(m, p, v) for m, p in pairs for v in benchmark.variants]
 
 
-def schedule(triples: list[tuple[str, str, str]], runs: int, seed: int) -> list[Step]:
-    """A seeded random permutation of the triples for each run; the same seed, the same order."""
+def schedule(
+    triples: list[tuple[str, str, str]],
+    runs: int,
+    seed: int,
+    group: Callable[[tuple[str, str, str]], object] | None = None,
+) -> list[Step]:
+    """A seeded random order of the triples for each run; the same seed, the same order.
+
+    Triples with the same ``group(triple)`` share one server deployment (one mode's server
+    measured on each of its paths and variants, `Campaign._server_group`): each run measures
+    the groups in a random order and, inside a group, its triples in a random order, one after
+    the other, so the server starts once per group and run. Without groups (or with groups of
+    one) this is a plain random permutation of the triples per run."""
+    group = group or (lambda triple: triple)
+    members: dict[object, list[tuple[str, str, str]]] = {}
+    for triple in triples:
+        members.setdefault(group(triple), []).append(triple)
+    groups = list(members.values())
     steps = []
     for run in range(1, runs + 1):
         rng = np.random.default_rng([seed, run])
-        for order, index in enumerate(rng.permutation(len(triples))):
-            steps.append(Step(run, order, *triples[index]))
+        ordered = []
+        for index in rng.permutation(len(groups)):
+            grouped = groups[index]
+            inner = rng.permutation(len(grouped)) if len(grouped) > 1 else [0]
+            ordered += [grouped[i] for i in inner]
+        steps += [Step(run, order, *triple) for order, triple in enumerate(ordered)]
     return steps
 
 
@@ -183,6 +203,16 @@ def duty_cycle(sessions: list[dict]) -> dict:
     total["per_step_overhead_s"] = (
         (total["loop_s"] - total["window_s"]) / total["steps"] if total["steps"] else None
     )
+    # Inside the loop (sessions since these were recorded; None if any session lacks them):
+    # starting and stopping servers, client commands (their wall time beyond the window is SSH
+    # and the tool's own start-up, e.g. sockperf's fixed 2 s pause), the rest (host facts,
+    # parsing, saving).
+    for k in ("deploy_s", "stop_s", "client_s"):
+        known = sessions and all(k in s for s in sessions)
+        total[k] = float(sum(s[k] for s in sessions)) if known else None
+    if total["client_s"] is not None:
+        total["client_overhead_s"] = total["client_s"] - total["window_s"]
+        total["other_s"] = total["loop_s"] - total["client_s"] - total["deploy_s"] - total["stop_s"]
     total["duty_cycle"] = total["window_s"] / total["wall_s"] if total["wall_s"] else None
     total["sessions"] = len(sessions)
     return total
@@ -343,14 +373,52 @@ class Campaign:
         self.meta = dict(meta or {})
         if "internet" not in {p for _, p, _ in self.triples}:
             self.meta.pop("wan", None)  # the WAN path is not measured: its profile is irrelevant
-        self.id = campaign_id(
-            inv.environment, benchmark.name, profile, [self.triples, self.meta], seed
-        )
+        # Shared deployments change how the servers were run: part of the campaign's identity.
+        groups = {t: self._server_group(*t) for t in self.triples}
+        shared = len(set(groups.values())) < len(groups)
+        identity: list = [self.triples, self.meta]
+        if shared:
+            identity.append({"servers": "one per run, mode and Benchmark.server_group"})
+        self.id = campaign_id(inv.environment, benchmark.name, profile, identity, seed)
         self.data = Dataset(Path(out_dir), self.id)
-        self.steps = schedule(self.triples, profile.runs, seed)
+        self.steps = schedule(self.triples, profile.runs, seed, lambda t: groups[t])
+        # The server the last step left running because the next step shares it: (group, run)
+        # and the deployment; `_measure` reuses or stops it.
+        self._kept: tuple[tuple, Deployment] | None = None
+        self._clock: _SessionClock | None = None
         # available() costs SSH round trips (docker info on two nodes, kernel probes): ask once
         # per (mode, path) and campaign, not before every measurement.
         self._availability: dict[tuple[str, str], str | None] = {}
+
+    def _server_group(self, mode: str, path: str, variant: str) -> tuple:
+        """The triples one server deployment serves within a run: a network benchmark's server
+        in one mode serves every path, and every variant of the same ``server_group``, so a
+        container starts once per mode and run, not once per measurement. The tool, its flags
+        and the client are those of a server started for the step alone. Host and scenario
+        benchmarks deploy per step."""
+        if self.benchmark.kind != "network":
+            return (mode, path, variant)
+        return (mode, self.benchmark.server_group(variant))
+
+    def _workload(self, step: Step) -> Workload:
+        """The server of the step's group: one argv for all its variants, every protocol."""
+        bench = self.benchmark
+        if bench.kind == "host":  # no server: a quick run of the tool the mode may probe with
+            return Workload(f"{bench.name}-{step.variant}", tuple(bench.version_argv()),
+                            bench.port, scratch=bench.server_scratch)  # fmt: skip
+        group = bench.server_group(step.variant)
+        variants = [v for v in bench.variants if bench.server_group(v) == group]
+        argvs = {tuple(bench.server_argv(v)) for v in variants}
+        if len(argvs) != 1:
+            raise ValueError(f"{bench.name}: variants {variants} share server group {group!r} "
+                             f"but not a server argv: {sorted(argvs)}")  # fmt: skip
+        return Workload(
+            name=f"{bench.name}-{group}",
+            argv=argvs.pop(),
+            port=bench.port,
+            udp=any(bench.server_udp(v) for v in variants),
+            scratch=bench.server_scratch,
+        )
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -367,7 +435,7 @@ class Campaign:
                 ctx = Context(inventory=self.inv, pool=pool, campaign=self.id)
                 try:
                     with HostLock(ctx.pool[self.inv.manager.name], self.id):
-                        clock = _SessionClock()
+                        clock = self._clock = _SessionClock()
                         try:
                             with clock.phase("prepare_s"):
                                 self._prepare(ctx)
@@ -397,6 +465,12 @@ class Campaign:
                 f"windows of {duty['wall_s']:.0f} s wall ({duty['prepare_s']:.0f} s preparing, "
                 f"{duty['per_step_overhead_s']:.1f} s overhead per measurement)"
             )
+            if duty.get("client_s") is not None:
+                self.log(
+                    f"  overhead: {duty['deploy_s'] + duty['stop_s']:.0f} s starting and "
+                    f"stopping servers, {duty['client_overhead_s']:.0f} s in client commands "
+                    f"outside their windows (SSH, tool start-up), {duty['other_s']:.0f} s other"
+                )
         return counts
 
     def _prepare(self, ctx: Context) -> None:
@@ -442,10 +516,18 @@ class Campaign:
 
     def _measure_all(self, ctx: Context, todo: list[Step], clock: _SessionClock) -> None:
         started = time.monotonic()
+        try:
+            self._measure_steps(ctx, todo, clock, started)
+        finally:
+            self._stop_kept()
+
+    def _measure_steps(self, ctx, todo: list[Step], clock: _SessionClock, started) -> None:
         for index, step in enumerate(todo, start=1):
             if not self.data.has_hosts(step.run):
                 self.data.save_hosts(step.run, self._host_rows(ctx, step.run))
-            samples, row = self._measure(ctx, step)
+            following = todo[index] if index < len(todo) else None
+            keep = following is not None and self._shares_server(step, following)
+            samples, row = self._measure(ctx, step, keep=keep)
             self.data.save(step, samples, row)
             clock.steps += 1
             clock.window_s += row.get("window_s") or 0.0
@@ -481,7 +563,39 @@ class Campaign:
             rows.append(facts)
         return rows
 
-    def _measure(self, ctx: Context, step: Step) -> tuple[list[dict], dict]:
+    def _group_key(self, step: Step) -> tuple:
+        return (step.run, self._server_group(step.mode, step.path, step.variant))
+
+    def _shares_server(self, step: Step, other: Step) -> bool:
+        return self._group_key(step) == self._group_key(other)
+
+    def _stop_kept(self) -> None:
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            self._timed("stop_s", kept[1].stop)
+
+    def _timed(self, phase: str, call: Callable):
+        if self._clock is None:
+            return call()
+        with self._clock.phase(phase):
+            return call()
+
+    def _deploy(self, ctx: Context, mode: Mode, step: Step, group: tuple) -> Deployment:
+        """The step's server: the one the previous step kept when it is the same group's, or
+        a new one (stopping what was kept)."""
+        if self._kept is not None and self._kept[0] == group:
+            deployment = self._kept[1]
+            self._kept = None
+            return deployment
+        self._stop_kept()
+        workload = self._workload(step)
+        host_kind = self.benchmark.kind == "host"
+        start = partial(mode.foreground if host_kind else mode.start, ctx, workload)
+        return self._timed("deploy_s", start)
+
+    def _measure(self, ctx: Context, step: Step, keep: bool = False) -> tuple[list[dict], dict]:
+        """One step. ``keep``: the next step shares this step's server, so it stays running
+        (unless the step failed: a failed tool run may have left it broken)."""
         mode: Mode = MODES[step.mode]
         row = {
             "environment": self.inv.environment,
@@ -505,24 +619,13 @@ class Campaign:
             return [], self._finish(row, "skipped", reason)
         if self.benchmark.kind == "scenario":
             return self._measure_scenario(ctx, mode, step, row)
-        host_kind = self.benchmark.kind == "host"
-        workload = Workload(
-            name=f"{self.benchmark.name}-{step.variant}",
-            # a host benchmark has no server: its modes get a quick run of the tool to probe with
-            argv=tuple(
-                self.benchmark.version_argv()
-                if host_kind
-                else self.benchmark.server_argv(step.variant)
-            ),
-            port=self.benchmark.port,
-            udp=self.benchmark.server_udp(step.variant),
-            scratch=self.benchmark.server_scratch,
-        )
+        group = self._group_key(step)
         try:
-            deployment = mode.foreground(ctx, workload) if host_kind else mode.start(ctx, workload)
+            deployment = self._deploy(ctx, mode, step, group)
         except ModeUnavailable as exc:
             return [], self._finish(row, "skipped", str(exc))
         samples: list[dict] = []
+        kept = False
         try:
             client = deployment.client_host(self.inv, step.path)
             address = deployment.target(step.path)
@@ -564,10 +667,13 @@ class Campaign:
             row["command"] = command
             if deployment.notes or self.meta:
                 row["notes"] = json.dumps({**self.meta, **deployment.notes}, sort_keys=True)
+            if keep:
+                self._kept, kept = (group, deployment), True
         except ToolOutputError as exc:
             return [], self._finish(row, "failed", str(exc))
         finally:
-            deployment.stop()
+            if not kept:
+                self._timed("stop_s", deployment.stop)
         return samples, self._finish(row, "ok", "")
 
     def _measure_scenario(self, ctx: Context, mode: Mode, step: Step, row: dict):
@@ -613,7 +719,8 @@ class Campaign:
         timeout = self.benchmark.client_timeout(window, step.path, step.variant)
         deadline = time.monotonic() + WARMUP_CONNECT_BUDGET_S
         while True:
-            result = ctx.pool[client.name].run(command, timeout=timeout, check=False)
+            run = partial(ctx.pool[client.name].run, command, timeout=timeout, check=False)
+            result = self._timed("client_s", run)
             raw = result.stdout
             if not (retry and self.benchmark.is_connect_error(raw)):
                 break

@@ -135,6 +135,11 @@ class Benchmark:
         """Whether the server must be reachable over UDP (published ports, firewalls)."""
         return False
 
+    def server_group(self, variant: str) -> str:
+        """Variants with the same group are served by one server (the same ``server_argv``):
+        within a run, a mode's server starts once and serves them all, on every path."""
+        return variant
+
     def client_argv(
         self, variant: str, address: str, window: Window, path: str = "dc"
     ) -> list[str]:  # pragma: no cover - contract

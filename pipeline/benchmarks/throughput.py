@@ -42,6 +42,9 @@ class Throughput(Benchmark):
     def server_udp(self, variant: str) -> bool:
         return variant == "udp"
 
+    def server_group(self, variant: str) -> str:
+        return "iperf3"  # one `iperf3 --server` serves TCP and UDP tests, one after the other
+
     def client_argv(
         self, variant: str, address: str, window: Window, path: str = "dc"
     ) -> list[str]:

@@ -40,7 +40,8 @@ PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 )
 SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>\n'  # noqa: E501
-DUTY = {"campaign": "fixture", "duty_cycle": 0.625, "window_s": 150.0, "wall_s": 240.0}
+DUTY = {"campaign": "fixture", "duty_cycle": 0.625, "window_s": 150.0, "wall_s": 240.0,
+        "deploy_s": 20.0, "stop_s": 10.0, "client_s": 171.0, "client_overhead_s": 21.0}
 
 
 def _wan_summary() -> pd.DataFrame:
@@ -200,6 +201,8 @@ def test_numbers_json_entries(numbers, tree):
     assert numbers["methods.margin.network_pct"]["value"] == pytest.approx(5.0)
     assert numbers["methods.equivalence_level_pct"]["text"] == "90"
     assert numbers["methods.throughput.lab.duty_cycle"]["value"] == pytest.approx(0.625)
+    assert numbers["methods.throughput.lab.duty_cycle.servers_s"]["value"] == 30.0
+    assert numbers["methods.throughput.lab.duty_cycle.client_overhead_s"]["value"] == 21.0
     for key, entry in numbers.items():
         assert entry["text"] == article.format_number(entry["value"], entry["decimals"]), key
         if entry["source"] != "parameters":
@@ -311,7 +314,9 @@ def test_methods(md):
     assert "`6.1.0-fixture-amd64`" in methods and "`26.1.5`" in methods
     assert "network ±5%" in methods and "cpu ±2%" in methods
     assert "the 90% interval" in methods
-    assert "`throughput` (`lab`): 0.62 (150 s inside load windows of 240 s wall)" in methods
+    assert ("`throughput` (`lab`): 0.62 (150 s inside load windows of 240 s wall; 30 s "
+            "starting and stopping servers, 21 s in client commands outside their windows "
+            "(SSH, the tool's own start-up))." in methods)  # fmt: skip
     assert "`latency` (`lab`): not recorded" in methods
     assert "20 ms configured one way, UDP: the median round trip grew by 40,123 us" in methods
 

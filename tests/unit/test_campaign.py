@@ -2,6 +2,7 @@
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -53,6 +54,158 @@ def test_schedule_is_seeded_random_and_complete_per_run():
     assert len(set(orders)) > 1, "every run got the same order: not randomised per run"
     for r in range(1, 5):
         assert sorted(s.order for s in a if s.run == r) == list(range(len(pairs)))
+
+
+def test_schedule_without_groups_is_a_plain_permutation_per_run():
+    import numpy as np
+
+    pairs = plan(Throughput(), STUDY_MODES)
+    for run in (1, 2):
+        rng = np.random.default_rng([7, run])
+        expected = [pairs[i] for i in rng.permutation(len(pairs))]
+        assert [s.key[1:] for s in schedule(pairs, 2, seed=7) if s.run == run] == [
+            (m, p, v) for m, p, v in expected
+        ]
+
+
+def test_schedule_keeps_a_group_together_in_random_orders():
+    pairs = plan(Throughput(), STUDY_MODES)
+    steps = schedule(pairs, 4, seed=7, group=lambda t: t[0])  # one group per mode
+    runs = []
+    for r in range(1, 5):
+        modes = [s.mode for s in steps if s.run == r]
+        blocks = [m for i, m in enumerate(modes) if i == 0 or modes[i - 1] != m]
+        assert len(blocks) == len(set(blocks)), f"run {r}: a mode's steps are split: {modes}"
+        assert sorted(s.order for s in steps if s.run == r) == list(range(len(pairs)))
+        runs.append((tuple(blocks), tuple(s.key[1:] for s in steps if s.run == r)))
+    assert len({blocks for blocks, _ in runs}) > 1, "the modes came in the same order every run"
+    native = {tuple(k for k in keys if k[0] == "native") for _, keys in runs}
+    assert len(native) > 1, "inside a group the order never changed"
+    assert Counter(s.key[1:] for s in steps) == Counter({t: 4 for t in pairs})
+
+
+def test_network_servers_are_shared_by_paths_and_by_variants_with_one_server():
+    from pipeline import inventory
+    from pipeline.benchmarks.latency import Latency
+    from pipeline.campaign import Campaign
+
+    inv = inventory.load(Path(__file__).parents[2] / "inventory" / "lab.yaml", MODES,
+                         check_files=False)  # fmt: skip
+    kw = dict(seed=1, modes=["native", "docker-bridge"], log=lambda _: None)
+    iperf = Campaign(Throughput(), inv, Profile(2, 1, 0, 1), Path("/nonexistent"), **kw)
+    assert {iperf._server_group(*t) for t in iperf.triples} == {
+        ("native", "iperf3"), ("docker-bridge", "iperf3")}  # fmt: skip
+    workload = iperf._workload(iperf.steps[0])
+    assert workload.udp and workload.name == "throughput-iperf3"  # TCP and UDP tests
+    sock = Campaign(Latency(), inv, Profile(2, 1, 0, 1, count=10), Path("/nonexistent"), **kw)
+    groups = {sock._server_group(*t) for t in sock.triples}
+    assert ("native", "udp") in groups and ("native", "tcp") in groups  # sockperf --tcp or not
+    assert sock._workload(Step(1, 0, "native", "dc", "tcp")).udp is False
+    cpu = Campaign(Cpu(), inv, Profile(2, 1, 0, 1), Path("/nonexistent"), **kw)
+    assert len({cpu._server_group(*t) for t in cpu.triples}) == len(cpu.triples)
+    # sharing is part of the campaign's identity; per-step benchmarks keep theirs
+    assert iperf.id != campaign_id("lab", "throughput", iperf.profile,
+                                   [iperf.triples, iperf.meta], 1)  # fmt: skip
+    assert cpu.id == campaign_id("lab", "cpu", cpu.profile, [cpu.triples, cpu.meta], 1)
+
+
+class _CannedClients:
+    """A pool whose every command answers with one canned iperf3 report."""
+
+    def __init__(self, raw: str) -> None:
+        self.raw, self.commands = raw, []
+
+    def __getitem__(self, name):
+        return self
+
+    def run(self, command, **kwargs):
+        from types import SimpleNamespace
+
+        self.commands.append(command)
+        return SimpleNamespace(status=0, stdout=self.raw, stderr="")
+
+
+def test_a_mode_server_starts_once_per_run_and_stops_when_its_group_ends(tmp_path, monkeypatch):
+    from pipeline import inventory
+    from pipeline.campaign import Campaign, _SessionClock
+    from pipeline.modes import Context
+    from pipeline.modes.base import Deployment
+
+    inv = inventory.load(Path(__file__).parents[2] / "inventory" / "lab.yaml", MODES,
+                         check_files=False)  # fmt: skip
+    campaign = Campaign(Throughput(), inv, Profile(2, 3, 1, 1), tmp_path, seed=3,
+                        modes=["native", "docker-bridge"], log=lambda _: None)  # fmt: skip
+    campaign.tool_version = "iperf 3.12"
+    campaign.binary_sha = {"node1": {"/usr/bin/iperf3": "a" * 64}}
+    events = []
+
+    def start(mode):
+        def started(ctx, workload):
+            events.append(("start", mode))
+            stop = lambda: events.append(("stop", mode))  # noqa: E731
+            return Deployment(server=inv.servers[0], address="10.0.0.1", stop=stop)
+        return started
+
+    for name in ("native", "docker-bridge"):
+        monkeypatch.setattr(MODES[name], "start", start(name))
+        monkeypatch.setattr(MODES[name], "available", lambda ctx, path: None)
+    raw = (Path(__file__).parent / "data" / "iperf3-tcp-3s-omit1.json").read_text()
+    pool = _CannedClients(raw)
+    ctx = Context(inventory=inv, pool=pool, campaign=campaign.id)
+    monkeypatch.setattr(campaign, "_host_rows", lambda ctx, run: [])
+    monkeypatch.setattr(campaign.benchmark, "parse", lambda variant, raw, window: [])
+    monkeypatch.setattr(campaign, "_headline", lambda row, samples: "")
+    clock = campaign._clock = _SessionClock()
+    campaign._measure_all(ctx, campaign.steps, clock)
+
+    starts = [e for e in events if e[0] == "start"]
+    assert len(starts) == 2 * 2  # 2 runs x 2 modes, not one per (path, variant) measured
+    assert len(campaign.steps) == 2 * 2 * 4
+    assert events[0::2] == starts and [e[0] for e in events[1::2]] == ["stop"] * 4
+    pairs = zip(events[0::2], events[1::2], strict=True)
+    assert all(a[1] == b[1] for a, b in pairs)  # each server stopped before the next starts
+    assert campaign._kept is None
+    assert len(pool.commands) == 2 * len(campaign.steps)  # warm-up and window per step
+    record = clock.record()
+    assert record["deploy_s"] >= 0 and record["stop_s"] >= 0 and record["client_s"] >= 0
+    assert len(campaign.data.done()) == len(campaign.steps)
+
+
+def test_a_failed_step_does_not_hand_its_server_on(tmp_path, monkeypatch):
+    from pipeline import inventory
+    from pipeline.benchmarks import ToolOutputError
+    from pipeline.campaign import Campaign, _SessionClock
+    from pipeline.modes import Context
+    from pipeline.modes.base import Deployment
+
+    inv = inventory.load(Path(__file__).parents[2] / "inventory" / "lab.yaml", MODES,
+                         check_files=False)  # fmt: skip
+    campaign = Campaign(Throughput(), inv, Profile(1, 3, 1, 1), tmp_path, seed=3,
+                        modes=["native"], log=lambda _: None)  # fmt: skip
+    campaign.tool_version = "iperf 3.12"
+    campaign.binary_sha = {"node1": {"/usr/bin/iperf3": "a" * 64}}
+    events = []
+
+    def started(ctx, workload):
+        events.append("start")
+        return Deployment(server=inv.servers[0], address="10.0.0.1",
+                          stop=lambda: events.append("stop"))  # fmt: skip
+
+    monkeypatch.setattr(MODES["native"], "start", started)
+
+    def run_client(ctx, deployment, client, address, step, row, window, retry=False):
+        if step == campaign.steps[1]:
+            raise ToolOutputError("iperf3 said nothing")
+        return "{}", "cmd"
+
+    monkeypatch.setattr(campaign, "_run_client", run_client)
+    monkeypatch.setattr(campaign.benchmark, "parse", lambda variant, raw, window: [])
+    monkeypatch.setattr(campaign, "_host_rows", lambda ctx, run: [])
+    monkeypatch.setattr(campaign, "_headline", lambda row, samples: "")
+    ctx = Context(inventory=inv, pool={}, campaign=campaign.id)
+    campaign._measure_all(ctx, campaign.steps, _SessionClock())
+    # step 1 ok (kept), step 2 fails (stopped), steps 3-4 on a new server
+    assert events == ["start", "stop", "start", "stop"]
 
 
 def test_campaign_id_changes_with_the_profile():
