@@ -22,6 +22,7 @@ from pipeline.lab.topology import (
 SSHD = "/usr/sbin/sshd"  # sshd refuses to re-exec itself without an absolute path
 PRIVSEP_DIR = Path("/run/sshd")
 DEFAULT_DOCKER_SOCKET = Path("/run/docker.sock")  # /var/run is a symlink to /run
+ROOT_BASHRC = "/root/.bashrc"  # masked in lab hosts (start_script)
 
 
 def host_key(host: Host) -> Path:
@@ -109,6 +110,11 @@ def start_script(host: Host) -> str:
     )
     if host.is_node:
         lines.append(f"mount --bind {host.docker_socket} {DEFAULT_DOCKER_SOCKET}")
+    # bash sources ~/.bashrc for every SSH command. The lab's hosts share the controller's
+    # filesystem, so a developer's interactive set-up (here pyenv init: 100 ms per command,
+    # and PATH entries a clean host would not have) would run before every command: masked
+    # in the host's mount namespace only.
+    lines.append(f"if [ -f {ROOT_BASHRC} ]; then mount --bind /dev/null {ROOT_BASHRC}; fi")
     lines.append(f"exec {SSHD} -f {config_path(host)} -E {log_path(host)}")
     return "set -e\n" + "\n".join(lines)
 
