@@ -201,6 +201,25 @@ def test_ssh_with_verified_host_key_lands_on_named_host(lab, host):
     assert ssh_run(host, "hostname") == host.name
 
 
+def test_lab_sessions_run_without_the_controllers_bashrc(lab):
+    """bash sources ~/.bashrc for every SSH command; the lab masks the controller's in its
+    hosts' mount namespaces (the file itself is untouched), and Session sets TCP_NODELAY."""
+    from pipeline import inventory
+    from pipeline.modes import MODES
+    from pipeline.remote import Pool
+
+    inv = inventory.load(Path(__file__).parents[2] / "inventory" / "lab.yaml", MODES)
+    with Pool(inv) as pool:
+        sock = pool[inv.dc_client.name].transport.sock
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+    bashrc = Path(lab_sshd.ROOT_BASHRC)
+    if not bashrc.exists() or bashrc.stat().st_size == 0:
+        pytest.skip(f"{bashrc} is absent or empty on this controller: nothing to mask")
+    for host in SSH_HOSTS:
+        assert ssh_run(host, f"wc -c < {lab_sshd.ROOT_BASHRC}") == "0", host.name
+    assert bashrc.stat().st_size > 0
+
+
 def test_ssh_rejects_a_wrong_host_key(lab, tmp_path):
     """Control for the test above: RejectPolicy really checks the known_hosts entries."""
     lines = KNOWN_HOSTS.read_text().splitlines()
