@@ -515,13 +515,13 @@ class Campaign:
         return hosts
 
     def _measure_all(self, ctx: Context, todo: list[Step], clock: _SessionClock) -> None:
-        started = time.monotonic()
         try:
-            self._measure_steps(ctx, todo, clock, started)
+            self._measure_steps(ctx, todo, clock)
         finally:
-            self._stop_kept()
+            self._stop_kept()  # a server kept for a next step that never came
 
-    def _measure_steps(self, ctx, todo: list[Step], clock: _SessionClock, started) -> None:
+    def _measure_steps(self, ctx: Context, todo: list[Step], clock: _SessionClock) -> None:
+        started = time.monotonic()
         for index, step in enumerate(todo, start=1):
             if not self.data.has_hosts(step.run):
                 self.data.save_hosts(step.run, self._host_rows(ctx, step.run))

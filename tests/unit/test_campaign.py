@@ -15,6 +15,24 @@ from pipeline.campaign import Dataset, Profile, Step, campaign_id, duty_cycle, p
 from pipeline.modes import MODES, NETWORK_MODES, STUDY_MODES
 
 
+def _lab_inventory():
+    from pipeline import inventory
+
+    return inventory.load(Path(__file__).parents[2] / "inventory" / "lab.yaml", MODES,
+                          check_files=False)  # fmt: skip
+
+
+def _throughput_campaign(tmp_path, modes, profile, seed=1):
+    """A throughput campaign on the lab's inventory, its prepare() answers filled in."""
+    from pipeline.campaign import Campaign
+
+    campaign = Campaign(Throughput(), _lab_inventory(), profile, tmp_path, seed=seed,
+                        modes=modes, log=lambda _: None)  # fmt: skip
+    campaign.tool_version = "iperf 3.12"
+    campaign.binary_sha = {"node1": {"/usr/bin/iperf3": "a" * 64}}
+    return campaign
+
+
 def test_plan_has_a_native_baseline_on_every_path_it_uses():
     pairs = plan(Throughput(), STUDY_MODES)
     assert ("native", "dc", "tcp") in pairs and ("native", "local", "tcp") in pairs
@@ -85,14 +103,12 @@ def test_schedule_keeps_a_group_together_in_random_orders():
 
 
 def test_network_servers_are_shared_by_paths_and_by_variants_with_one_server():
-    from pipeline import inventory
     from pipeline.benchmarks.latency import Latency
     from pipeline.campaign import Campaign
 
-    inv = inventory.load(Path(__file__).parents[2] / "inventory" / "lab.yaml", MODES,
-                         check_files=False)  # fmt: skip
+    inv = _lab_inventory()
     kw = dict(seed=1, modes=["native", "docker-bridge"], log=lambda _: None)
-    iperf = Campaign(Throughput(), inv, Profile(2, 1, 0, 1), Path("/nonexistent"), **kw)
+    iperf = _throughput_campaign(Path("/nonexistent"), kw["modes"], Profile(2, 1, 0, 1))
     assert {iperf._server_group(*t) for t in iperf.triples} == {
         ("native", "iperf3"), ("docker-bridge", "iperf3")}  # fmt: skip
     workload = iperf._workload(iperf.steps[0])
@@ -126,17 +142,12 @@ class _CannedClients:
 
 
 def test_a_mode_server_starts_once_per_run_and_stops_when_its_group_ends(tmp_path, monkeypatch):
-    from pipeline import inventory
-    from pipeline.campaign import Campaign, _SessionClock
+    from pipeline.campaign import _SessionClock
     from pipeline.modes import Context
     from pipeline.modes.base import Deployment
 
-    inv = inventory.load(Path(__file__).parents[2] / "inventory" / "lab.yaml", MODES,
-                         check_files=False)  # fmt: skip
-    campaign = Campaign(Throughput(), inv, Profile(2, 3, 1, 1), tmp_path, seed=3,
-                        modes=["native", "docker-bridge"], log=lambda _: None)  # fmt: skip
-    campaign.tool_version = "iperf 3.12"
-    campaign.binary_sha = {"node1": {"/usr/bin/iperf3": "a" * 64}}
+    campaign = _throughput_campaign(tmp_path, ["native", "docker-bridge"], Profile(2, 3, 1, 1), 3)
+    inv = campaign.inv
     events = []
 
     def start(mode):
@@ -172,18 +183,13 @@ def test_a_mode_server_starts_once_per_run_and_stops_when_its_group_ends(tmp_pat
 
 
 def test_a_failed_step_does_not_hand_its_server_on(tmp_path, monkeypatch):
-    from pipeline import inventory
     from pipeline.benchmarks import ToolOutputError
-    from pipeline.campaign import Campaign, _SessionClock
+    from pipeline.campaign import _SessionClock
     from pipeline.modes import Context
     from pipeline.modes.base import Deployment
 
-    inv = inventory.load(Path(__file__).parents[2] / "inventory" / "lab.yaml", MODES,
-                         check_files=False)  # fmt: skip
-    campaign = Campaign(Throughput(), inv, Profile(1, 3, 1, 1), tmp_path, seed=3,
-                        modes=["native"], log=lambda _: None)  # fmt: skip
-    campaign.tool_version = "iperf 3.12"
-    campaign.binary_sha = {"node1": {"/usr/bin/iperf3": "a" * 64}}
+    campaign = _throughput_campaign(tmp_path, ["native"], Profile(1, 3, 1, 1), 3)
+    inv = campaign.inv
     events = []
 
     def started(ctx, workload):
@@ -267,16 +273,7 @@ def test_image_build_output_parse():
 
 
 def test_availability_is_asked_once_per_mode_and_path(tmp_path, monkeypatch):
-    from pathlib import Path
-
-    from pipeline import inventory
-    from pipeline.campaign import Campaign
-
-    inv = inventory.load(Path(__file__).parents[2] / "inventory" / "lab.yaml", MODES,
-                         check_files=False)  # fmt: skip
-    campaign = Campaign(Throughput(), inv, Profile(2, 1, 0, 1), tmp_path, seed=1,
-                        modes=["native", "swarm-ingress"], log=lambda _: None)  # fmt: skip
-    campaign.tool_version = "iperf 3.12"
+    campaign = _throughput_campaign(tmp_path, ["native", "swarm-ingress"], Profile(2, 1, 0, 1))
     calls = []
 
     def available(ctx, path):
