@@ -66,8 +66,12 @@ def test_one_sample_per_request_at_its_due_time_and_no_errors(dataset):
         assert latency["sample"].tolist() == list(range(expected)), (path, rep)
         assert (latency["t_ns"] == latency["sample"] * round(1e9 / RATE)).all()
         assert (latency["warmup"] == (rep == 0)).all()
-        # a 2-core lab keeps up with the rate: few requests written late, all answered
-        assert counts["http_late"] < 0.05 * expected, (path, rep, counts)
+        # a 2-core lab keeps up with the rate: few requests written late, all answered. The
+        # warm-up window is there to absorb start-up (connection set-up, first-touch faults, a
+        # busy CI host): one stall there puts a burst late (CI: 26 of 500 on local), so it gets a
+        # looser bound; the measured windows keep the tight one.
+        bound = 0.25 if rep == 0 else 0.05
+        assert counts["http_late"] < bound * expected, (path, rep, counts)
         assert per["http_achieved_rate"]["value"].iloc[0] == pytest.approx(RATE, rel=0.02)
 
 
