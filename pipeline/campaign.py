@@ -394,10 +394,13 @@ class Campaign:
         """The triples one server deployment serves within a run: a network benchmark's server
         in one mode serves every path, and every variant of the same ``server_group``, so a
         container starts once per mode and run, not once per measurement. The tool, its flags
-        and the client are those of a server started for the step alone. Host and scenario
-        benchmarks deploy per step."""
-        if self.benchmark.kind != "network":
+        and the client are those of a server started for the step alone. Host benchmarks
+        deploy per step; a scenario benchmark's steps share what its ``server_group`` says
+        (lb: one replica service for the balancers in front of it), per path."""
+        if self.benchmark.kind == "host":
             return (mode, path, variant)
+        if self.benchmark.kind == "scenario":
+            return (mode, path, self.benchmark.server_group(variant))
         return (mode, self.benchmark.server_group(variant))
 
     def _workload(self, step: Step) -> Workload:
@@ -573,6 +576,8 @@ class Campaign:
         kept, self._kept = self._kept, None
         if kept is not None:
             self._timed("stop_s", kept[1].stop)
+        if self.benchmark.kind == "scenario":  # it keeps its own (Scenario.keep)
+            self._timed("stop_s", self.benchmark.release)
 
     def _timed(self, phase: str, call: Callable):
         if self._clock is None:
@@ -618,7 +623,7 @@ class Campaign:
         if reason:
             return [], self._finish(row, "skipped", reason)
         if self.benchmark.kind == "scenario":
-            return self._measure_scenario(ctx, mode, step, row)
+            return self._measure_scenario(ctx, mode, step, row, keep)
         group = self._group_key(step)
         try:
             deployment = self._deploy(ctx, mode, step, group)
@@ -676,7 +681,7 @@ class Campaign:
                 self._timed("stop_s", deployment.stop)
         return samples, self._finish(row, "ok", "")
 
-    def _measure_scenario(self, ctx: Context, mode: Mode, step: Step, row: dict):
+    def _measure_scenario(self, ctx: Context, mode: Mode, step: Step, row: dict, keep: bool):
         """A scenario benchmark's step: the benchmark drives the mode's engine itself."""
         host = self.inv.servers[0]
         scenario = Scenario(
@@ -690,6 +695,7 @@ class Campaign:
             warmup=Window(self.profile.warmup_seconds, 0.0, self.profile.warmup_count),
             prefix=f"co-{self.id[:10]}-{self.benchmark.name}-{step.mode}",
             labels=["--label", f"{LABEL}={self.id}"],
+            keep=keep,
         )
         row.update(server_host=host.name, client_host=host.name)
         try:

@@ -57,6 +57,9 @@ class Scenario:
     warmup: Window
     prefix: str  # e.g. co-<campaign[:10]>-coldstart-podman
     labels: list[str] = field(default_factory=list)
+    # The next step is of the same ``server_group``: what the group shares may stay up for it
+    # (the benchmark keeps it until that step, ``release()`` or a step of another group).
+    keep: bool = False
 
 
 @dataclass
@@ -137,8 +140,14 @@ class Benchmark:
 
     def server_group(self, variant: str) -> str:
         """Variants with the same group are served by one server (the same ``server_argv``):
-        within a run, a mode's server starts once and serves them all, on every path."""
+        within a run, a mode's server starts once and serves them all, on every path. A
+        scenario benchmark's group is what its steps share (lb: the replicas behind the
+        balancers), kept between them with ``Scenario.keep`` and removed by ``release``."""
         return variant
+
+    def release(self) -> None:
+        """Remove what a scenario step kept for a next step that never came (errors, Ctrl-C,
+        the end of the loop). Benchmarks that keep nothing have nothing to do."""
 
     def client_argv(
         self, variant: str, address: str, window: Window, path: str = "dc"

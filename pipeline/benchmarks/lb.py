@@ -4,7 +4,7 @@ Variants are `<balancer>-r<replicas>` (the replica counts come from the ``replic
 
 - `direct-r1`: one nginx replica as a plain container on the first server's default bridge,
   dialled at its bridge address: the baseline without any balancer.
-- `haproxy-rN`, `nginx-rN`: N replicas as a Swarm service on a fresh attachable overlay
+- `haproxy-rN`, `nginx-rN`: N replicas as a Swarm service on an attachable overlay
   (spread over the nodes by the scheduler; placement recorded), and HAProxy 2.6 or nginx as one
   container on the first server, on its default bridge (dialled there, like `direct`) and on the
   overlay. Its config (pipeline/conf/haproxy-lb.cfg, nginx-lb.conf) lists the tasks' overlay
@@ -21,6 +21,12 @@ Variants are `<balancer>-r<replicas>` (the replica counts come from the ``replic
 - `vip-rN`: the Swarm VIP and routing mesh, as the article measured it: the service published
   in ingress mode, dialled at the first server's address from the dc client. Both need IPVS in
   the kernel; without it the step is skipped with that reason (this machine kind has none).
+
+Within a run, `haproxy-rN`, `nginx-rN` and `dnsrr-rN` share one overlay and one dnsrr service
+of N replicas (``server_group``): the campaign measures the three one after the other in a
+random order, the service and network are created by the first and removed after the last
+(or when a step fails, or the loop ends). Each step starts its own balancer or client and its
+own warm-up run; the notes name the shared service. `direct-r1` and `vip-rN` deploy alone.
 
 Load: wrk (closed loop) from the dc client, `connections` connections, one per thread, for the
 profile's window after a warm-up run of its warm-up window. wrk gives the saturation rate, the
@@ -47,6 +53,7 @@ import shlex
 import tarfile
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from importlib.resources import files
 from typing import Any
 
@@ -262,6 +269,7 @@ class Lb(Benchmark):
     def __init__(self) -> None:
         self.variants = variant_names(parse_replicas(self.options["replicas"]))
         self.versions: dict[str, str] = {}
+        self.kept: _Backend | None = None  # left up by a step for the next one (keep)
 
     def configure(self, options: dict[str, Any]) -> None:
         super().configure(options)
@@ -280,8 +288,32 @@ class Lb(Benchmark):
     def format_value(self, value: float) -> str:
         return f"{value:.0f} req/s"
 
+    def server_group(self, variant: str) -> str:
+        balancer, replicas = parse_variant(variant)
+        return f"dnsrr-service-r{replicas}" if balancer in SHARED else variant
+
     def measure(self, scenario: Scenario) -> Outcome:
         return _Step(self, scenario).run()
+
+    def release(self, log: list[str] | None = None) -> None:
+        kept, self.kept = self.kept, None
+        if kept is not None:
+            kept.remove(log if log is not None else [])
+
+
+SHARED = ("haproxy", "nginx", "dnsrr")  # balancers in front of the same dnsrr service
+
+
+@dataclass
+class _Backend:
+    """The replica service and its overlay, shared by a run's steps of one server group."""
+
+    key: tuple[int, str]  # (run, server group)
+    network: str
+    service: str
+    addresses: list[str]
+    placement: str
+    remove: Any  # remove(log): the service, then the network
 
 
 class _Step:
@@ -294,11 +326,14 @@ class _Step:
         inv = scenario.ctx.inventory
         self.manager = scenario.host  # the first server: Swarm manager, balancer's node
         self.client = inv.dc_client
-        # the prefix names the mode; the variant keeps a step's objects apart from those of
-        # the step before it, whose overlay network Swarm may still be deleting
+        # the prefix names the mode; the variant (the group and run for a shared service) keeps
+        # a step's objects apart from those of the step before, whose overlay network Swarm
+        # may still be deleting
         stem = f"{scenario.prefix}-{scenario.variant}"
-        self.network = f"{stem}-net"
-        self.service = f"{stem}-replicas"
+        self.group = bench.server_group(scenario.variant)
+        shared = f"{scenario.prefix}-{self.group}-run{scenario.run}"
+        self.network = f"{shared if self.balancer in SHARED else stem}-net"
+        self.service = f"{shared if self.balancer in SHARED else stem}-replicas"
         self.front = f"{stem}-{self.balancer}"  # the balancer or the direct replica
         self.client_name = f"{stem}-client"
         self.log: list[str] = []
@@ -328,8 +363,12 @@ class _Step:
     # -- the step --------------------------------------------------------------------------
 
     def run(self) -> Outcome:
+        kept = self.bench.kept
+        if kept is not None and kept.key != (self.s.run, self.group):
+            self.bench.release(self.log)  # its group ended without its last step
         self._check_available()
         image = self._image()
+        measured_ok = False
         try:
             url, client_wrap = self._deploy(image)
             self.notes.update(
@@ -341,8 +380,11 @@ class _Step:
             if self.balancer in ("haproxy", "nginx"):
                 self.notes["balancer_version"] = self.bench.versions.get(self.balancer, "")
             warmup, measured, command, window_s = self._load(url, client_wrap)
+            measured_ok = True
         finally:
-            self._remove()
+            # the next step of this group reuses the service, unless this step failed: a
+            # failed step may have left it broken
+            self._remove(keep=measured_ok and self.s.keep)
         return Outcome(
             samples=measured,
             warmup=warmup,
@@ -387,21 +429,7 @@ class _Step:
             self.notes["placement"] = self.manager.name
             self._wait_http(f"http://{address}:{PORT}/", 1)
             return f"http://{address}:{PORT}/", None
-        self.created.append(("network", self.network))
-        self.docker("network", "create", "--driver", "overlay", "--attachable", *labels,
-                    self.network)  # fmt: skip
-        mode = ["--endpoint-mode", "vip", "--publish",
-                f"published={PORT},target={PORT},protocol=tcp,mode=ingress"]  # fmt: skip
-        if self.balancer != "vip":
-            # dnsrr: no VIP, so nothing needs IPVS; the balancers dial task addresses anyway
-            mode = ["--endpoint-mode", "dnsrr"]
-        self.created.append(("service", self.service))
-        container_labels = [a.replace("--label", "--container-label") for a in labels]
-        self.docker("service", "create", "--detach", "--quiet", "--no-resolve-image",
-                    "--name", self.service, *labels, *container_labels,
-                    "--network", self.network, "--replicas", str(self.replicas), *mode,
-                    image, *backend)  # fmt: skip
-        addresses = self._wait_tasks()
+        addresses = self._backend(image, backend)
         if self.balancer == "dnsrr":
             self.notes["client"] = (
                 f"wrk in a container on {self.manager.name}, on the overlay (dnsrr is "
@@ -417,6 +445,36 @@ class _Step:
         url = f"http://{address}:{PORT}/"
         self._wait_http(url, self.replicas)
         return url, None
+
+    def _backend(self, image: str, backend: list[str]) -> list[str]:
+        """The replicas' service on its overlay: the one a previous step of this group kept,
+        or a new one. Returns the replicas' overlay addresses."""
+        self.notes["replica_service"] = self.service
+        kept, self.bench.kept = self.bench.kept, None
+        if kept is not None:  # run() released any other group's; this step owns it now
+            self.created += [("service", kept.service), ("network", kept.network)]
+            self.log.append(
+                f"--- replicas: {kept.service} on {kept.network}, started by an earlier step "
+                f"of this run's {self.group} group ---"
+            )
+            self.notes.update(placement=kept.placement, replica_addresses=",".join(kept.addresses))
+            return kept.addresses
+        labels = self.s.labels
+        self.created.append(("network", self.network))
+        self.docker("network", "create", "--driver", "overlay", "--attachable", *labels,
+                    self.network)  # fmt: skip
+        mode = ["--endpoint-mode", "vip", "--publish",
+                f"published={PORT},target={PORT},protocol=tcp,mode=ingress"]  # fmt: skip
+        if self.balancer != "vip":
+            # dnsrr: no VIP, so nothing needs IPVS; the balancers dial task addresses anyway
+            mode = ["--endpoint-mode", "dnsrr"]
+        self.created.append(("service", self.service))
+        container_labels = [a.replace("--label", "--container-label") for a in labels]
+        self.docker("service", "create", "--detach", "--quiet", "--no-resolve-image",
+                    "--name", self.service, *labels, *container_labels,
+                    "--network", self.network, "--replicas", str(self.replicas), *mode,
+                    image, *backend)  # fmt: skip
+        return self._wait_tasks()
 
     def _wait_tasks(self) -> list[str]:
         """Wait until every replica runs; returns their overlay addresses, notes placement."""
@@ -534,17 +592,40 @@ class _Step:
                 )
             time.sleep(0.5)
 
-    def _remove(self) -> None:
+    def _remove(self, keep: bool = False) -> None:
         """Remove what the step created, client and balancer first, the network last (it
-        can only go once the service's tasks have left it)."""
+        can only go once the service's tasks have left it). ``keep``: the service and its
+        network stay up for the next step of the group (the benchmark holds them)."""
         order = {"container": 0, "service": 1, "network": 2}
-        for kind, name in sorted(self.created, key=lambda item: order[item[0]]):
+        created = sorted(self.created, key=lambda item: order[item[0]])
+        for kind, name in created:
             if kind == "container":
                 self.docker("rm", "--force", name, check=False, timeout=60)
-            elif kind == "service":
-                self.docker("service", "rm", name, check=False, timeout=60)
-            elif kind == "network":
-                self._remove_network(name)
+        shared = [item for item in created if item[0] != "container"]
+        if keep and self.balancer in SHARED and shared and "replica_addresses" in self.notes:
+            self.bench.kept = _Backend(
+                key=(self.s.run, self.group),
+                network=self.network,
+                service=self.service,
+                addresses=self.notes["replica_addresses"].split(","),
+                placement=self.notes["placement"],
+                remove=partial(self._remove_into, shared),
+            )
+            return
+        self._remove_into(shared, self.log)
+
+    def _remove_into(self, items: list[tuple[str, str]], log: list[str]) -> None:
+        """Remove the service, then its network; the commands go to ``log`` (the step that
+        ends the group's, when this step kept them)."""
+        own, self.log = self.log, log
+        try:
+            for kind, name in items:
+                if kind == "service":
+                    self.docker("service", "rm", name, check=False, timeout=60)
+                elif kind == "network":
+                    self._remove_network(name)
+        finally:
+            self.log = own
 
     def _remove_network(self, name: str) -> None:
         """`network rm` fails while the service's tasks still hold the network, and succeeds

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from pipeline.benchmarks.lb import parse_wrk, variant_names
+from pipeline.benchmarks.lb import SHARED, parse_wrk, variant_names
 from tests.integration.lab_campaign import ROOT_ONLY, assert_nothing_left, smoke_settings
 
 pytestmark = [pytest.mark.lab, ROOT_ONLY]
@@ -62,6 +62,21 @@ def test_balancers_ran_and_vip_says_why_not(collected):
             assert row.command.startswith("dc-client$ /usr/bin/wrk")
         # seconds under load: the warm-up and the window as wrk timed them (+ its last reads)
         assert 3.0 <= row.window_s <= 3.6, row.window_s
+
+
+def test_balancers_of_one_replica_count_share_one_service_in_a_run(collected):
+    runs, _, _ = collected
+    ok = runs[runs["status"] == "ok"]
+    notes = {row.variant: json.loads(row.notes) for row in ok.itertuples()}
+    for n in (int(r) for r in OPTIONS["replicas"].split(",")):
+        trio = [notes[f"{b}-r{n}"] for b in ("haproxy", "nginx", "dnsrr")]
+        assert len({t["replica_service"] for t in trio}) == 1, trio
+        assert len({t["replica_addresses"] for t in trio}) == 1  # the same tasks
+        assert trio[0]["replica_service"].endswith(f"-dnsrr-service-r{n}-run1-replicas")
+        # measured back to back (the campaign's random order inside the group)
+        orders = sorted(ok[ok["variant"].isin([f"{b}-r{n}" for b in SHARED])]["order"])
+        assert orders == list(range(orders[0], orders[0] + 3)), orders
+    assert "replica_service" not in notes["direct-r1"]  # one plain container, no service
 
 
 def test_rates_plausible_and_no_errors(collected):

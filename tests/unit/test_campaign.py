@@ -214,6 +214,50 @@ def test_a_failed_step_does_not_hand_its_server_on(tmp_path, monkeypatch):
     assert events == ["start", "stop", "start", "stop"]
 
 
+def test_lb_balancers_share_their_replicas_within_a_run_and_the_last_step_releases(
+    tmp_path, monkeypatch
+):
+    from pipeline.benchmarks.base import Outcome
+    from pipeline.benchmarks.lb import Lb
+    from pipeline.campaign import Campaign, _SessionClock
+    from pipeline.modes import Context
+
+    bench = Lb()
+    bench.configure({"replicas": "1,2", "connections": 4})
+    campaign = Campaign(bench, _lab_inventory(), Profile(2, 2, 0, 1), tmp_path, seed=5,
+                        modes=["swarm-overlay"], log=lambda _: None)  # fmt: skip
+    campaign.tool_version, campaign.binary_sha = "wrk 4.1.0", {}
+    groups = {t[2]: campaign._server_group(*t) for t in campaign.triples}
+    assert groups["haproxy-r2"] == groups["nginx-r2"] == groups["dnsrr-r2"]
+    assert groups["haproxy-r1"] != groups["haproxy-r2"]
+    assert len({groups["direct-r1"], groups["vip-r1"], groups["vip-r2"], groups["dnsrr-r1"]}) == 4
+    assert campaign.id != campaign_id("lab", "lb", campaign.profile,
+                                      [campaign.triples, campaign.meta], 5)  # fmt: skip
+
+    calls = []
+    monkeypatch.setattr(MODES["swarm-overlay"], "available", lambda ctx, path: None)
+    monkeypatch.setattr(bench, "binaries", ())
+    monkeypatch.setattr(bench, "measure", lambda sc: calls.append((sc.run, sc.variant, sc.keep))
+                        or Outcome(samples=[], window_s=1.0))  # fmt: skip
+    monkeypatch.setattr(bench, "release", lambda: calls.append("release"))
+    monkeypatch.setattr(campaign, "_host_rows", lambda ctx, run: [])
+    monkeypatch.setattr(campaign, "_headline", lambda row, samples: "")
+    ctx = Context(inventory=campaign.inv, pool={}, campaign=campaign.id)
+    campaign._measure_all(ctx, campaign.steps, _SessionClock())
+
+    assert calls[-1] == "release" and calls.count("release") == 1  # the loop's end
+    steps = calls[:-1]
+    assert len(steps) == 2 * 9
+    for i, (run, variant, keep) in enumerate(steps):
+        nxt = steps[i + 1] if i + 1 < len(steps) else None
+        same = nxt is not None and (nxt[0], groups[nxt[1]]) == (run, groups[variant])
+        assert keep == same, (i, steps)
+    # each run: one haproxy/nginx/dnsrr trio per replica count, measured back to back
+    for run in (1, 2):
+        order = [groups[v] for r, v, _ in steps if r == run]
+        assert sum(a != b for a, b in zip(order, order[1:])) == 4  # 5 blocks: 2 trios, 3 alone
+
+
 def test_campaign_id_changes_with_the_profile():
     pairs = plan(Throughput(), ["native"])
     p1, p2 = Profile(2, 2, 0, 1), Profile(3, 2, 0, 1)
