@@ -205,3 +205,89 @@ def test_the_tool_image_holds_the_three_binaries_and_the_shipped_files():
     assert set(bench.image_paths()) >= {"/usr/sbin/haproxy", "/usr/bin/wrk"}
     for local in bench.uploads.values():
         assert (Path(__file__).resolve().parents[2] / local).is_file()
+
+
+# ---- the replica service shared by a run's balancers (keep / release) ----------------------
+
+
+class _FakeDocker:
+    """Answers the commands an lb step sends as a healthy 3-node Swarm would; records them."""
+
+    def __init__(self, wrk: str) -> None:
+        self.wrk, self.commands = wrk, []
+
+    def __getitem__(self, host_name):
+        return self
+
+    def run(self, command, timeout=None, check=True, stdin=None):
+        from types import SimpleNamespace
+
+        text = command if isinstance(command, str) else " ".join(command)
+        self.commands.append(text)
+        out, status = "", 0
+        if "docker service ps" in text:
+            out = "t1 node1 Running 1 second ago\nt2 node2 Running 1 second ago\n"
+        elif "docker inspect" in text and "NetworksAttachments" in text:
+            out = "10.0.1.3/24 10.0.1.4/24 "
+        elif "docker inspect" in text:
+            out = "172.17.0.5\n"
+        elif "docker network inspect" in text:
+            status = 1  # already gone
+        elif text.startswith("/usr/bin/wrk"):
+            out = self.wrk
+        return SimpleNamespace(status=status, stdout=out, stderr="")
+
+    def count(self, needle: str) -> int:
+        return sum(needle in c for c in self.commands)
+
+
+def _lb_step(docker, bench, variant, keep, run=1):
+    from types import SimpleNamespace
+
+    from pipeline import inventory
+    from pipeline.benchmarks.base import Scenario, Window
+    from pipeline.modes import MODES
+
+    inv = inventory.load(Path(__file__).parents[2] / "inventory" / "lab.yaml", MODES,
+                         check_files=False)  # fmt: skip
+    ctx = SimpleNamespace(inventory=inv, pool=docker,
+                          image=lambda host, engine: SimpleNamespace(tag="tools:1"))  # fmt: skip
+    scenario = Scenario(ctx, "swarm-overlay", "docker", inv.servers[0], variant, run,
+                        Window(2), Window(1), "co-test-lb-swarm-overlay", keep=keep)  # fmt: skip
+    return bench.measure(scenario)
+
+
+def test_balancers_of_a_group_create_the_service_once_and_the_last_removes_it():
+    docker, bench = _FakeDocker(_data("lb-wrk-haproxy-r2-2s.txt")), Lb()
+    first = _lb_step(docker, bench, "haproxy-r2", keep=True)
+    assert docker.count("docker service create") == 1 and docker.count("service rm") == 0
+    assert bench.kept is not None and docker.count("docker rm --force") == 1  # its balancer
+    last = _lb_step(docker, bench, "nginx-r2", keep=False)
+    assert docker.count("docker service create") == 1  # reused, not created again
+    assert docker.count("docker service rm") == 1 and bench.kept is None
+    assert "service rm" in last.raw and "service rm" not in first.raw
+    assert first.notes["replica_service"] == last.notes["replica_service"]
+    addresses = {first.notes["replica_addresses"], last.notes["replica_addresses"]}
+    assert addresses == {"10.0.1.3,10.0.1.4"}
+    assert "started by an earlier step" in last.raw
+
+
+def test_a_failed_step_removes_the_service_instead_of_handing_it_on():
+    docker, bench = _FakeDocker(_data("lb-wrk-refused.txt")), Lb()
+    with pytest.raises(ToolOutputError):
+        _lb_step(docker, bench, "haproxy-r2", keep=True)
+    assert bench.kept is None and docker.count("docker service rm") == 1
+    docker.wrk = _data("lb-wrk-haproxy-r2-2s.txt")
+    _lb_step(docker, bench, "nginx-r2", keep=False)
+    assert docker.count("docker service create") == 2  # a new one, not the broken one
+
+
+def test_a_kept_service_goes_when_another_group_or_the_loop_end_comes():
+    docker, bench = _FakeDocker(_data("lb-wrk-haproxy-r2-2s.txt")), Lb()
+    _lb_step(docker, bench, "haproxy-r2", keep=True)
+    other = _lb_step(docker, bench, "direct-r1", keep=False)  # its trio's next step never came
+    assert bench.kept is None and "service rm" in other.raw
+    _lb_step(docker, bench, "haproxy-r2", keep=True, run=2)
+    assert bench.kept is not None
+    bench.release()  # the campaign's loop ended (errors, Ctrl-C)
+    assert bench.kept is None and docker.count("docker service rm") == 2
