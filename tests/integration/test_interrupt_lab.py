@@ -32,6 +32,8 @@ CASES = {
     "footprint": ({"max_containers": 6, "step": 2, "settle_seconds": 2, "max_seconds": 120}, None),
     "cpu": ({"compile_packages": "fmt"}, ["native", "native-cpuquota"]),
     "throughput": (None, ["native", "native-tbf"]),
+    # a replica service kept from one balancer's step for the next (Scenario.keep)
+    "lb": ({"replicas": "2", "connections": 4}, None),
 }
 BUDGET_S = 240  # longest wait for the campaign to create something
 
