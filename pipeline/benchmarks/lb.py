@@ -622,10 +622,26 @@ class _Step:
             for kind, name in items:
                 if kind == "service":
                     self.docker("service", "rm", name, check=False, timeout=60)
+                    # `service rm` returns before the nodes have removed the tasks' containers
+                    self._wait_gone(name, ["ps", "-aq", "--filter",
+                                           f"label=com.docker.swarm.service.name={name}"])  # fmt: skip
                 elif kind == "network":
                     self._remove_network(name)
+                    self._wait_gone(name, ["network", "ls", "-q", "--filter", f"name=^{name}$"])
         finally:
             self.log = own
+
+    def _wait_gone(self, name: str, listing: list[str]) -> None:
+        """Wait until `docker <listing>` prints nothing on every server: Swarm removes a
+        service's containers and an overlay's per-node copies after the manager has let go."""
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        for host in self.s.ctx.inventory.servers:
+            while self.sh(host, ["docker", *listing], timeout=30, check=False).stdout.strip():
+                if time.monotonic() > deadline:
+                    raise ToolOutputError(
+                        f"{name} still on {host.name} {READY_TIMEOUT_S:.0f} s after its removal"
+                    )
+                time.sleep(0.2)
 
     def _remove_network(self, name: str) -> None:
         """`network rm` fails while the service's tasks still hold the network, and succeeds

@@ -215,6 +215,7 @@ class _FakeDocker:
 
     def __init__(self, wrk: str) -> None:
         self.wrk, self.commands = wrk, []
+        self.lingering: dict[str, int] = {}  # listing -> polls that still show the object
 
     def __getitem__(self, host_name):
         return self
@@ -225,7 +226,11 @@ class _FakeDocker:
         text = command if isinstance(command, str) else " ".join(command)
         self.commands.append(text)
         out, status = "", 0
-        if "docker service ps" in text:
+        listing = next((k for k, left in self.lingering.items() if k in text and left > 0), None)
+        if listing is not None:
+            self.lingering[listing] -= 1
+            out = "3f2a9c0d1e4b\n"
+        elif "docker service ps" in text:
             out = "t1 node1 Running 1 second ago\nt2 node2 Running 1 second ago\n"
         elif "docker inspect" in text and "NetworksAttachments" in text:
             out = "10.0.1.3/24 10.0.1.4/24 "
@@ -291,3 +296,26 @@ def test_a_kept_service_goes_when_another_group_or_the_loop_end_comes():
     assert bench.kept is not None
     bench.release()  # the campaign's loop ended (errors, Ctrl-C)
     assert bench.kept is None and docker.count("docker service rm") == 2
+
+
+SERVICE_TASKS = "label=com.docker.swarm.service.name="
+
+
+def test_removal_waits_until_no_server_lists_the_tasks_or_the_overlay():
+    docker, bench = _FakeDocker(_data("lb-wrk-haproxy-r2-2s.txt")), Lb()
+    docker.lingering = {SERVICE_TASKS: 3, "docker network ls": 2}
+    step = _lb_step(docker, bench, "haproxy-r2", keep=False)
+    # the first server lists them for 3 (2) polls, then each of the 3 servers once, empty
+    assert docker.count(SERVICE_TASKS) == 3 + 3 and docker.count("docker network ls") == 2 + 3
+    assert step.raw.index("service rm") < step.raw.index(SERVICE_TASKS)
+
+
+def test_a_task_container_that_never_goes_fails_the_step_by_name(monkeypatch):
+    import pipeline.benchmarks.lb as lb
+
+    monkeypatch.setattr(lb, "READY_TIMEOUT_S", 0.0)
+    monkeypatch.setattr(lb.time, "sleep", lambda s: None)
+    docker, bench = _FakeDocker(_data("lb-wrk-haproxy-r2-2s.txt")), Lb()
+    docker.lingering = {SERVICE_TASKS: 10**6}
+    with pytest.raises(ToolOutputError, match=r"-replicas still on node1 0 s after its removal"):
+        _lb_step(docker, bench, "haproxy-r2", keep=False)
