@@ -623,8 +623,8 @@ class _Step:
                 if kind == "service":
                     self.docker("service", "rm", name, check=False, timeout=60)
                     # `service rm` returns before the nodes have removed the tasks' containers
-                    self._wait_gone(name, ["ps", "-aq", "--filter",
-                                           f"label=com.docker.swarm.service.name={name}"])  # fmt: skip
+                    tasks = f"label=com.docker.swarm.service.name={name}"
+                    self._wait_gone(name, ["ps", "-aq", "--filter", tasks])
                 elif kind == "network":
                     self._remove_network(name)
                     self._wait_gone(name, ["network", "ls", "-q", "--filter", f"name=^{name}$"])
