@@ -146,8 +146,9 @@ class Benchmark:
         return variant
 
     def release(self) -> None:
-        """Remove what a scenario step kept for a next step that never came (errors, Ctrl-C,
-        the end of the loop). Benchmarks that keep nothing have nothing to do."""
+        """The end of the loop (also on errors and Ctrl-C): remove what a scenario step kept for
+        a next step that never came, and wait until what the steps removed is gone. Benchmarks
+        that keep nothing have nothing to do."""
 
     def client_argv(
         self, variant: str, address: str, window: Window, path: str = "dc"

@@ -52,6 +52,8 @@ import re
 import shlex
 import tarfile
 import time
+from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from importlib.resources import files
@@ -270,6 +272,9 @@ class Lb(Benchmark):
         self.variants = variant_names(parse_replicas(self.options["replicas"]))
         self.versions: dict[str, str] = {}
         self.kept: _Backend | None = None  # left up by a step for the next one (keep)
+        # waits(log) for what steps removed to leave every node: Swarm stops a service's tasks
+        # ~2 s after `service rm` returns (its gossip delay) and deletes them seconds later
+        self.draining: list[Callable[[list[str]], None]] = []
 
     def configure(self, options: dict[str, Any]) -> None:
         super().configure(options)
@@ -295,10 +300,23 @@ class Lb(Benchmark):
     def measure(self, scenario: Scenario) -> Outcome:
         return _Step(self, scenario).run()
 
-    def release(self, log: list[str] | None = None) -> None:
+    def release(self) -> None:
+        """The campaign's loop ended: remove a kept service and wait until nothing is left."""
+        self.release_kept([])
+        self.drain([])
+
+    def release_kept(self, log: list[str]) -> None:
         kept, self.kept = self.kept, None
         if kept is not None:
-            kept.remove(log if log is not None else [])
+            kept.remove(log)
+
+    def drain(self, log: list[str]) -> None:
+        """Wait until what earlier steps removed has left every node. A step calls it once its
+        own service and balancer are up, so the removal overlaps the deployment but never
+        the load."""
+        waits, self.draining = self.draining, []
+        for wait in waits:
+            wait(log)
 
 
 SHARED = ("haproxy", "nginx", "dnsrr")  # balancers in front of the same dnsrr service
@@ -365,12 +383,13 @@ class _Step:
     def run(self) -> Outcome:
         kept = self.bench.kept
         if kept is not None and kept.key != (self.s.run, self.group):
-            self.bench.release(self.log)  # its group ended without its last step
+            self.bench.release_kept(self.log)  # its group ended without its last step
         self._check_available()
         image = self._image()
         measured_ok = False
         try:
             url, client_wrap = self._deploy(image)
+            self.bench.drain(self.log)
             self.notes.update(
                 balancer=self.balancer,
                 replicas=str(self.replicas),
@@ -617,31 +636,40 @@ class _Step:
     def _remove_into(self, items: list[tuple[str, str]], log: list[str]) -> None:
         """Remove the service, then its network; the commands go to ``log`` (the step that
         ends the group's, when this step kept them)."""
-        own, self.log = self.log, log
-        try:
+        with self._logging_to(log):
             for kind, name in items:
                 if kind == "service":
                     self.docker("service", "rm", name, check=False, timeout=60)
-                    # `service rm` returns before the nodes have removed the tasks' containers
                     tasks = f"label=com.docker.swarm.service.name={name}"
-                    self._wait_gone(name, ["ps", "-aq", "--filter", tasks])
+                    listing = ["ps", "-aq", "--filter", tasks]
                 elif kind == "network":
                     self._remove_network(name)
-                    self._wait_gone(name, ["network", "ls", "-q", "--filter", f"name=^{name}$"])
+                    listing = ["network", "ls", "-q", "--filter", f"name=^{name}$"]
+                else:
+                    continue
+                self.bench.draining.append(partial(self._wait_gone, name, listing))
+
+    @contextmanager
+    def _logging_to(self, log: list[str]):
+        own, self.log = self.log, log
+        try:
+            yield
         finally:
             self.log = own
 
-    def _wait_gone(self, name: str, listing: list[str]) -> None:
-        """Wait until `docker <listing>` prints nothing on every server: Swarm removes a
-        service's containers and an overlay's per-node copies after the manager has let go."""
+    def _wait_gone(self, name: str, listing: list[str], log: list[str]) -> None:
+        """Wait until `docker <listing>` prints nothing on every server: the nodes remove a
+        service's containers and their copy of an overlay after the manager has let go."""
         deadline = time.monotonic() + READY_TIMEOUT_S
-        for host in self.s.ctx.inventory.servers:
-            while self.sh(host, ["docker", *listing], timeout=30, check=False).stdout.strip():
-                if time.monotonic() > deadline:
-                    raise ToolOutputError(
-                        f"{name} still on {host.name} {READY_TIMEOUT_S:.0f} s after its removal"
-                    )
-                time.sleep(0.2)
+        with self._logging_to(log):
+            for host in self.s.ctx.inventory.servers:
+                while self.sh(host, ["docker", *listing], timeout=30, check=False).stdout.strip():
+                    if time.monotonic() > deadline:
+                        raise ToolOutputError(
+                            f"{name} still on {host.name} {READY_TIMEOUT_S:.0f} s after its "
+                            "removal"
+                        )
+                    time.sleep(0.2)
 
     def _remove_network(self, name: str) -> None:
         """`network rm` fails while the service's tasks still hold the network, and succeeds

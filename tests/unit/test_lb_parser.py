@@ -301,21 +301,34 @@ def test_a_kept_service_goes_when_another_group_or_the_loop_end_comes():
 SERVICE_TASKS = "label=com.docker.swarm.service.name="
 
 
-def test_removal_waits_until_no_server_lists_the_tasks_or_the_overlay():
+def test_removal_is_waited_for_on_every_server_by_the_loop_end():
     docker, bench = _FakeDocker(_data("lb-wrk-haproxy-r2-2s.txt")), Lb()
     docker.lingering = {SERVICE_TASKS: 3, "docker network ls": 2}
-    step = _lb_step(docker, bench, "haproxy-r2", keep=False)
+    _lb_step(docker, bench, "haproxy-r2", keep=False)
+    assert docker.count("service rm") == 1 and docker.count(SERVICE_TASKS) == 0
+    bench.release()  # the campaign's loop ended
     # the first server lists them for 3 (2) polls, then each of the 3 servers once, empty
     assert docker.count(SERVICE_TASKS) == 3 + 3 and docker.count("docker network ls") == 2 + 3
-    assert step.raw.index("service rm") < step.raw.index(SERVICE_TASKS)
+    assert bench.draining == []
 
 
-def test_a_task_container_that_never_goes_fails_the_step_by_name(monkeypatch):
+def test_the_next_step_waits_for_the_removal_after_its_deployment_before_its_load():
+    docker, bench = _FakeDocker(_data("lb-wrk-haproxy-r2-2s.txt")), Lb()
+    docker.lingering = {SERVICE_TASKS: 2}
+    _lb_step(docker, bench, "haproxy-r2", keep=False)
+    step = _lb_step(docker, bench, "direct-r1", keep=False)
+    raw = step.raw
+    assert raw.index("docker run --detach") < raw.index(SERVICE_TASKS) < raw.index("/usr/bin/wrk")
+    assert docker.count(SERVICE_TASKS) == 2 + 3
+
+
+def test_a_task_container_that_never_goes_fails_by_name(monkeypatch):
     import pipeline.benchmarks.lb as lb
 
     monkeypatch.setattr(lb, "READY_TIMEOUT_S", 0.0)
     monkeypatch.setattr(lb.time, "sleep", lambda s: None)
     docker, bench = _FakeDocker(_data("lb-wrk-haproxy-r2-2s.txt")), Lb()
     docker.lingering = {SERVICE_TASKS: 10**6}
+    _lb_step(docker, bench, "haproxy-r2", keep=False)
     with pytest.raises(ToolOutputError, match=r"-replicas still on node1 0 s after its removal"):
-        _lb_step(docker, bench, "haproxy-r2", keep=False)
+        bench.release()
