@@ -640,11 +640,16 @@ class _Step:
             for kind, name in items:
                 if kind == "service":
                     self.docker("service", "rm", name, check=False, timeout=60)
-                    tasks = f"label=com.docker.swarm.service.name={name}"
-                    listing = ["ps", "-aq", "--filter", tasks]
+                    # a node stops a removed service's task ~2 s later (Swarm's gossip delay)
+                    # and deletes it seconds after that: the drain removes them itself
+                    tasks = shlex.quote(f"label=com.docker.swarm.service.name={name}")
+                    listing = (
+                        f"c=$(docker ps -aq --filter {tasks}); [ -z \"$c\" ] || "
+                        f"docker rm --force $c >/dev/null; docker ps -aq --filter {tasks}"
+                    )
                 elif kind == "network":
                     self._remove_network(name)
-                    listing = ["network", "ls", "-q", "--filter", f"name=^{name}$"]
+                    listing = f"docker network ls -q --filter {shlex.quote(f'name=^{name}$')}"
                 else:
                     continue
                 self.bench.draining.append(partial(self._wait_gone, name, listing))
@@ -657,13 +662,13 @@ class _Step:
         finally:
             self.log = own
 
-    def _wait_gone(self, name: str, listing: list[str], log: list[str]) -> None:
-        """Wait until `docker <listing>` prints nothing on every server: the nodes remove a
-        service's containers and their copy of an overlay after the manager has let go."""
+    def _wait_gone(self, name: str, listing: str, log: list[str]) -> None:
+        """Wait until the ``listing`` command prints nothing on every server: the nodes
+        remove a service's containers and their copy of an overlay after the manager has."""
         deadline = time.monotonic() + READY_TIMEOUT_S
         with self._logging_to(log):
             for host in self.s.ctx.inventory.servers:
-                while self.sh(host, ["docker", *listing], timeout=30, check=False).stdout.strip():
+                while self.sh(host, listing, timeout=30, check=False).stdout.strip():
                     if time.monotonic() > deadline:
                         raise ToolOutputError(
                             f"{name} still on {host.name} {READY_TIMEOUT_S:.0f} s after its "
