@@ -15,16 +15,26 @@ rounds, with bootstrap intervals over rounds; the verdict is the study's own rul
 ratio lies inside 0.98..1.02. "inconclusive" means this machine's round-to-round noise is too
 large for that resolution with this many rounds, not that the harness perturbs.
 
+``--pin``: in both arms the server host's processes run on CPU 0 and the client host's on CPU 1,
+like two machines. Unpinned (as the campaigns run), the scheduler now and then puts sockperf's
+server and client on the same CPU, and that round's p50 falls from ~60 us to ~6 us (a wake-up
+on the same CPU skips the cross-CPU wake-up); a few such rounds decide a 2 % test. The pipeline
+arm is pinned through the two hosts' sshds (every command a campaign sends inherits their CPU),
+the by-hand arm directly; the harness itself (Python, SSH client) stays free on both CPUs, so
+whatever it takes from the measurement still shows.
+
 Needs root and the embedded lab (brought up here if it is down). Traffic stays in the lab.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +48,7 @@ from pipeline.benchmarks.base import Window  # noqa: E402
 from pipeline.benchmarks.latency import Latency  # noqa: E402
 from pipeline.benchmarks.throughput import Throughput  # noqa: E402
 from pipeline.campaign import Campaign, Profile  # noqa: E402
+from pipeline.lab import processes, sshd, topology  # noqa: E402
 from pipeline.modes import MODES  # noqa: E402
 
 INVENTORY = ROOT / "inventory" / "lab.yaml"
@@ -80,11 +91,46 @@ def ratio_interval(pipeline: list[float], hand: list[float], n_boot: int = 4000)
     return tuple(np.quantile(boot, [0.025, 0.975, 0.05, 0.95]))
 
 
+SERVER_CPU, CLIENT_CPU = 0, 1
+
+
+def _sshd_pid(name: str) -> int:
+    host = next(h for h in topology.SSH_HOSTS if h.name == name)
+    pid = processes.running_pid(sshd.pidfile(host), "sshd")
+    if pid is None:
+        raise RuntimeError(f"the lab's sshd on {name} is not running: python -m pipeline.lab up")
+    return pid
+
+
+@contextmanager
+def pinned(inv: inventory.Inventory, pin: bool):
+    """{host name: CPU set} for both arms; the pipeline arm's through the hosts' sshds (new
+    SSH sessions and what they start inherit it), restored afterwards. Empty: unpinned."""
+    if not pin:
+        yield {}
+        return
+    cpus = {inv.servers[0].name: {SERVER_CPU}, inv.dc_client.name: {CLIENT_CPU}}
+    every = os.sched_getaffinity(0)
+    pids = {name: _sshd_pid(name) for name in cpus}
+    try:
+        for name, pid in pids.items():
+            os.sched_setaffinity(pid, cpus[name])
+        yield cpus
+    finally:
+        for pid in pids.values():
+            os.sched_setaffinity(pid, every)
+
+
 def _netns(host: str, argv: list[str]) -> list[str]:
     return ["nsenter", f"--net=/run/netns/{host}", *argv]
 
 
-def hand_round(case: str, inv: inventory.Inventory) -> float:
+def _on(cpus: set[int] | None):
+    """preexec_fn: run the child on `cpus` (None: wherever the scheduler puts it)."""
+    return None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
+
+
+def hand_round(case: str, inv: inventory.Inventory, cpus: dict[str, set[int]]) -> float:
     cls, variant, profile, metric, q = CASES[case]
     bench = _one_variant(cls, variant)
     server, client = inv.servers[0], inv.dc_client  # where the native mode puts them
@@ -92,6 +138,7 @@ def hand_round(case: str, inv: inventory.Inventory) -> float:
         _netns(server.name, bench.server_argv(variant)),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        preexec_fn=_on(cpus.get(server.name)),
     )
     try:
         time.sleep(1.0)  # the server binds; the pipeline's warm-up absorbs this by retrying
@@ -100,7 +147,11 @@ def hand_round(case: str, inv: inventory.Inventory) -> float:
             argv = bench.client_argv(variant, server.address, window, "dc")
             timeout = bench.client_timeout(window, "dc")
             done = subprocess.run(
-                _netns(client.name, argv), capture_output=True, text=True, timeout=timeout
+                _netns(client.name, argv),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                preexec_fn=_on(cpus.get(client.name)),
             )
             return done.stdout
 
@@ -121,13 +172,20 @@ def hand_round(case: str, inv: inventory.Inventory) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=6, help="rounds per arm (even: ABBA)")
+    parser.add_argument("--pin", action="store_true", help="server host on CPU 0, client on 1")
+    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated subset")
     args = parser.parse_args(argv)
+    cases = args.cases.split(",")
+    if unknown := set(cases) - set(CASES):
+        parser.error(f"unknown case(s) {sorted(unknown)}; have {', '.join(CASES)}")
     lab.up()
     inv = inventory.load(INVENTORY, known_modes=MODES)
-    print(f"perturbation: pipeline vs by hand, {args.rounds} rounds per arm, ABBA order")
+    placement = f"server CPU {SERVER_CPU}, client CPU {CLIENT_CPU}" if args.pin else "unpinned"
+    print(f"perturbation: pipeline vs by hand, {args.rounds} rounds per arm, ABBA, {placement}")
     failed = False
-    with tempfile.TemporaryDirectory(prefix="co-perturbation-") as tmp:
-        for case in CASES:
+    tmpdir = tempfile.TemporaryDirectory(prefix="co-perturbation-")
+    with tmpdir as tmp, pinned(inv, args.pin) as cpus:
+        for case in cases:
             arms: dict[str, list[float]] = {"pipeline": [], "hand": []}
             for i in range(args.rounds):
                 order = ("pipeline", "hand") if i % 2 == 0 else ("hand", "pipeline")
@@ -135,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
                     if arm == "pipeline":
                         value = pipeline_round(case, inv, Path(tmp), seed=i)
                     else:
-                        value = hand_round(case, inv)
+                        value = hand_round(case, inv, cpus)
                     arms[arm].append(value)
             pipe, hand = np.median(arms["pipeline"]), np.median(arms["hand"])
             ratio = pipe / hand
@@ -162,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"summary: perturbation {case}: pipeline / by hand {ratio:.4f} "
                 f"[95%: {lo:.4f}, {hi:.4f}], paired TOST p {tost.p_value:.3f}, {args.rounds} "
-                f"rounds per arm -> {verdict} (goal: within +-{GOAL:.0%})"
+                f"rounds per arm, {placement} -> {verdict} (goal: within +-{GOAL:.0%})"
             )
     return 1 if failed else 0
 
