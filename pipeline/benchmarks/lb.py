@@ -313,10 +313,9 @@ class Lb(Benchmark):
     def drain(self, log: list[str]) -> None:
         """Wait until what earlier steps removed has left every node. A step calls it once its
         own service and balancer are up, so the removal overlaps the deployment but never
-        the load."""
-        waits, self.draining = self.draining, []
-        for wait in waits:
-            wait(log)
+        the load. A wait that fails leaves the ones after it for the next drain."""
+        while self.draining:
+            self.draining.pop(0)(log)
 
 
 SHARED = ("haproxy", "nginx", "dnsrr")  # balancers in front of the same dnsrr service
