@@ -171,7 +171,7 @@ def hand_round(case: str, inv: inventory.Inventory, cpus: dict[str, set[int]]) -
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=6, help="rounds per arm (even: ABBA)")
+    parser.add_argument("--rounds", type=int, default=40, help="rounds per arm (even: ABBA)")
     parser.add_argument("--pin", action="store_true", help="server host on CPU 0, client on 1")
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated subset")
     args = parser.parse_args(argv)
