@@ -23,6 +23,7 @@ pays cold caches). A start that fails or takes longer than ``TIMEOUT_S`` fails t
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ SCRIPT = f"{PID_DIR}/bin/co-coldstart.py"
 FORMAT = 1  # the first field after "coldstart" in the script's header
 TIMEOUT_S = 30.0  # a start not answered within this failed
 INTERVAL_MS = 1.0  # between probes
+KILLED_SETTLE_S = 5.0  # after a killed timer, look for late containers that long
 # nginx's own files outside the image (pid and temp paths named in pipeline/conf/nginx-1k.conf)
 SCRATCH = tuple(
     f"/tmp/co-nginx-1k{s}" for s in (".pid", "-body", "-proxy", "-fastcgi", "-uwsgi", "-scgi")
@@ -187,12 +189,14 @@ class Coldstart(Benchmark):
             notes["engine"] = engine
             notes["engine_version"] = version.stdout.strip() or version.stderr.strip()[-200:]
         command = f"python3 {SCRIPT} {shlex.join(args)}"
+        killed = True  # until the timer returns: it may have died inside an engine's `run`
         try:
             result = session.run(command, timeout=self.session_timeout(), check=False)
+            killed = False
         except RemoteError as exc:
             raise ToolOutputError(f"coldstart timer on {host.name}: {exc}") from exc
         finally:
-            self._remove_leftovers(scenario)
+            self._remove_leftovers(scenario, settle_s=KILLED_SETTLE_S if killed else 0.0)
         raw = result.stdout + (f"\n# stderr\n{result.stderr}" if result.stderr.strip() else "")
         log = parse_coldstart(result.stdout)
         if result.status != 0:
@@ -224,9 +228,11 @@ class Coldstart(Benchmark):
         options, notes["ulimits"] = self._ulimits[key]
         return options
 
-    def _remove_leftovers(self, scenario: Scenario) -> None:
+    def _remove_leftovers(self, scenario: Scenario, settle_s: float = 0.0) -> None:
         """Whatever a failed or interrupted timer left: containers named from the prefix and
-        carrying the campaign label, or native nginx processes from their pidfiles."""
+        carrying the campaign label, or native nginx processes from their pidfiles.
+        ``settle_s``: keep looking that long (a killed engine CLI's create or start request
+        still completes in the daemon, after a first look may have found nothing)."""
         ctx, host, engine = scenario.ctx, scenario.host, scenario.engine
         session = ctx.pool[host.name]
         if engine is None:
@@ -239,7 +245,11 @@ class Coldstart(Benchmark):
         cli = shlex.join(engine_cli(ctx, host, engine))
         label = shlex.quote(f"label={LABEL}={ctx.campaign}")
         name = shlex.quote(f"name={scenario.prefix}-")
-        session.run(
-            f'c=$({cli} ps -aq --filter {label} --filter {name}); [ -z "$c" ] || {cli} rm -f $c',
-            timeout=120,
-        )
+        remove = f'c=$({cli} ps -aq --filter {label} --filter {name}); '
+        remove += f'[ -z "$c" ] || {cli} rm -f $c'
+        if settle_s > 0:
+            remove = (
+                f"end=$(($(date +%s) + {math.ceil(settle_s)})); while :; do {remove}; "
+                '[ "$(date +%s)" -ge "$end" ] && break; sleep 0.5; done'
+            )
+        session.run(remove, timeout=120 + settle_s)
