@@ -4,8 +4,13 @@ Arm "pipeline": a one-step campaign through `pipeline.campaign.Campaign` (SSH, t
 server start, the campaign's warm-up, parsing, parquet). Arm "by hand": the same server and
 client argv, on the same lab hosts, started directly in their network namespaces with
 `nsenter`, no SSH and no Python in the loop; its output goes through the same parser (the
-parsers are tested against verbatim tool output on their own). The arms alternate in an
-A B B A pattern so a slow drift of the machine hits both equally.
+parsers are tested against verbatim tool output on their own). The arms take every order in
+turn (A B, B A, ...) so a slow drift of the machine hits both equally.
+
+``--ssh-arm``: a third arm, the same argv started by hand from a terminal, ``ssh host 'argv'``
+with the OpenSSH client (the inventory's key, host keys verified). Against the by-hand arm it
+tells whether a difference comes from starting the tools through SSH at all or from the
+pipeline's own Python (paramiko, the campaign around the step).
 
 Per round: sockperf UDP ping-pong p50 round trip (quick profile's 10,000 measured round trips
 after 1,000 warm-up) and iperf3 TCP throughput (median of the 1 s intervals of a 3 s window
@@ -29,11 +34,14 @@ Needs root and the embedded lab (brought up here if it is down). Traffic stays i
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -130,30 +138,79 @@ def _on(cpus: set[int] | None):
     return None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
 
 
-def hand_round(case: str, inv: inventory.Inventory, cpus: dict[str, set[int]]) -> float:
+class Nsenter:
+    """By hand at the machine's console: the lab host's network namespace entered directly,
+    no SSH and no Python between the tool and its host."""
+
+    def __init__(self, cpus: dict[str, set[int]]):
+        self.cpus = cpus
+
+    def start(self, host: inventory.Host, argv: list[str]) -> Callable[[], None]:
+        proc = subprocess.Popen(
+            _netns(host.name, argv),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=_on(self.cpus.get(host.name)),
+        )
+
+        def stop() -> None:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+        return stop
+
+    def run(self, host: inventory.Host, argv: list[str], timeout: float) -> str:
+        done = subprocess.run(
+            _netns(host.name, argv),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            preexec_fn=_on(self.cpus.get(host.name)),
+        )
+        return done.stdout
+
+
+class OpenSsh:
+    """By hand from a terminal: ``ssh host 'argv'`` with the OpenSSH client and the inventory's
+    key and known_hosts (host keys verified). Placement as in the pipeline arm: the hosts'
+    sshds carry it."""
+
+    def _ssh(self, host: inventory.Host, command: str, timeout: float) -> str:
+        s = host.ssh
+        argv = ["ssh", "-i", str(s.key_file), "-p", str(s.port), "-o", "BatchMode=yes",
+                "-o", f"UserKnownHostsFile={s.known_hosts}", "-o", "StrictHostKeyChecking=yes",
+                f"{s.user}@{host.address}", command]  # fmt: skip
+        return subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, check=True
+        ).stdout
+
+    def start(self, host: inventory.Host, argv: list[str]) -> Callable[[], None]:
+        started = f"setsid {shlex.join(argv)} > /dev/null 2>&1 < /dev/null & echo $!"
+        pid = int(self._ssh(host, started, 30))
+        # TERM, then wait (bounded) until the port is free for the next round's server
+        stop = (f"kill {pid}; for i in $(seq 100); do kill -0 {pid} 2>/dev/null || exit 0; "
+                f"sleep 0.1; done; kill -9 {pid}")  # fmt: skip
+        return lambda: self._ssh(host, stop, 30)
+
+    def run(self, host: inventory.Host, argv: list[str], timeout: float) -> str:
+        try:
+            return self._ssh(host, shlex.join(argv), timeout)
+        except subprocess.CalledProcessError as e:
+            return e.stdout  # as the by-hand arm: the parser names what went wrong
+
+
+def manual_round(case: str, inv: inventory.Inventory, launcher: Nsenter | OpenSsh) -> float:
+    """One round of the same argv the pipeline runs, started by ``launcher`` instead."""
     cls, variant, profile, metric, q = CASES[case]
     bench = _one_variant(cls, variant)
     server, client = inv.servers[0], inv.dc_client  # where the native mode puts them
-    proc = subprocess.Popen(
-        _netns(server.name, bench.server_argv(variant)),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        preexec_fn=_on(cpus.get(server.name)),
-    )
+    stop = launcher.start(server, bench.server_argv(variant))
     try:
         time.sleep(1.0)  # the server binds; the pipeline's warm-up absorbs this by retrying
 
         def client_run(window: Window) -> str:
             argv = bench.client_argv(variant, server.address, window, "dc")
-            timeout = bench.client_timeout(window, "dc")
-            done = subprocess.run(
-                _netns(client.name, argv),
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                preexec_fn=_on(cpus.get(client.name)),
-            )
-            return done.stdout
+            return launcher.run(client, argv, bench.client_timeout(window, "dc"))
 
         measured = Window(profile.seconds, profile.omit_seconds, profile.count)
         if bench.warmup_in_window:
@@ -163,17 +220,46 @@ def hand_round(case: str, inv: inventory.Inventory, cpus: dict[str, set[int]]) -
             client_run(Window(profile.warmup_seconds, 0.0, profile.warmup_count))
             samples = bench.parse(variant, client_run(measured), measured)
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop()
     values = [s.value for s in samples if s.metric == metric]
     return float(np.quantile(values, q, method="inverted_cdf"))
 
 
+def compare(case: str, label: str, arm: list[float], hand: list[float]) -> tuple[str, str]:
+    """Print ``arm`` against the by-hand arm; return (verdict, its one-line summary)."""
+    ratio = np.median(arm) / np.median(hand)
+    lo, hi, lo_eq, hi_eq = ratio_interval(arm, hand)
+    # the study's rule: the paired TOST and t test on the rounds' log ratios must agree
+    tost = stats.tost_log_ratio(arm, hand, GOAL)
+    verdict = stats.verdict(
+        ratio, lo, hi, lo_eq, hi_eq, GOAL, case == "throughput", tost.p_value,
+        diff_p=tost.diff_p,
+    )  # fmt: skip
+    unit = "us p50 RTT" if case == "latency" else "bit/s"
+    cv = {k: np.std(v, ddof=1) / np.mean(v) for k, v in ((label, arm), ("by hand", hand))}
+    print(
+        f"  {case:<10} {label} {np.median(arm):,.5g} vs by hand {np.median(hand):,.5g} {unit}: "
+        f"ratio {ratio:.4f} [95%: {lo:.4f}, {hi:.4f}; 90%: {lo_eq:.4f}, {hi_eq:.4f}]; "
+        f"paired geometric mean {tost.ratio:.4f} [90%: {tost.lo:.4f}, {tost.hi:.4f}], "
+        f"TOST p {tost.p_value:.3f} -> {verdict} (margin +-{GOAL:.0%}); "
+        f"round-to-round CV " + ", ".join(f"{k} {v:.1%}" for k, v in cv.items())
+    )
+    line = (
+        f"{label} / by hand {ratio:.4f} [95%: {lo:.4f}, {hi:.4f}], paired TOST p "
+        f"{tost.p_value:.3f} -> {verdict}"
+    )
+    return verdict, line
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=40, help="rounds per arm (even: ABBA)")
+    parser.add_argument("--rounds", type=int, default=40, help="rounds per arm")
     parser.add_argument("--pin", action="store_true", help="server host on CPU 0, client on 1")
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated subset")
+    parser.add_argument(
+        "--ssh-arm", action="store_true",
+        help="a third arm: the same argv by hand through the OpenSSH client",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     cases = args.cases.split(",")
     if unknown := set(cases) - set(CASES):
@@ -181,46 +267,33 @@ def main(argv: list[str] | None = None) -> int:
     lab.up()
     inv = inventory.load(INVENTORY, known_modes=MODES)
     placement = f"server CPU {SERVER_CPU}, client CPU {CLIENT_CPU}" if args.pin else "unpinned"
-    print(f"perturbation: pipeline vs by hand, {args.rounds} rounds per arm, ABBA, {placement}")
+    names = ["pipeline", "hand"] + (["ssh"] if args.ssh_arm else [])
+    # Every order of the arms in turn (two arms: AB BA AB ...), so a slow drift of the machine
+    # hits each arm equally and a round's arms stay paired.
+    orders = list(itertools.permutations(names))
+    print(f"perturbation: {' vs '.join(names)}, {args.rounds} rounds per arm, arms in every "
+          f"order in turn, {placement}")  # fmt: skip
     failed = False
     tmpdir = tempfile.TemporaryDirectory(prefix="co-perturbation-")
     with tmpdir as tmp, pinned(inv, args.pin) as cpus:
+        launchers = {"hand": Nsenter(cpus), "ssh": OpenSsh()}
         for case in cases:
-            arms: dict[str, list[float]] = {"pipeline": [], "hand": []}
+            arms: dict[str, list[float]] = {name: [] for name in names}
             for i in range(args.rounds):
-                order = ("pipeline", "hand") if i % 2 == 0 else ("hand", "pipeline")
-                for arm in order:
+                for arm in orders[i % len(orders)]:
                     if arm == "pipeline":
                         value = pipeline_round(case, inv, Path(tmp), seed=i)
                     else:
-                        value = hand_round(case, inv, cpus)
+                        value = manual_round(case, inv, launchers[arm])
                     arms[arm].append(value)
-            pipe, hand = np.median(arms["pipeline"]), np.median(arms["hand"])
-            ratio = pipe / hand
-            lo, hi, lo_eq, hi_eq = ratio_interval(arms["pipeline"], arms["hand"])
-            higher_is_better = case == "throughput"
-            # the study's rule: the paired TOST and t test on the rounds' log ratios must agree
-            tost = stats.tost_log_ratio(arms["pipeline"], arms["hand"], GOAL)
-            verdict = stats.verdict(
-                ratio, lo, hi, lo_eq, hi_eq, GOAL, higher_is_better, tost.p_value,
-                diff_p=tost.diff_p,
-            )  # fmt: skip
+            verdict, line = compare(case, "pipeline", arms["pipeline"], arms["hand"])
             failed |= verdict != "equivalent"
-            unit = "us p50 RTT" if case == "latency" else "bit/s"
-            spread = {arm: np.std(v, ddof=1) / np.mean(v) for arm, v in arms.items()}
-            print(
-                f"  {case:<10} pipeline {pipe:,.5g} vs by hand {hand:,.5g} {unit}: "
-                f"ratio {ratio:.4f} [95%: {lo:.4f}, {hi:.4f}; 90%: {lo_eq:.4f}, {hi_eq:.4f}]; "
-                f"paired geometric mean {tost.ratio:.4f} [90%: {tost.lo:.4f}, {tost.hi:.4f}], "
-                f"TOST p {tost.p_value:.3f} -> {verdict} (margin +-{GOAL:.0%}); "
-                f"round-to-round CV pipeline {spread['pipeline']:.1%}, by hand {spread['hand']:.1%}"
-            )
+            also = [compare(case, "ssh", arms["ssh"], arms["hand"])[1]] if args.ssh_arm else []
             for arm, values in arms.items():
                 print(f"{'':13}{arm:<9}" + " ".join(f"{v:,.5g}" for v in values))
             print(
-                f"summary: perturbation {case}: pipeline / by hand {ratio:.4f} "
-                f"[95%: {lo:.4f}, {hi:.4f}], paired TOST p {tost.p_value:.3f}, {args.rounds} "
-                f"rounds per arm, {placement} -> {verdict} (goal: within +-{GOAL:.0%})"
+                f"summary: perturbation {case}: {'; '.join([line, *also])}; {args.rounds} "
+                f"rounds per arm, {placement} (goal: pipeline within +-{GOAL:.0%})"
             )
     return 1 if failed else 0
 
