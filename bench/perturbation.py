@@ -90,8 +90,8 @@ def pipeline_round(case: str, inv: inventory.Inventory, workdir: Path, seed: int
 
 def ratio_interval(pipeline: list[float], hand: list[float], n_boot: int = 4000):
     """95% and 90% bootstrap percentile intervals of median(pipeline) / median(hand), rounds
-    resampled whole: a round's two arms ran back to back (ABBA), so they stay paired and a
-    drift of the machine between rounds cancels."""
+    resampled whole: a round's arms ran back to back (every order in turn), so they stay
+    paired and a drift of the machine between rounds cancels."""
     rng = np.random.default_rng(0)
     a, b = np.asarray(pipeline), np.asarray(hand)
     idx = rng.integers(0, a.size, (n_boot, a.size))
