@@ -20,13 +20,13 @@ rounds, with bootstrap intervals over rounds; the verdict is the study's own rul
 ratio lies inside 0.98..1.02. "inconclusive" means this machine's round-to-round noise is too
 large for that resolution with this many rounds, not that the harness perturbs.
 
-``--pin``: in both arms the server host's processes run on CPU 0 and the client host's on CPU 1,
-like two machines. Unpinned (as the campaigns run), the scheduler now and then puts sockperf's
-server and client on the same CPU, and that round's p50 falls from ~60 us to ~6 us (a wake-up
-on the same CPU skips the cross-CPU wake-up); a few such rounds decide a 2 % test. The pipeline
-arm is pinned through the two hosts' sshds (every command a campaign sends inherits their CPU),
-the by-hand arm directly; the harness itself (Python, SSH client) stays free on both CPUs, so
-whatever it takes from the measurement still shows.
+Placement: every arm runs where a network campaign runs on the lab (pipeline/lab/cpus.py):
+the server host's processes on the first half of the CPUs, the client host's on the rest, so
+the scheduler never puts sockperf's client and server on one CPU by chance (that round's p50
+would fall from ~60 us to ~6 us). The pipeline arm's campaign applies it itself; the by-hand
+arms apply it the same way and start their processes in the hosts' cpuset groups (OpenSSH
+through the hosts' sshds, which live there). The harness itself (Python, the SSH client) stays
+free on every CPU, so whatever it takes from the measurement still shows.
 
 Needs root and the embedded lab (brought up here if it is down). Traffic stays in the lab.
 """
@@ -35,14 +35,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
 import shlex
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -56,7 +54,7 @@ from pipeline.benchmarks.base import Window  # noqa: E402
 from pipeline.benchmarks.latency import Latency  # noqa: E402
 from pipeline.benchmarks.throughput import Throughput  # noqa: E402
 from pipeline.campaign import Campaign, Profile  # noqa: E402
-from pipeline.lab import processes, sshd, topology  # noqa: E402
+from pipeline.lab import cpus  # noqa: E402
 from pipeline.modes import MODES  # noqa: E402
 
 INVENTORY = ROOT / "inventory" / "lab.yaml"
@@ -99,58 +97,20 @@ def ratio_interval(pipeline: list[float], hand: list[float], n_boot: int = 4000)
     return tuple(np.quantile(boot, [0.025, 0.975, 0.05, 0.95]))
 
 
-SERVER_CPU, CLIENT_CPU = 0, 1
-
-
-def _sshd_pid(name: str) -> int:
-    host = next(h for h in topology.SSH_HOSTS if h.name == name)
-    pid = processes.running_pid(sshd.pidfile(host), "sshd")
-    if pid is None:
-        raise RuntimeError(f"the lab's sshd on {name} is not running: python -m pipeline.lab up")
-    return pid
-
-
-@contextmanager
-def pinned(inv: inventory.Inventory, pin: bool):
-    """{host name: CPU set} for both arms; the pipeline arm's through the hosts' sshds (new
-    SSH sessions and what they start inherit it), restored afterwards. Empty: unpinned."""
-    if not pin:
-        yield {}
-        return
-    cpus = {inv.servers[0].name: {SERVER_CPU}, inv.dc_client.name: {CLIENT_CPU}}
-    every = os.sched_getaffinity(0)
-    pids = {name: _sshd_pid(name) for name in cpus}
-    try:
-        for name, pid in pids.items():
-            os.sched_setaffinity(pid, cpus[name])
-        yield cpus
-    finally:
-        for pid in pids.values():
-            os.sched_setaffinity(pid, every)
-
-
 def _netns(host: str, argv: list[str]) -> list[str]:
     return ["nsenter", f"--net=/run/netns/{host}", *argv]
-
-
-def _on(cpus: set[int] | None):
-    """preexec_fn: run the child on `cpus` (None: wherever the scheduler puts it)."""
-    return None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
 
 
 class Nsenter:
     """By hand at the machine's console: the lab host's network namespace entered directly,
     no SSH and no Python between the tool and its host."""
 
-    def __init__(self, cpus: dict[str, set[int]]):
-        self.cpus = cpus
-
     def start(self, host: inventory.Host, argv: list[str]) -> Callable[[], None]:
         proc = subprocess.Popen(
             _netns(host.name, argv),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            preexec_fn=_on(self.cpus.get(host.name)),
+            preexec_fn=lambda: cpus.join(host),
         )
 
         def stop() -> None:
@@ -165,15 +125,15 @@ class Nsenter:
             capture_output=True,
             text=True,
             timeout=timeout,
-            preexec_fn=_on(self.cpus.get(host.name)),
+            preexec_fn=lambda: cpus.join(host),
         )
         return done.stdout
 
 
 class OpenSsh:
     """By hand from a terminal: ``ssh host 'argv'`` with the OpenSSH client and the inventory's
-    key and known_hosts (host keys verified). Placement as in the pipeline arm: the hosts'
-    sshds carry it."""
+    key and known_hosts (host keys verified). Placed as the pipeline arm: the hosts' sshds
+    live in their cpuset groups."""
 
     def _ssh(self, host: inventory.Host, command: str, timeout: float) -> str:
         s = host.ssh
@@ -204,6 +164,7 @@ def manual_round(case: str, inv: inventory.Inventory, launcher: Nsenter | OpenSs
     cls, variant, profile, metric, q = CASES[case]
     bench = _one_variant(cls, variant)
     server, client = inv.servers[0], inv.dc_client  # where the native mode puts them
+    cpus.place("split")  # as Campaign.run: a network benchmark's placement, shared after
     stop = launcher.start(server, bench.server_argv(variant))
     try:
         time.sleep(1.0)  # the server binds; the pipeline's warm-up absorbs this by retrying
@@ -221,6 +182,7 @@ def manual_round(case: str, inv: inventory.Inventory, launcher: Nsenter | OpenSs
             samples = bench.parse(variant, client_run(measured), measured)
     finally:
         stop()
+        cpus.place("shared")
     values = [s.value for s in samples if s.metric == metric]
     return float(np.quantile(values, q, method="inverted_cdf"))
 
@@ -254,7 +216,6 @@ def compare(case: str, label: str, arm: list[float], hand: list[float]) -> tuple
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=40, help="rounds per arm")
-    parser.add_argument("--pin", action="store_true", help="server host on CPU 0, client on 1")
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated subset")
     parser.add_argument(
         "--ssh-arm", action="store_true",
@@ -266,7 +227,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown case(s) {sorted(unknown)}; have {', '.join(CASES)}")
     lab.up()
     inv = inventory.load(INVENTORY, known_modes=MODES)
-    placement = f"server CPU {SERVER_CPU}, client CPU {CLIENT_CPU}" if args.pin else "unpinned"
+    placed = cpus.plan("split")
+    placement = (f"server host CPU {cpus.fmt(placed[inv.servers[0].name])}, client host CPU "
+                 f"{cpus.fmt(placed[inv.dc_client.name])}")  # fmt: skip
+    if reason := cpus.unavailable():
+        placement = f"unplaced ({reason})"
     names = ["pipeline", "hand"] + (["ssh"] if args.ssh_arm else [])
     # Every order of the arms in turn (two arms: AB BA AB ...), so a slow drift of the machine
     # hits each arm equally and a round's arms stay paired.
@@ -275,8 +240,8 @@ def main(argv: list[str] | None = None) -> int:
           f"order in turn, {placement}")  # fmt: skip
     failed = False
     tmpdir = tempfile.TemporaryDirectory(prefix="co-perturbation-")
-    with tmpdir as tmp, pinned(inv, args.pin) as cpus:
-        launchers = {"hand": Nsenter(cpus), "ssh": OpenSsh()}
+    with tmpdir as tmp:
+        launchers = {"hand": Nsenter(), "ssh": OpenSsh()}
         for case in cases:
             arms: dict[str, list[float]] = {name: [] for name in names}
             for i in range(args.rounds):

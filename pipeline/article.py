@@ -1145,9 +1145,23 @@ def _duty_cycle(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list
                          "start-up)")  # fmt: skip
             lines.append(
                 f"- `{b}` (`{env}`): {d.text()} ({w.text()} s inside load windows of "
-                f"{t.text()} s wall{where})."
+                f"{t.text()} s wall{where}){_placement(data.get('placements') or [])}."
             )
     return lines
+
+
+def _placement(placements: list[dict]) -> str:
+    """The lab's CPU placement of a campaign's sessions, as a clause of its duty-cycle line."""
+    said = []
+    for p in placements:
+        if p["placement"] == "unavailable":
+            said.append(f"CPU placement not applied: {p['reason']}")
+        elif p["placement"] == "split":
+            server, client = p["cpus"]["node1"], p["cpus"]["dc-client"]
+            said.append(f"servers' hosts on CPU {server}, clients' hosts on CPU {client}")
+        else:
+            said.append("every host on every CPU")
+    return "; " + "; ".join(said) if said else ""
 
 
 def _wan(inputs: Inputs, numbers: Numbers) -> list[str]:
@@ -1328,8 +1342,11 @@ def _methods(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> str:
     blocks += _noise(inputs, numbers)
     duty = _duty_cycle(inputs, numbers, benchmarks)
     blocks.append(
-        "Duty cycle (seconds inside load windows / wall seconds of the campaign):\n\n"
-        + ("\n".join(duty) if duty else "not recorded.")
+        "Duty cycle (seconds inside load windows / wall seconds of the campaign) and, on the "
+        "embedded lab, where its hosts ran (its hosts share one machine's CPUs: a network "
+        "campaign gives the servers' and the clients' hosts disjoint CPUs, so a client never "
+        "shares its server's CPU by chance; every other campaign gives every host every "
+        "CPU):\n\n" + ("\n".join(duty) if duty else "not recorded.")
     )
     return "\n\n".join(b for b in blocks if b != "")
 

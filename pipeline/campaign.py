@@ -215,6 +215,9 @@ def duty_cycle(sessions: list[dict]) -> dict:
         total["other_s"] = total["loop_s"] - total["client_s"] - total["deploy_s"] - total["stop_s"]
     total["duty_cycle"] = total["window_s"] / total["wall_s"] if total["wall_s"] else None
     total["sessions"] = len(sessions)
+    # The lab's CPU placement of each session that recorded one (pipeline/lab/cpus.py).
+    placements = [s["placement"] for s in sessions if s.get("placement")]
+    total["placements"] = [p for i, p in enumerate(placements) if p not in placements[:i]]
     return total
 
 
@@ -311,6 +314,7 @@ class _SessionClock:
         self.phases: dict[str, float] = {}
         self.steps = 0
         self.window_s = 0.0
+        self.placement: dict | None = None  # the lab's CPU placement (Campaign._place)
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -327,6 +331,7 @@ class _SessionClock:
             "window_s": self.window_s,
             "steps": self.steps,
             **self.phases,
+            **({"placement": self.placement} if self.placement is not None else {}),
         }
 
 
@@ -373,6 +378,11 @@ class Campaign:
         self.meta = dict(meta or {})
         if "internet" not in {p for _, p, _ in self.triples}:
             self.meta.pop("wan", None)  # the WAN path is not measured: its profile is irrelevant
+        # On the lab, a network benchmark's client and server sides get disjoint CPUs
+        # (pipeline/lab/cpus.py); everything else runs with every CPU on every host.
+        self.placement = "split" if inv.lab and benchmark.kind == "network" else "shared"
+        if self.placement == "split":
+            self.meta["placement"] = "split"
         # Shared deployments change how the servers were run: part of the campaign's identity.
         groups = {t: self._server_group(*t) for t in self.triples}
         shared = len(set(groups.values())) < len(groups)
@@ -441,12 +451,14 @@ class Campaign:
                         clock = self._clock = _SessionClock()
                         try:
                             with clock.phase("prepare_s"):
+                                clock.placement = self._place()
                                 self._prepare(ctx)
                             with clock.phase("loop_s"):
                                 self._measure_all(ctx, todo, clock)
                         finally:
                             with clock.phase("cleanup_s"):
                                 self._cleanup(ctx)
+                                self._unplace()
                             self.data.save_session(clock.record())
                 except KeyboardInterrupt:
                     self.log("interrupted: cleaned up; what was measured is saved")
@@ -475,6 +487,27 @@ class Campaign:
                     f"outside their windows (SSH, tool start-up), {duty['other_s']:.0f} s other"
                 )
         return counts
+
+    def _place(self) -> dict | None:
+        """Apply the campaign's CPU placement to the lab's hosts (None off the lab)."""
+        if not self.inv.lab:
+            return None
+        from pipeline.lab import cpus
+
+        placed = cpus.place(self.placement)
+        if placed["placement"] == "unavailable":
+            self.log(f"  CPU placement {self.placement!r} not applied: {placed['reason']}")
+        else:
+            self.log(f"  CPU placement {placed['placement']}: {placed['cpus']}")
+        return placed
+
+    def _unplace(self) -> None:
+        """After a split campaign, every host gets every CPU again (a person exploring the lab,
+        and whatever runs next without a placement of its own)."""
+        if self.inv.lab and self.placement == "split":
+            from pipeline.lab import cpus
+
+            cpus.place("shared")
 
     def _prepare(self, ctx: Context) -> None:
         hosts = self._hosts()

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pipeline.lab import (
+    cpus,
     dockerd,
     emulator,
     mounts,
@@ -113,6 +114,10 @@ def up(wan: WanProfile | None = None) -> None:
         ensure_emulator(wan)
         with component("rootless setup", f"see {rootless.DOCKERD_LOG}; {RECOVER_HINT}"):
             rootless.ensure()
+        with component("CPU placement groups", RECOVER_HINT):
+            reason = cpus.ensure()  # each host's processes in its cpuset group
+        if reason:
+            log.warning("CPU placement unavailable (network campaigns run unplaced): %s", reason)
 
 
 def ensure_dockerds() -> set[Host]:
@@ -172,6 +177,7 @@ def down() -> None:
             rootless.remove()
         with component("lab mounts"):
             mounts.unmount_all()
+            cpus.release()
             mounts.remove_cgroups()
         with component("lab network"):
             network.remove_network()

@@ -7,6 +7,7 @@ the lab). Run with `pytest -m lab tests/integration/test_lab.py -s` to see the t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -21,6 +22,7 @@ import paramiko
 import pytest
 
 from pipeline.lab import RUN_DIR, STATE_DIR, WanProfile, down, status, up
+from pipeline.lab import cpus as lab_cpus
 from pipeline.lab import dockerd as lab_dockerd
 from pipeline.lab import network as lab_network
 from pipeline.lab import sshd as lab_sshd
@@ -254,6 +256,64 @@ def test_overlay_carries_traffic_from_node3_to_node2(iperf3_image):
 def test_dc_client_dials_a_bridge_container_directly(iperf3_image):
     result = iperf3_pair(NODES[0], None, "bridge")
     assert result["end"]["sum_received"]["bytes"] > 0
+
+
+def _allowed(pid: int) -> str:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            return line.split()[1]
+    raise AssertionError(f"no Cpus_allowed_list for {pid}")
+
+
+@pytest.mark.skipif(lab_cpus.unavailable() is not None, reason="no cgroup v1 cpuset here")
+def test_network_placement_splits_the_hosts_cpus_and_shared_restores_them(iperf3_image):
+    """A network campaign's "split": every process of the server side (SSH sessions, dockerd,
+    a container started before and one started after) on the first CPUs, the client side's on
+    the rest; "shared" gives everything every CPU again. Podman's parent cgroup follows node1
+    (a child cgroup stands in for a podman container's)."""
+    every = lab_cpus.fmt(lab_cpus.machine_cpus())
+    server, client = lab_cpus.plan("split")["node1"], lab_cpus.plan("split")["dc-client"]
+    assert server and client and not set(server) & set(client)
+    server, client = lab_cpus.fmt(server), lab_cpus.fmt(client)
+    dockerd_pid = int(lab_dockerd.pidfile(NODES[0]).read_text())
+    pods = lab_cpus.PODMAN_PARENT / f"lab-test-{uuid.uuid4().hex[:8]}"
+    before = f"lab-test-{uuid.uuid4().hex[:8]}"
+    after = f"lab-test-{uuid.uuid4().hex[:8]}"
+
+    def container_pid(name: str) -> int:
+        return int(node_docker(NODES[0], "inspect", name, "--format", "{{.State.Pid}}"))
+
+    def run(name: str) -> int:
+        node_docker(NODES[0], "run", "-d", "--name", name, "--label", TEST_LABEL,
+                    IMAGE, "iperf3", "-s")  # fmt: skip
+        return container_pid(name)
+
+    try:
+        assert lab_cpus.place("shared")["placement"] == "shared"
+        early = run(before)
+        assert _allowed(early) == every
+        lab_cpus._make(pods)
+        assert lab_cpus.place("split") == {
+            "placement": "split",
+            "cpus": {h.name: server if h.is_node else client for h in SSH_HOSTS},
+        }
+        for host in SSH_HOSTS:
+            want = server if host.is_node else client
+            assert ssh_run(host, "grep Cpus_allowed_list /proc/self/status").split()[1] == want
+        assert _allowed(dockerd_pid) == server
+        assert _allowed(early) == server, "a container started before moves too"
+        assert _allowed(run(after)) == server
+        assert (pods / "cpuset.cpus").read_text().strip() == server
+        lab_cpus.place("shared")
+        assert ssh_run(NODES[0], "grep Cpus_allowed_list /proc/self/status").split()[1] == every
+        assert ssh_run(DC_CLIENT, "grep Cpus_allowed_list /proc/self/status").split()[1] == every
+        assert _allowed(early) == _allowed(container_pid(after)) == every
+        assert (pods / "cpuset.cpus").read_text().strip() == every
+    finally:
+        remove_test_containers()
+        with contextlib.suppress(FileNotFoundError):
+            pods.rmdir()
+        lab_cpus.place("shared")
 
 
 def test_wan_path_adds_the_configured_delay(lab):

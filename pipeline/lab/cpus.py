@@ -1,0 +1,221 @@
+"""Which CPUs the lab's hosts run on: cpuset cgroups (cgroup v1).
+
+The lab's hosts share this machine's CPUs. Left to the scheduler, a network benchmark's client
+and server now and then land on one CPU, and that measurement differs from the rest (sockperf
+p50 ~6 us instead of ~60, iperf3 ~9.4 instead of ~18 Gbit/s on 2 cores): a few such runs decide
+a comparison. So a network campaign gives the server side (the nodes) and the client side
+(dc-client, inet-client) disjoint CPUs, like separate machines: placement "split". Every other
+campaign gives every host every CPU ("shared"), so a host benchmark's allthreads variant and a
+scenario's engines see them all. The local path's client runs on the server host, so in
+"split" it shares the server's CPUs, as on a one-socket machine with that many cores.
+
+Each SSH host's processes (its sshd and what SSH sessions start, a node's dockerd, containerd
+and shims, the rootless dockerd) live in the cpuset cgroup ``<CGROUP_PARENT>/<host>``. A rootful
+docker container's cgroup lies below its node's (dockerd's ``--cgroup-parent``), rootless
+containers stay in their engine's cgroup, rootful podman's go under podman's own
+``libpod_parent``, which follows node1 (the only host running podman). The WAN emulator (the
+Internet between the sides) stays on every CPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from pathlib import Path
+
+from pipeline.lab import processes
+from pipeline.lab.commands import LabError
+from pipeline.lab.topology import CGROUP_PARENT, DC_CLIENT, INET_CLIENT, MANAGER, NODES, SSH_HOSTS
+
+CPUSET = Path("/sys/fs/cgroup/cpuset")
+LAB = CPUSET / CGROUP_PARENT
+PODMAN_PARENT = CPUSET / "libpod_parent"  # rootful podman's parent cgroup with cgroupfs
+SERVER_SIDE = NODES
+CLIENT_SIDE = (DC_CLIENT, INET_CLIENT)
+PLACEMENTS = ("split", "shared")
+
+
+def parse(text: str) -> list[int]:
+    """A cpuset list ("0-2,4") as sorted CPU numbers."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return sorted(cpus)
+
+
+def fmt(cpus: list[int]) -> str:
+    """CPU numbers as the kernel lists them ("0-2,4")."""
+    runs: list[list[int]] = []
+    for cpu in sorted(cpus):
+        if runs and cpu == runs[-1][1] + 1:
+            runs[-1][1] = cpu
+        else:
+            runs.append([cpu, cpu])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def unavailable() -> str | None:
+    """Why placement cannot be applied here, or None."""
+    if not (CPUSET / "cpuset.cpus").is_file():
+        return f"no cgroup v1 cpuset hierarchy at {CPUSET} (cgroup v2 is not supported)"
+    if len(machine_cpus()) < 2:
+        return "one CPU: nothing to split"
+    return None
+
+
+def machine_cpus() -> list[int]:
+    return parse((CPUSET / "cpuset.effective_cpus").read_text())
+
+
+def group(host) -> Path:
+    return LAB / host.name
+
+
+def _write(path: Path, value: str) -> None:
+    try:
+        path.write_text(value)
+    except FileNotFoundError:
+        pass  # a container's cgroup removed meanwhile
+    except OSError as exc:
+        if exc.errno != errno.ENOENT:
+            raise LabError(f"cannot write {value!r} to {path}: {exc.strerror}") from exc
+
+
+def _make(path: Path) -> None:
+    """A cpuset cgroup with every CPU and the machine's memory nodes (v1 starts them empty)."""
+    path.mkdir(exist_ok=True)
+    for name in ("cpuset.cpus", "cpuset.mems"):
+        if not (path / name).read_text().strip():
+            _write(path / name, (CPUSET / name).read_text().strip())
+
+
+def _tree(root: Path) -> list[Path]:
+    """The cgroup and every cgroup below it, parents first."""
+    return [Path(d) for d, _, _ in os.walk(root)]
+
+
+def _set_tree(root: Path, cpus: list[int]) -> None:
+    """Put a cgroup and everything below it on `cpus`. In v1 a child's CPUs must lie within its
+    parent's: first every CPU, parents first, then the target, children first."""
+    groups = _tree(root)
+    every = fmt(machine_cpus())
+    for path in groups:
+        _write(path / "cpuset.cpus", every)
+    for path in reversed(groups):
+        _write(path / "cpuset.cpus", fmt(cpus))
+
+
+def _parents() -> dict[int, int]:
+    found = {}
+    for pid in processes.all_pids():
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            found[pid] = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    return found
+
+
+def _cpuset_of(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/cpuset").read_text().strip()
+    except OSError:
+        return None
+
+
+def adopt() -> dict[str, int]:
+    """Move each SSH host's processes still in the root cpuset (started before the host had
+    its group, or by an older lab) into the host's group: those in the host's network
+    namespace and their descendants (the rootless dockerd runs in a namespace of its own).
+    Container processes already sit in a cgroup of their engine and stay there. Returns the
+    number moved per host."""
+    parents = _parents()
+    moved = {}
+    for host in SSH_HOSTS:
+        try:
+            inode = os.stat(host.netns).st_ino
+        except OSError:
+            continue
+        members = {p for p in parents if processes.netns_inode(p) == inode}
+        grown = True
+        while grown:  # descendants, whatever their namespace
+            more = {p for p, parent in parents.items() if parent in members} - members
+            members |= more
+            grown = bool(more)
+        count = 0
+        for pid in sorted(members):
+            if _cpuset_of(pid) == "/":
+                with contextlib.suppress(ProcessLookupError, FileNotFoundError):
+                    (group(host) / "cgroup.procs").write_text(str(pid))
+                    count += 1
+        moved[host.name] = count
+    return moved
+
+
+def ensure() -> str | None:
+    """Create the hosts' groups and move their processes in; None, or why not possible."""
+    reason = unavailable()
+    if reason:
+        return reason
+    try:
+        _make(LAB)
+        for host in SSH_HOSTS:
+            _make(group(host))
+        adopt()
+    except OSError as exc:
+        raise LabError(f"cannot set up the hosts' cpuset groups under {LAB}: {exc}") from exc
+    return None
+
+
+def plan(placement: str) -> dict[str, list[int]]:
+    """Host name -> CPUs for a placement: "split" puts the server side on the first half of the
+    machine's CPUs and the client side on the rest; "shared" gives every host all of them."""
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
+    every = machine_cpus()
+    if placement == "shared":
+        return {h.name: every for h in SSH_HOSTS}
+    half = len(every) // 2
+    cpus = {h.name: every[:half] for h in SERVER_SIDE}
+    cpus |= {h.name: every[half:] for h in CLIENT_SIDE}
+    return cpus
+
+
+def place(placement: str) -> dict:
+    """Apply a placement to the lab's hosts (their processes and containers, now and later).
+    Returns what a campaign records: {"placement": ..., "cpus": {host: "0"}}, or
+    {"placement": "unavailable", "reason": ...} where it cannot be applied (the campaign then
+    runs wherever the scheduler puts it)."""
+    reason = ensure()
+    if reason:
+        return {"placement": "unavailable", "reason": reason}
+    cpus = plan(placement)
+    for host in SSH_HOSTS:
+        _set_tree(group(host), cpus[host.name])
+    if PODMAN_PARENT.is_dir() or placement == "split":
+        _make(PODMAN_PARENT)
+        _set_tree(PODMAN_PARENT, cpus[MANAGER.name])
+    return {"placement": placement, "cpus": {name: fmt(c) for name, c in cpus.items()}}
+
+
+def current() -> dict[str, str]:
+    """Host name -> the CPUs its group has now (empty where there is no group)."""
+    found = {}
+    for host in SSH_HOSTS:
+        with contextlib.suppress(OSError):
+            found[host.name] = (group(host) / "cpuset.cpus").read_text().strip()
+    return found
+
+
+def release() -> None:
+    """On down: podman's parent cgroup outlives the lab; give it every CPU again."""
+    if unavailable() is None and PODMAN_PARENT.is_dir():
+        _set_tree(PODMAN_PARENT, machine_cpus())
+
+
+def join(host) -> None:
+    """preexec_fn: put the calling (child) process into the host's group, as if an SSH session
+    on the host had started it."""
+    if unavailable() is None:
+        (group(host) / "cgroup.procs").write_text(str(os.getpid()))
