@@ -305,6 +305,18 @@ def _renumber(samples: list) -> list:
     ]
 
 
+def _server_cpus(ctx: Context, deployment: Deployment, workload: Workload) -> str:
+    """The CPUs the server's processes may run on (their affinity), as the kernel lists them,
+    distinct values space-separated: where the lab's placement put them, or any CPU."""
+    name = Path(workload.argv[0]).name
+    script = (
+        f"for p in $(pgrep -x {shlex.quote(name)}); do "
+        "sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$p/status; done | sort -u"
+    )
+    out = ctx.pool[deployment.server.name].run(script, check=False, timeout=30).stdout
+    return " ".join(out.split()) or f"no {name} process found"
+
+
 class _SessionClock:
     """Where one collection session's wall time goes, for the campaign's duty cycle."""
 
@@ -629,7 +641,15 @@ class Campaign:
         workload = self._workload(step)
         host_kind = self.benchmark.kind == "host"
         start = partial(mode.foreground if host_kind else mode.start, ctx, workload)
-        return self._timed("deploy_s", start)
+        deployment = self._timed("deploy_s", start)
+        if not host_kind:
+            try:
+                cpus = self._timed("deploy_s", partial(_server_cpus, ctx, deployment, workload))
+            except Exception:
+                self._timed("stop_s", deployment.stop)
+                raise
+            deployment.notes["server_cpus"] = cpus
+        return deployment
 
     def _measure(self, ctx: Context, step: Step, keep: bool = False) -> tuple[list[dict], dict]:
         """One step. ``keep``: the next step shares this step's server, so it stays running

@@ -9,6 +9,7 @@ import pytest
 
 from pipeline import inventory, schema
 from pipeline.campaign import Profile, collect
+from pipeline.lab import cpus
 from pipeline.modes import MODES, Context
 from pipeline.modes.base import leftovers
 from pipeline.remote import Pool
@@ -26,6 +27,10 @@ BACKENDS = {
 }
 
 
+def inv_server() -> str:
+    return inventory.load(INVENTORY, known_modes=MODES).servers[0].name
+
+
 @pytest.fixture(scope="module", autouse=True)
 def needs_root():
     if os.geteuid() != 0:
@@ -40,6 +45,10 @@ def test_mode_runs_next_to_native_and_leaves_nothing(tmp_path, mode):
     mine = runs[runs["mode"] == mode]
     assert set(mine["path"]) == set(MODES[mode].paths) & {"dc", "local"}
     assert (mine["status"] == "ok").all(), mine[["path", "variant", "status", "reason"]]
+    # a network campaign's placement, seen on the server's own processes in every engine
+    server_cpus = cpus.fmt(cpus.plan("split")[inv_server()])
+    for notes in map(json.loads, runs["notes"]):
+        assert notes["placement"] == "split" and notes["server_cpus"] == server_cpus, notes
     for notes in map(json.loads, mine["notes"]):
         if mode == "swarm-overlay-mtu":
             assert int(notes["overlay_mtu"]) == int(notes["underlay_mtu"]) - 50

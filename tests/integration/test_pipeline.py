@@ -25,6 +25,7 @@ import pytest
 from pipeline import schema
 from pipeline.benchmarks.throughput import Throughput
 from pipeline.campaign import plan
+from pipeline.lab import cpus
 from pipeline.modes import MODES, NETWORK_MODES, STUDY_MODES
 from pipeline.modes.base import LABEL, PID_DIR
 from tests.integration.lab_campaign import (
@@ -103,6 +104,9 @@ def test_smoke_repro_measures_every_mode(workdir):
 
     ok = runs[runs.status == "ok"]
     assert ok["binary_sha256"].str.fullmatch(r"[0-9a-f]{64}").all()
+    if cpus.unavailable() is None:  # every engine's server ran on the server side's CPUs
+        where = {(n["placement"], n["server_cpus"]) for n in ok["notes"].map(json.loads)}
+        assert where == {("split", cpus.fmt(cpus.plan("split")["node1"]))}, where
     containers = ok[ok["image"].notna()]  # pasta runs the host binary in pasta's namespace
     assert set(containers["mode"]) >= {"docker-host", "podman", "rootless-docker"}
     assert containers["image_digest"].str.fullmatch(r"(sha256:)?[0-9a-f]{64}").all()
