@@ -109,14 +109,6 @@ def _set_tree(root: Path, cpus: list[int]) -> None:
         _write(path / "cpuset.cpus", fmt(cpus))
 
 
-def _parents() -> dict[int, int]:
-    found = {}
-    for pid in processes.all_pids():
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            found[pid] = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    return found
-
-
 def _cpuset_of(pid: int) -> str | None:
     try:
         return Path(f"/proc/{pid}/cpuset").read_text().strip()
@@ -124,33 +116,29 @@ def _cpuset_of(pid: int) -> str | None:
         return None
 
 
-def adopt() -> dict[str, int]:
+def adopt() -> None:
     """Move each SSH host's processes still in the root cpuset (started before the host had
     its group, or by an older lab) into the host's group: those in the host's network
     namespace and their descendants (the rootless dockerd runs in a namespace of its own).
-    Container processes already sit in a cgroup of their engine and stay there. Returns the
-    number moved per host."""
-    parents = _parents()
-    moved = {}
+    Container processes already sit in a cgroup of their engine and stay there."""
+    pids = processes.all_pids()
+    parents = {p: processes.parent(p) for p in pids}
+    inodes = {p: processes.netns_inode(p) for p in pids}
     for host in SSH_HOSTS:
         try:
             inode = os.stat(host.netns).st_ino
         except OSError:
             continue
-        members = {p for p in parents if processes.netns_inode(p) == inode}
+        members = {p for p, i in inodes.items() if i == inode}
         grown = True
         while grown:  # descendants, whatever their namespace
             more = {p for p, parent in parents.items() if parent in members} - members
             members |= more
             grown = bool(more)
-        count = 0
         for pid in sorted(members):
             if _cpuset_of(pid) == "/":
                 with contextlib.suppress(ProcessLookupError, FileNotFoundError):
                     (group(host) / "cgroup.procs").write_text(str(pid))
-                    count += 1
-        moved[host.name] = count
-    return moved
 
 
 def ensure() -> str | None:

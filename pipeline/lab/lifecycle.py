@@ -206,12 +206,9 @@ def stop_processes() -> None:
 def ancestors() -> set[int]:
     """Our own process and its parents, which may mention lab paths in their command line."""
     pids, pid = set(), os.getpid()
-    while pid > 1:
+    while pid and pid > 1:
         pids.add(pid)
-        try:
-            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
+        pid = processes.parent(pid)
     return pids
 
 
