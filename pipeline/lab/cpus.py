@@ -3,11 +3,12 @@
 The lab's hosts share this machine's CPUs. Left to the scheduler, a network benchmark's client
 and server now and then land on one CPU, and that measurement differs from the rest (sockperf
 p50 ~6 us instead of ~60, iperf3 ~9.4 instead of ~18 Gbit/s on 2 cores): a few such runs decide
-a comparison. So a network campaign gives the server side (the nodes) and the client side
-(dc-client, inet-client) disjoint CPUs, like separate machines: placement "split". Every other
-campaign gives every host every CPU ("shared"), so a host benchmark's allthreads variant and a
-scenario's engines see them all. The local path's client runs on the server host, so in
-"split" it shares the server's CPUs, as on a one-socket machine with that many cores.
+a comparison. So a network campaign gives the server's host (node1) and the clients' hosts
+(dc-client, inet-client, and node2, where the overlay modes run their client container)
+disjoint CPUs, like separate machines: placement "split". Every other campaign gives every
+host every CPU ("shared"), so a host benchmark's allthreads variant and a scenario's engines
+see them all. The local path's client runs on the server's host, so in "split" it shares the
+server's CPUs (one, on 2 cores).
 
 Each SSH host's processes (its sshd and what SSH sessions start, a node's dockerd, containerd
 and shims, the rootless dockerd) live in the cpuset cgroup ``<CGROUP_PARENT>/<host>``. A rootful
@@ -26,13 +27,16 @@ from pathlib import Path
 
 from pipeline.lab import processes
 from pipeline.lab.commands import LabError
-from pipeline.lab.topology import CGROUP_PARENT, DC_CLIENT, INET_CLIENT, MANAGER, NODES, SSH_HOSTS
+from pipeline.lab.topology import CGROUP_PARENT, MANAGER, SSH_HOSTS
 
 CPUSET = Path("/sys/fs/cgroup/cpuset")
 LAB = CPUSET / CGROUP_PARENT
 PODMAN_PARENT = CPUSET / "libpod_parent"  # rootful podman's parent cgroup with cgroupfs
-SERVER_SIDE = NODES
-CLIENT_SIDE = (DC_CLIENT, INET_CLIENT)
+# Every network benchmark's server runs on the inventory's first server (inventory/lab.yaml:
+# node1, the Swarm manager; swarm-ingress pins its task there). Clients run on dc-client,
+# inet-client, node2 (the overlay modes' client container) and node1 itself (the local path).
+SERVER_SIDE = (MANAGER,)
+CLIENT_SIDE = tuple(h for h in SSH_HOSTS if h not in SERVER_SIDE)
 PLACEMENTS = ("split", "shared")
 
 
@@ -157,8 +161,9 @@ def ensure() -> str | None:
 
 
 def plan(placement: str) -> dict[str, list[int]]:
-    """Host name -> CPUs for a placement: "split" puts the server side on the first half of the
-    machine's CPUs and the client side on the rest; "shared" gives every host all of them."""
+    """Host name -> CPUs for a placement: "split" puts the server's host on the first half of
+    the machine's CPUs and every other host on the rest; "shared" gives every host all of
+    them."""
     if placement not in PLACEMENTS:
         raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
     every = machine_cpus()

@@ -267,10 +267,10 @@ def _allowed(pid: int) -> str:
 
 @pytest.mark.skipif(lab_cpus.unavailable() is not None, reason="no cgroup v1 cpuset here")
 def test_network_placement_splits_the_hosts_cpus_and_shared_restores_them(iperf3_image):
-    """A network campaign's "split": every process of the server side (SSH sessions, dockerd,
-    a container started before and one started after) on the first CPUs, the client side's on
-    the rest; "shared" gives everything every CPU again. Podman's parent cgroup follows node1
-    (a child cgroup stands in for a podman container's)."""
+    """A network campaign's "split": every process of the server's host (SSH sessions,
+    dockerd, a container started before and one started after) on the first CPUs, every other
+    host's on the rest; "shared" gives everything every CPU again. Podman's parent cgroup
+    follows node1 (a child cgroup stands in for a podman container's)."""
     every = lab_cpus.fmt(lab_cpus.machine_cpus())
     server, client = lab_cpus.plan("split")["node1"], lab_cpus.plan("split")["dc-client"]
     assert server and client and not set(server) & set(client)
@@ -295,10 +295,10 @@ def test_network_placement_splits_the_hosts_cpus_and_shared_restores_them(iperf3
         lab_cpus._make(pods)
         assert lab_cpus.place("split") == {
             "placement": "split",
-            "cpus": {h.name: server if h.is_node else client for h in SSH_HOSTS},
+            "cpus": {h.name: server if h == NODES[0] else client for h in SSH_HOSTS},
         }
         for host in SSH_HOSTS:
-            want = server if host.is_node else client
+            want = server if host == NODES[0] else client
             assert ssh_run(host, "grep Cpus_allowed_list /proc/self/status").split()[1] == want
         assert _allowed(dockerd_pid) == server
         assert _allowed(early) == server, "a container started before moves too"
