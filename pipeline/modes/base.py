@@ -168,6 +168,29 @@ def server_host(ctx: Context) -> Host:
     return ctx.inventory.servers[0]
 
 
+# `docker run` exits 125 when the daemon could not run the container at all (the tool never
+# started). Attaching a container to an attachable overlay network on a worker sometimes fails
+# that way ("attaching to network failed ... context deadline exceeded", moby/moby#41841):
+# the overlay modes' client containers try up to this many times, 2 s apart.
+ATTACH_ATTEMPTS = 3
+
+
+def overlay_client(ctx: Context, network: str, image: str) -> Callable[[list[str]], str]:
+    """``wrap_client`` for a client container on an overlay network: ``docker run --rm``,
+    run again (bounded) when Docker itself failed to start it, never when the tool ran."""
+
+    def in_container(argv: list[str]) -> str:
+        run = shlex.join(["docker", "run", "--rm", "--network", network,
+                          "--label", f"{LABEL}={ctx.campaign}", image, *argv])  # fmt: skip
+        return (
+            f"i=1; while :; do {run}; rc=$?; "
+            f'if [ "$rc" -ne 125 ] || [ "$i" -ge {ATTACH_ATTEMPTS} ]; then exit "$rc"; fi; '
+            "i=$((i + 1)); sleep 2; done"
+        )
+
+    return in_container
+
+
 def container_name(ctx: Context, mode: str, workload: Workload) -> str:
     return f"co-{ctx.campaign[:10]}-{workload.name}-{mode}"
 

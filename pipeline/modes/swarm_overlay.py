@@ -4,10 +4,7 @@ The client runs in a container on the second server node, so the traffic crosses
 inside the overlay, as service-to-service traffic does in a Swarm.
 """
 
-import shlex
-
 from pipeline.modes.base import (
-    LABEL,
     Context,
     Deployment,
     Mode,
@@ -16,6 +13,7 @@ from pipeline.modes.base import (
     container_name,
     docker_run,
     ensure_network,
+    overlay_client,
     remove_container,
     server_host,
 )
@@ -62,28 +60,11 @@ class SwarmOverlay(Mode):
             workload.argv,
         )
         address = container_address(ctx, host, name, NETWORK)
-        image = ctx.image(client).tag
-
-        def in_container(argv: list[str]) -> str:
-            return shlex.join(
-                [
-                    "docker",
-                    "run",
-                    "--rm",
-                    "--network",
-                    NETWORK,
-                    "--label",
-                    f"{LABEL}={ctx.campaign}",
-                    image,
-                    *argv,
-                ]
-            )
-
         return Deployment(
             server=host,
             address=address,
             client=client,
-            wrap_client=in_container,
+            wrap_client=overlay_client(ctx, NETWORK, ctx.image(client).tag),
             stop=remove_container(ctx, host, name),
             image=ctx.image(host),
         )

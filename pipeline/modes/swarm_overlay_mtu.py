@@ -10,10 +10,8 @@ than the underlay (1400 on a 1500-byte underlay, where swarm-overlay's default g
 """
 
 import re
-import shlex
 
 from pipeline.modes.base import (
-    LABEL,
     Context,
     Deployment,
     Mode,
@@ -23,6 +21,7 @@ from pipeline.modes.base import (
     docker_run,
     ensure_network,
     host_interface,
+    overlay_client,
     remove_container,
     server_host,
 )
@@ -75,18 +74,11 @@ class SwarmOverlayMtu(Mode):
         except Exception:
             stop()
             raise
-        image = ctx.image(client).tag
-
-        def in_container(argv: list[str]) -> str:
-            label = f"{LABEL}={ctx.campaign}"
-            return shlex.join(["docker", "run", "--rm", "--network", network, "--label", label,
-                               image, *argv])  # fmt: skip
-
         return Deployment(
             server=host,
             address=address,
             client=client,
-            wrap_client=in_container,
+            wrap_client=overlay_client(ctx, network, ctx.image(client).tag),
             stop=stop,
             image=ctx.image(host),
             notes={
