@@ -307,11 +307,14 @@ def _renumber(samples: list) -> list:
 
 def _server_cpus(ctx: Context, deployment: Deployment, workload: Workload) -> str:
     """The CPUs the server's processes may run on (their affinity), as the kernel lists them,
-    distinct values space-separated: where the lab's placement put them, or any CPU."""
-    name = Path(workload.argv[0]).name
+    distinct values space-separated: where the lab's placement put them, or any CPU. A container
+    engine may return a moment before the tool has replaced the runtime's init process: look
+    for up to 2 s."""
+    name = shlex.quote(Path(workload.argv[0]).name)
     script = (
-        f"for p in $(pgrep -x {shlex.quote(name)}); do "
-        "sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$p/status; done | sort -u"
+        f"for i in $(seq 20); do pids=$(pgrep -x {name}) && break; sleep 0.1; done; "
+        "for p in $pids; do sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$p/status; "
+        "done | sort -u"
     )
     out = ctx.pool[deployment.server.name].run(script, check=False, timeout=30).stdout
     return " ".join(out.split()) or f"no {name} process found"
