@@ -182,10 +182,10 @@ def overlay_client(ctx: Context, network: str, image: str) -> Callable[[list[str
     def in_container(argv: list[str]) -> str:
         run = shlex.join(["docker", "run", "--rm", "--network", network,
                           "--label", f"{LABEL}={ctx.campaign}", image, *argv])  # fmt: skip
-        return (
-            f"i=1; while :; do {run}; rc=$?; "
+        return (  # a subshell: the command composes like a simple one (`... 2>&1`)
+            f"(i=1; while :; do {run}; rc=$?; "
             f'if [ "$rc" -ne 125 ] || [ "$i" -ge {ATTACH_ATTEMPTS} ]; then exit "$rc"; fi; '
-            "i=$((i + 1)); sleep 2; done"
+            "i=$((i + 1)); sleep 2; done)"
         )
 
     return in_container

@@ -20,7 +20,7 @@ echo "tool output"; exit "$TOOL_EXIT"
 """
 
 
-def _run(tmp_path: Path, fails: int, tool_exit: int = 0):
+def _run(tmp_path: Path, fails: int, tool_exit: int = 0, then: str = ""):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "docker").write_text(STAND_IN)
@@ -32,7 +32,7 @@ def _run(tmp_path: Path, fails: int, tool_exit: int = 0):
     command = wrap(["iperf3", "--client", "10.201.1.2", "--title", "it's quoted"])
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "STATE": str(state),
            "CALLS": str(calls), "FAILS": str(fails), "TOOL_EXIT": str(tool_exit)}  # fmt: skip
-    done = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True,
+    done = subprocess.run(["bash", "-c", command + then], env=env, capture_output=True, text=True,
                           timeout=30)  # fmt: skip
     return done, calls.read_text().splitlines()
 
@@ -55,3 +55,9 @@ def test_attach_retries_are_bounded_and_the_error_is_kept(tmp_path):
 def test_a_tool_that_ran_is_never_run_again(tmp_path, tool_exit):
     done, calls = _run(tmp_path, fails=0, tool_exit=tool_exit)
     assert done.returncode == tool_exit and len(calls) == 1
+
+
+def test_the_command_composes_like_a_simple_one(tmp_path):
+    done, calls = _run(tmp_path, fails=1, tool_exit=1, then=" 2>&1; echo after $?")
+    assert done.stdout.splitlines()[-1] == "after 1" and len(calls) == 2
+    assert "attaching to network failed" in done.stdout  # the redirection applied to it all
