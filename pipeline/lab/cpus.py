@@ -21,7 +21,6 @@ Internet between the sides) stays on every CPU.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 from pathlib import Path
 
@@ -85,8 +84,7 @@ def _write(path: Path, value: str) -> None:
     except FileNotFoundError:
         pass  # a container's cgroup removed meanwhile
     except OSError as exc:
-        if exc.errno != errno.ENOENT:
-            raise LabError(f"cannot write {value!r} to {path}: {exc.strerror}") from exc
+        raise LabError(f"cannot write {value!r} to {path}: {exc.strerror}") from exc
 
 
 def _make(path: Path) -> None:
@@ -190,15 +188,6 @@ def place(placement: str) -> dict:
         _make(PODMAN_PARENT)
         _set_tree(PODMAN_PARENT, cpus[MANAGER.name])
     return {"placement": placement, "cpus": {name: fmt(c) for name, c in cpus.items()}}
-
-
-def current() -> dict[str, str]:
-    """Host name -> the CPUs its group has now (empty where there is no group)."""
-    found = {}
-    for host in SSH_HOSTS:
-        with contextlib.suppress(OSError):
-            found[host.name] = (group(host) / "cpuset.cpus").read_text().strip()
-    return found
 
 
 def release() -> None:
