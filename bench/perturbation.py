@@ -20,13 +20,13 @@ rounds, with bootstrap intervals over rounds; the verdict is the study's own rul
 ratio lies inside 0.98..1.02. "inconclusive" means this machine's round-to-round noise is too
 large for that resolution with this many rounds, not that the harness perturbs.
 
-Placement: every arm runs where a network campaign runs on the lab (pipeline/lab/cpus.py):
-the server host's processes on the first half of the CPUs, the client host's on the rest, so
-the scheduler never puts sockperf's client and server on one CPU by chance (that round's p50
-would fall from ~60 us to ~6 us). The pipeline arm's campaign applies it itself; the by-hand
-arms apply it the same way and start their processes in the hosts' cpuset groups (OpenSSH
-through the hosts' sshds, which live there). The harness itself (Python, the SSH client) stays
-free on every CPU, so whatever it takes from the measurement still shows.
+Placement: every arm runs with the lab's "split" placement (pipeline/lab/cpus.py, a campaign
+option): the server host's processes on the first half of the CPUs, the client host's on the
+rest, so the scheduler never puts sockperf's client and server on one CPU by chance (that
+round's p50 would fall from ~60 us to ~6 us). The pipeline arm's campaign applies it itself;
+the by-hand arms apply it the same way and start their processes in the hosts' cpuset groups
+(OpenSSH through the hosts' sshds, which live there). The harness itself (Python, the SSH
+client) stays free on every CPU, so whatever it takes from the measurement still shows.
 
 Needs root and the embedded lab (brought up here if it is down). Traffic stays in the lab.
 """
@@ -76,7 +76,8 @@ def pipeline_round(case: str, inv: inventory.Inventory, workdir: Path, seed: int
     cls, variant, profile, metric, q = CASES[case]
     bench = _one_variant(cls, variant)
     out = workdir / f"{case}-{seed}"
-    campaign = Campaign(bench, inv, profile, out, seed, ["native"], lambda _: None, ("dc",))
+    campaign = Campaign(bench, inv, profile, out, seed, ["native"], lambda _: None, ("dc",),
+                        placement="split")  # fmt: skip
     campaign.run()
     samples = schema.read_samples(out / "samples.parquet")
     runs = pq.read_table(out / "runs.parquet").to_pandas()
@@ -164,7 +165,7 @@ def manual_round(case: str, inv: inventory.Inventory, launcher: Nsenter | OpenSs
     cls, variant, profile, metric, q = CASES[case]
     bench = _one_variant(cls, variant)
     server, client = inv.servers[0], inv.dc_client  # where the native mode puts them
-    cpus.place("split")  # as Campaign.run: a network benchmark's placement, shared after
+    cpus.place("split")  # as Campaign.run with placement="split": shared again after
     stop = launcher.start(server, bench.server_argv(variant))
     try:
         time.sleep(1.0)  # the server binds; the pipeline's warm-up absorbs this by retrying
