@@ -1343,10 +1343,10 @@ def _methods(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> str:
     duty = _duty_cycle(inputs, numbers, benchmarks)
     blocks.append(
         "Duty cycle (seconds inside load windows / wall seconds of the campaign) and, on the "
-        "embedded lab, where its hosts ran (its hosts share one machine's CPUs: a network "
-        "campaign gives the servers' and the clients' hosts disjoint CPUs, so a client never "
-        "shares its server's CPU by chance; every other campaign gives every host every "
-        "CPU):\n\n" + ("\n".join(duty) if duty else "not recorded.")
+        "embedded lab, where its hosts ran (they share one machine's CPUs: \"every host on "
+        'every CPU" leaves a client and its server to the scheduler, which now and then puts '
+        "them on one CPU; a split placement gives the server's host and the clients' hosts "
+        "disjoint CPUs):\n\n" + ("\n".join(duty) if duty else "not recorded.")
     )
     return "\n\n".join(b for b in blocks if b != "")
 

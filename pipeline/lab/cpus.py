@@ -3,12 +3,12 @@
 The lab's hosts share this machine's CPUs. Left to the scheduler, a network benchmark's client
 and server now and then land on one CPU, and that measurement differs from the rest (sockperf
 p50 ~6 us instead of ~60, iperf3 ~9.4 instead of ~18 Gbit/s on 2 cores): a few such runs decide
-a comparison. So a network campaign gives the server's host (node1) and the clients' hosts
-(dc-client, inet-client, and node2, where the overlay modes run their client container)
-disjoint CPUs, like separate machines: placement "split". Every other campaign gives every
-host every CPU ("shared"), so a host benchmark's allthreads variant and a scenario's engines
-see them all. The local path's client runs on the server's host, so in "split" it shares the
-server's CPUs (one, on 2 cores).
+a comparison. Placement "split" (a network campaign's option, `Campaign(placement=...)`) gives
+the server's host (node1) and the clients' hosts (dc-client, inet-client, and node2, where the
+overlay modes run their client container) disjoint CPUs, like separate machines. "shared", the
+default and every non-network campaign's, gives every host every CPU, so a host benchmark's
+allthreads variant and a scenario's engines see them all. The local path's client runs on the
+server's host, so in "split" it shares the server's CPUs (one, on 2 cores).
 
 Each SSH host's processes (its sshd and what SSH sessions start, a node's dockerd, containerd
 and shims, the rootless dockerd) live in the cpuset cgroup ``<CGROUP_PARENT>/<host>``. A rootful
