@@ -97,6 +97,10 @@ class Benchmark:
     # Count-based tools whose every output row is one sample may take the warm-up and the
     # first measured window in one run (the first warmup_count samples are flagged).
     warmup_in_window: bool = False
+    # Seconds every client run spends outside its load window that the tool itself takes and
+    # no harness can remove (a fixed start-up sleep, a span it discards): what caps the duty
+    # cycle (bench/duty_cycle.py).
+    tool_fixed_seconds: float = 0.0
     # Paths the server leaves on the host's filesystem (pid and temp files). Modes that run it
     # as a host process remove them before and after, so a run as root cannot leave files a
     # later run as the rootless user may not replace.
