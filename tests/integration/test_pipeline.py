@@ -125,8 +125,12 @@ def test_smoke_repro_measures_every_mode(workdir):
     per_mode = measured.groupby(["mode", "path"])["value"].median()
     native = per_mode[("native", "dc")]
     assert 1e8 < native < 1e12, f"native dc throughput {native} bit/s is not plausible"
-    ratio_host = per_mode[("docker-host", "dc")] / native
-    assert 0.5 < ratio_host < 1.5, f"docker-host / native = {ratio_host:.2f}"
+    # Host networking is the native path: their best windows agree. Best, not median: on this
+    # 2-core machine one window in a few dips to about half (CI saw native 9.5 and 14.3 Gbit/s
+    # against docker-host 18.9 and 17.8), and a dip only ever lowers a window.
+    best = measured.groupby(["mode", "path"])["value"].max()
+    ratio_host = best[("docker-host", "dc")] / best[("native", "dc")]
+    assert 0.5 < ratio_host < 1.5, f"docker-host / native = {ratio_host:.2f} (best windows)"
     assert ((per_mode / native) < 3).all() and ((per_mode / native) > 0.02).all()
 
     facts = hosts.drop_duplicates("host").set_index("host")
