@@ -49,15 +49,14 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline import inventory, lab, schema, stats  # noqa: E402
+from bench._lab import cases_on_the_lab  # noqa: E402
+from pipeline import inventory, schema, stats  # noqa: E402
 from pipeline.benchmarks.base import Window  # noqa: E402
 from pipeline.benchmarks.latency import Latency  # noqa: E402
 from pipeline.benchmarks.throughput import Throughput  # noqa: E402
 from pipeline.campaign import Campaign, Profile  # noqa: E402
 from pipeline.lab import cpus  # noqa: E402
-from pipeline.modes import MODES  # noqa: E402
 
-INVENTORY = ROOT / "inventory" / "lab.yaml"
 GOAL = 0.02
 CASES = {
     # benchmark, variant, profile (the quick profile's windows), metric, statistic
@@ -223,11 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         help="a third arm: the same argv by hand through the OpenSSH client",
     )  # fmt: skip
     args = parser.parse_args(argv)
-    cases = args.cases.split(",")
-    if unknown := set(cases) - set(CASES):
-        parser.error(f"unknown case(s) {sorted(unknown)}; have {', '.join(CASES)}")
-    lab.up()
-    inv = inventory.load(INVENTORY, known_modes=MODES)
+    cases, inv = cases_on_the_lab(parser, args.cases, CASES)
     placed = cpus.plan("split")
     placement = (f"server host CPU {cpus.fmt(placed[inv.servers[0].name])}, client host CPU "
                  f"{cpus.fmt(placed[inv.dc_client.name])}")  # fmt: skip

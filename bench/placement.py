@@ -30,13 +30,12 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline import inventory, lab, schema  # noqa: E402
+from bench._lab import cases_on_the_lab  # noqa: E402
+from pipeline import schema  # noqa: E402
 from pipeline.benchmarks.latency import Latency  # noqa: E402
 from pipeline.benchmarks.throughput import Throughput  # noqa: E402
 from pipeline.campaign import Campaign, Profile  # noqa: E402
-from pipeline.modes import MODES  # noqa: E402
 
-INVENTORY = ROOT / "inventory" / "lab.yaml"
 PLACEMENTS = ("shared", "split")
 MODES_COMPARED = ["native", "docker-host", "docker-bridge"]
 RUNS = 2  # runs per campaign: each mode's windows in two independent runs
@@ -103,11 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=8, help="campaigns per placement")
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated subset")
     args = parser.parse_args(argv)
-    cases = args.cases.split(",")
-    if unknown := set(cases) - set(CASES):
-        parser.error(f"unknown case(s) {sorted(unknown)}; have {', '.join(CASES)}")
-    lab.up()
-    inv = inventory.load(INVENTORY, known_modes=MODES)
+    cases, inv = cases_on_the_lab(parser, args.cases, CASES)
     print(f"placement: {' vs '.join(PLACEMENTS)}, {args.rounds} campaigns each of {RUNS} runs, "
           f"modes {', '.join(MODES_COMPARED)}, dc path, order swapped every round")  # fmt: skip
     summary = []

@@ -1,4 +1,4 @@
-"""bench/duty_cycle.py: the ceiling a tool's own fixed time per run puts on the duty cycle."""
+"""The bench scripts' own logic: the duty cycle's ceiling, the lab benches' cases."""
 
 import pytest
 
@@ -27,3 +27,15 @@ def test_a_separate_warmup_run_pays_the_fixed_time_twice(monkeypatch):
 
     monkeypatch.setitem(BENCHMARKS, "slow", Slow)
     assert duty_cycle.ceiling(10.0, 5, "slow") == pytest.approx(10 / (10 + 5 * 2 * 1.0))
+
+
+def test_an_unknown_lab_bench_case_is_a_usage_error_before_the_lab_comes_up(monkeypatch, capsys):
+    import argparse
+
+    from bench import _lab
+
+    monkeypatch.setattr(_lab.lab, "up", lambda: pytest.fail("the lab must not come up"))
+    with pytest.raises(SystemExit) as exit_:
+        _lab.cases_on_the_lab(argparse.ArgumentParser(prog="x"), "latency,nope", {"latency": 1})
+    assert exit_.value.code == 2
+    assert "unknown case(s) ['nope']; have latency" in capsys.readouterr().err
