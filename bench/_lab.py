@@ -1,11 +1,18 @@
-"""What the lab benches (perturbation, placement) share: their cases, the lab, its inventory."""
+"""What the lab benches (perturbation, placement) share: their cases, the lab, its inventory,
+a campaign's measured samples."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
 
 from bench._proc import ROOT
-from pipeline import inventory, lab
+from pipeline import inventory, lab, schema
+from pipeline.benchmarks import Benchmark
+from pipeline.campaign import Campaign, Profile
 from pipeline.modes import MODES
 
 INVENTORY = ROOT / "inventory" / "lab.yaml"
@@ -21,3 +28,27 @@ def cases_on_the_lab(
         parser.error(f"unknown case(s) {sorted(unknown)}; have {', '.join(cases)}")
     lab.up()
     return names, inventory.load(INVENTORY, known_modes=MODES)
+
+
+def one_variant(cls: type[Benchmark], variant: str) -> Benchmark:
+    """An instance of ``cls`` that measures ``variant`` only; the class is untouched."""
+    bench = cls()
+    bench.variants = (variant,)
+    return bench
+
+
+def measured_samples(
+    bench: Benchmark, inv: inventory.Inventory, profile: Profile, out: Path, seed: int,
+    modes: list[str], metric: str, placement: str,
+) -> pd.DataFrame:  # fmt: skip
+    """Run one campaign on the dc path into ``out``; its measured (not warm-up) samples of
+    ``metric``. A failed step fails the bench: a comparison with a hole is no comparison."""
+    Campaign(bench, inv, profile, out, seed, modes, lambda _: None, ("dc",),
+             placement=placement).run()  # fmt: skip
+    runs = pq.read_table(out / "runs.parquet").to_pandas()
+    failed = runs[runs["status"] != "ok"]
+    if len(failed):
+        reasons = failed[["mode", "status", "reason"]].to_dict("records")
+        raise RuntimeError(f"{bench.name} campaign under {placement}: steps failed: {reasons}")
+    samples = schema.read_samples(out / "samples.parquet")
+    return samples[(~samples["warmup"]) & (samples["metric"] == metric)]

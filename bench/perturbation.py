@@ -44,17 +44,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._lab import cases_on_the_lab  # noqa: E402
-from pipeline import inventory, schema, stats  # noqa: E402
+from bench._lab import cases_on_the_lab, measured_samples, one_variant  # noqa: E402
+from pipeline import inventory, stats  # noqa: E402
 from pipeline.benchmarks.base import Window  # noqa: E402
 from pipeline.benchmarks.latency import Latency  # noqa: E402
 from pipeline.benchmarks.throughput import Throughput  # noqa: E402
-from pipeline.campaign import Campaign, Profile  # noqa: E402
+from pipeline.campaign import Profile  # noqa: E402
 from pipeline.lab import cpus  # noqa: E402
 
 GOAL = 0.02
@@ -65,24 +64,11 @@ CASES = {
 }
 
 
-def _one_variant(cls, variant: str):
-    bench = cls()
-    bench.variants = (variant,)  # this instance only: the benchmark's class is untouched
-    return bench
-
-
 def pipeline_round(case: str, inv: inventory.Inventory, workdir: Path, seed: int) -> float:
     cls, variant, profile, metric, q = CASES[case]
-    bench = _one_variant(cls, variant)
     out = workdir / f"{case}-{seed}"
-    campaign = Campaign(bench, inv, profile, out, seed, ["native"], lambda _: None, ("dc",),
-                        placement="split")  # fmt: skip
-    campaign.run()
-    samples = schema.read_samples(out / "samples.parquet")
-    runs = pq.read_table(out / "runs.parquet").to_pandas()
-    if (runs["status"] != "ok").any():
-        raise RuntimeError(f"pipeline arm failed: {runs[['status', 'reason']].to_dict('records')}")
-    measured = samples[(~samples["warmup"]) & (samples["metric"] == metric)]["value"]
+    measured = measured_samples(one_variant(cls, variant), inv, profile, out, seed, ["native"],
+                                metric, placement="split")["value"]  # fmt: skip
     return float(np.quantile(measured, q, method="inverted_cdf"))
 
 
@@ -162,7 +148,7 @@ class OpenSsh:
 def manual_round(case: str, inv: inventory.Inventory, launcher: Nsenter | OpenSsh) -> float:
     """One round of the same argv the pipeline runs, started by ``launcher`` instead."""
     cls, variant, profile, metric, q = CASES[case]
-    bench = _one_variant(cls, variant)
+    bench = one_variant(cls, variant)
     server, client = inv.servers[0], inv.dc_client  # where the native mode puts them
     cpus.place("split")  # as Campaign.run with placement="split": shared again after
     stop = launcher.start(server, bench.server_argv(variant))

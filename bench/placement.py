@@ -25,16 +25,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._lab import cases_on_the_lab  # noqa: E402
-from pipeline import schema  # noqa: E402
+from bench._lab import cases_on_the_lab, measured_samples, one_variant  # noqa: E402
 from pipeline.benchmarks.latency import Latency  # noqa: E402
 from pipeline.benchmarks.throughput import Throughput  # noqa: E402
-from pipeline.campaign import Campaign, Profile  # noqa: E402
+from pipeline.campaign import Profile  # noqa: E402
 
 PLACEMENTS = ("shared", "split")
 MODES_COMPARED = ["native", "docker-host", "docker-bridge"]
@@ -52,17 +50,8 @@ CASES = {
 def campaign_windows(case: str, inv, placement: str, out: Path, seed: int) -> list[dict]:
     """One campaign under ``placement``: a row per (run, mode) window."""
     cls, variant, profile, metric, q, scale, _, _ = CASES[case]
-    bench = cls()
-    bench.variants = (variant,)  # this instance only
-    Campaign(bench, inv, profile, out, seed, MODES_COMPARED, lambda _: None, ("dc",),
-             placement=placement).run()  # fmt: skip
-    runs = pq.read_table(out / "runs.parquet").to_pandas()
-    failed = runs[runs["status"] != "ok"]
-    if len(failed):
-        reasons = failed[["mode", "reason"]].to_dict("records")
-        raise RuntimeError(f"{case} under {placement}: steps failed: {reasons}")
-    samples = schema.read_samples(out / "samples.parquet")
-    measured = samples[(~samples["warmup"]) & (samples["metric"] == metric)]
+    bench = one_variant(cls, variant)
+    measured = measured_samples(bench, inv, profile, out, seed, MODES_COMPARED, metric, placement)
     return [
         {"placement": placement, "run": run, "mode": mode,
          "value": float(np.quantile(g["value"], q, method="inverted_cdf")) / scale}
