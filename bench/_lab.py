@@ -26,8 +26,13 @@ def cases_on_the_lab(
     names = chosen.split(",")
     if unknown := set(names) - set(cases):
         parser.error(f"unknown case(s) {sorted(unknown)}; have {', '.join(cases)}")
+    return names, lab_inventory()
+
+
+def lab_inventory() -> inventory.Inventory:
+    """The embedded lab's inventory, the lab up (brought up if it is down)."""
     lab.up()
-    return names, inventory.load(INVENTORY, known_modes=MODES)
+    return inventory.load(INVENTORY, known_modes=MODES)
 
 
 def one_variant(cls: type[Benchmark], variant: str) -> Benchmark:

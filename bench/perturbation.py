@@ -12,21 +12,40 @@ with the OpenSSH client (the inventory's key, host keys verified). Against the b
 tells whether a difference comes from starting the tools through SSH at all or from the
 pipeline's own Python (paramiko, the campaign around the step).
 
-Per round: sockperf UDP ping-pong p50 round trip (quick profile's 10,000 measured round trips
-after 1,000 warm-up) and iperf3 TCP throughput (median of the 1 s intervals of a 3 s window
-after a 1 s warm-up run and 1 s omitted). The figure is the ratio of the arms' medians over
-rounds, with bootstrap intervals over rounds; the verdict is the study's own rule
-(`pipeline.stats.verdict`) against a 2 % margin: "equivalent" means the 90% interval of the
-ratio lies inside 0.98..1.02. "inconclusive" means this machine's round-to-round noise is too
-large for that resolution with this many rounds, not that the harness perturbs.
+``--null-arm``: a control arm, by hand again (the same launcher as "by hand"): what two
+by-hand runs of one round differ by is the machine's own noise, the floor under any harness
+effect this design can resolve.
 
-Placement: every arm runs with the lab's "split" placement (pipeline/lab/cpus.py, a campaign
-option): the server host's processes on the first half of the CPUs, the client host's on the
-rest, so the scheduler never puts sockperf's client and server on one CPU by chance (that
-round's p50 would fall from ~60 us to ~6 us). The pipeline arm's campaign applies it itself;
-the by-hand arms apply it the same way and start their processes in the hosts' cpuset groups
-(OpenSSH through the hosts' sshds, which live there). The harness itself (Python, the SSH
-client) stays free on every CPU, so whatever it takes from the measurement still shows.
+Per round: sockperf UDP ping-pong p50 round trip over a 10 s window after a 1 s warm-up run
+(case "latency"; "latency-quick" is the quick profile's window, 10,000 round trips after 1,000
+warm-up ones in one run, ~0.55 s here) and iperf3 TCP throughput, the median of the 1 s
+intervals of a 10 s window after 2 s omitted and a 1 s warm-up run ("throughput-quick": the
+quick profile's 3 s window after 1 s omitted). Why 10 s for latency: on this 2-core machine the
+p50 of a 0.55 s stretch of one continuous sockperf run moves by ~11% (SD of the log ratio of two
+stretches 5 s apart, no harness anywhere: bench/window_noise.py), so the quick window would need
+~350 paired rounds to resolve 2%; 10 s stretches of the same run differ by ~4% (~40 rounds). Why
+10 s for throughput: a new iperf3 connection here now and then runs at about half its rate for
+its first ~3 s (a 90 s run by hand, session 12: 10.0, 9.6, 9.2, then 17-18.6 Gbit/s), which a 3
+s window after 1 s omitted takes whole (session 12, quick window: 10 of 80 rounds under 13
+Gbit/s, round-to-round CV 15-18%); the median of ten intervals after two omitted takes it far
+less often (session 12: 2 of 80 rounds under 13 Gbit/s, CV 9%). The full profile's windows
+(1,000,000 round trips, ~55 s; 20 s after 2 s omitted) are longer still. The figure is the ratio
+of the arms' medians over rounds, with bootstrap intervals over rounds; the verdict is the
+study's own rule (`pipeline.stats.verdict`) against a 2% margin: "equivalent" means the 90%
+interval of the ratio and the paired TOST on the rounds' log ratios both lie inside 0.98..1.02.
+"inconclusive" means this machine's round-to-round noise is too large for that resolution with
+this many rounds, not that the harness perturbs.
+
+Placement (pipeline/lab/cpus.py, a campaign option; the pipeline arm's campaign applies it
+itself, the by-hand arms the same way, starting their processes in the hosts' cpuset groups,
+OpenSSH through the hosts' sshds, which live there). Latency runs "split": the server host's
+processes on the first half of the CPUs, the client host's on the rest, so the scheduler never
+puts sockperf's client and server on one CPU by chance (that round's p50 would fall from ~55 us
+to ~6 us and decide the comparison). Throughput runs "shared", as the campaigns run: "split"
+does not spare it the half-rate windows (bench/placement.py: 5 of 96 windows under split, 1 of
+96 under shared; session 12, quick window: 14 of 80 rounds under split). The harness itself
+(Python, the SSH client) stays free on every CPU, so whatever it takes from the measurement
+still shows.
 
 Needs root and the embedded lab (brought up here if it is down). Traffic stays in the lab.
 """
@@ -58,17 +77,26 @@ from pipeline.lab import cpus  # noqa: E402
 
 GOAL = 0.02
 CASES = {
-    # benchmark, variant, profile (the quick profile's windows), metric, statistic
-    "latency": (Latency, "udp", Profile(1, 30.0, 0.0, 1.0, 1, 10_000, 1_000), "udp_rtt", 0.5),
-    "throughput": (Throughput, "tcp", Profile(1, 3.0, 1.0, 1.0), "tcp_throughput_received", 0.5),
-}
+    # benchmark, variant, profile, metric, statistic, the lab's CPU placement (see above)
+    "latency": (Latency, "udp", Profile(1, 10.0, 0.0, 1.0, 1), "udp_rtt", 0.5, "split"),
+    "latency-quick": (
+        Latency, "udp", Profile(1, 30.0, 0.0, 1.0, 1, 10_000, 1_000), "udp_rtt", 0.5, "split"
+    ),
+    "throughput": (
+        Throughput, "tcp", Profile(1, 10.0, 2.0, 1.0), "tcp_throughput_received", 0.5, "shared"
+    ),
+    "throughput-quick": (
+        Throughput, "tcp", Profile(1, 3.0, 1.0, 1.0), "tcp_throughput_received", 0.5, "shared"
+    ),
+}  # fmt: skip
+DEFAULT_CASES = ("latency", "throughput")
 
 
 def pipeline_round(case: str, inv: inventory.Inventory, workdir: Path, seed: int) -> float:
-    cls, variant, profile, metric, q = CASES[case]
+    cls, variant, profile, metric, q, placement = CASES[case]
     out = workdir / f"{case}-{seed}"
     measured = measured_samples(one_variant(cls, variant), inv, profile, out, seed, ["native"],
-                                metric, placement="split")["value"]  # fmt: skip
+                                metric, placement)["value"]  # fmt: skip
     return float(np.quantile(measured, q, method="inverted_cdf"))
 
 
@@ -147,10 +175,10 @@ class OpenSsh:
 
 def manual_round(case: str, inv: inventory.Inventory, launcher: Nsenter | OpenSsh) -> float:
     """One round of the same argv the pipeline runs, started by ``launcher`` instead."""
-    cls, variant, profile, metric, q = CASES[case]
+    cls, variant, profile, metric, q, placement = CASES[case]
     bench = one_variant(cls, variant)
     server, client = inv.servers[0], inv.dc_client  # where the native mode puts them
-    cpus.place("split")  # as Campaign.run with placement="split": shared again after
+    cpus.place(placement)  # as Campaign.run with this placement: shared again after
     stop = launcher.start(server, bench.server_argv(variant))
     try:
         time.sleep(1.0)  # the server binds; the pipeline's warm-up absorbs this by retrying
@@ -160,7 +188,7 @@ def manual_round(case: str, inv: inventory.Inventory, launcher: Nsenter | OpenSs
             return launcher.run(client, argv, bench.client_timeout(window, "dc"))
 
         measured = Window(profile.seconds, profile.omit_seconds, profile.count)
-        if bench.warmup_in_window:
+        if bench.warmup_in_window and measured.count:  # as Campaign: one run holds both
             both = Window(measured.seconds, 0.0, profile.warmup_count + measured.count)
             samples = bench.parse(variant, client_run(both), both)[profile.warmup_count :]
         else:
@@ -183,7 +211,7 @@ def compare(case: str, label: str, arm: list[float], hand: list[float]) -> tuple
         ratio, lo, hi, lo_eq, hi_eq, GOAL, case == "throughput", tost.p_value,
         diff_p=tost.diff_p,
     )  # fmt: skip
-    unit = "us p50 RTT" if case == "latency" else "bit/s"
+    unit = "us p50 RTT" if CASES[case][0] is Latency else "bit/s"
     cv = {k: np.std(v, ddof=1) / np.mean(v) for k, v in ((label, arm), ("by hand", hand))}
     print(
         f"  {case:<10} {label} {np.median(arm):,.5g} vs by hand {np.median(hand):,.5g} {unit}: "
@@ -199,32 +227,48 @@ def compare(case: str, label: str, arm: list[float], hand: list[float]) -> tuple
     return verdict, line
 
 
+def describe(placement: str, inv: inventory.Inventory) -> str:
+    """A placement as the summary prints it."""
+    if reason := cpus.unavailable():
+        return f"unplaced ({reason})"
+    if placement == "shared":
+        return "every host on every CPU"
+    placed = cpus.plan(placement)
+    return (f"server host CPU {cpus.fmt(placed[inv.servers[0].name])}, client host CPU "
+            f"{cpus.fmt(placed[inv.dc_client.name])}")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=40, help="rounds per arm")
-    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated subset")
+    parser.add_argument(
+        "--cases", default=",".join(DEFAULT_CASES),
+        help=f"comma-separated, of {', '.join(CASES)} (default: %(default)s)",
+    )  # fmt: skip
     parser.add_argument(
         "--ssh-arm", action="store_true",
         help="a third arm: the same argv by hand through the OpenSSH client",
     )  # fmt: skip
+    parser.add_argument(
+        "--null-arm", action="store_true",
+        help="a control arm: by hand again, the machine's own noise between two by-hand runs",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     cases, inv = cases_on_the_lab(parser, args.cases, CASES)
-    placed = cpus.plan("split")
-    placement = (f"server host CPU {cpus.fmt(placed[inv.servers[0].name])}, client host CPU "
-                 f"{cpus.fmt(placed[inv.dc_client.name])}")  # fmt: skip
-    if reason := cpus.unavailable():
-        placement = f"unplaced ({reason})"
-    names = ["pipeline", "hand"] + (["ssh"] if args.ssh_arm else [])
+    extra = [arm for arm, on in (("ssh", args.ssh_arm), ("again", args.null_arm)) if on]
+    names = ["pipeline", "hand", *extra]
     # Every order of the arms in turn (two arms: AB BA AB ...), so a slow drift of the machine
     # hits each arm equally and a round's arms stay paired.
     orders = list(itertools.permutations(names))
     print(f"perturbation: {' vs '.join(names)}, {args.rounds} rounds per arm, arms in every "
-          f"order in turn, {placement}")  # fmt: skip
+          f"order in turn")  # fmt: skip
     failed = False
     tmpdir = tempfile.TemporaryDirectory(prefix="co-perturbation-")
     with tmpdir as tmp:
-        launchers = {"hand": Nsenter(), "ssh": OpenSsh()}
+        launchers = {"hand": Nsenter(), "ssh": OpenSsh(), "again": Nsenter()}
         for case in cases:
+            placement = describe(CASES[case][-1], inv)
+            print(f"{case}: {placement}")
             arms: dict[str, list[float]] = {name: [] for name in names}
             for i in range(args.rounds):
                 for arm in orders[i % len(orders)]:
@@ -235,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
                     arms[arm].append(value)
             verdict, line = compare(case, "pipeline", arms["pipeline"], arms["hand"])
             failed |= verdict != "equivalent"
-            also = [compare(case, "ssh", arms["ssh"], arms["hand"])[1]] if args.ssh_arm else []
+            also = [compare(case, arm, arms[arm], arms["hand"])[1] for arm in extra]
             for arm, values in arms.items():
                 print(f"{'':13}{arm:<9}" + " ".join(f"{v:,.5g}" for v in values))
             print(

@@ -39,3 +39,53 @@ def test_an_unknown_lab_bench_case_is_a_usage_error_before_the_lab_comes_up(monk
         _lab.cases_on_the_lab(argparse.ArgumentParser(prog="x"), "latency,nope", {"latency": 1})
     assert exit_.value.code == 2
     assert "unknown case(s) ['nope']; have latency" in capsys.readouterr().err
+
+
+# A sockperf 3.7 --full-log file as the client writes it (a 180 s run on the lab, cut short).
+FULL_LOG = """------------------------------
+test was performed using the following parameters: --mps=600000 --burst=1 --reply-every=1 --msg-size=14 --time=180
+------------------------------
+sockperf: [Total Run] RunTime=180.000 sec; Warm up time=400 msec; SentMessages=3138344; ReceivedMessages=3138343
+------------------------------
+packet, txTime(sec), rxTime(sec), latency(usec)
+0, 3.303628489, 3.303707246, 39.378
+1, 3.303707286, 3.303830880, 61.797
+2, 3.303830950, 3.303889137, 29.094
+------------------------------
+"""  # noqa: E501 (verbatim)
+
+
+def test_window_noise_reads_every_round_trip_of_a_full_log(tmp_path):
+    from bench import window_noise
+
+    path = tmp_path / "log.csv"
+    path.write_text(FULL_LOG)
+    t, rtt = window_noise.read_full_log(path)
+    assert t == pytest.approx([0.0, 3.303707286 - 3.303628489, 3.303830950 - 3.303628489])
+    assert rtt == pytest.approx([78.757, 123.594, 58.187], abs=1e-3)  # rx - tx, not latency/2
+
+
+def test_window_noise_is_zero_for_a_steady_run_and_grows_with_state_changes():
+    import numpy as np
+
+    from bench import window_noise
+
+    t = np.arange(0, 100, 0.001)  # 1,000 round trips a second for 100 s
+    assert window_noise.stretch_noise(t, np.full(t.size, 50.0), 1.0, 5.0, 50) == 0.0
+    # 10 s states alternating 50 / 60 us: short windows often fall in different states,
+    # windows longer than a state average over both
+    noise = np.random.default_rng(0).normal(0, 1, t.size)
+    states = np.where((t // 10) % 2 == 0, 50.0, 60.0) + noise
+    short = window_noise.stretch_noise(t, states, 0.5, 5.0, 400)
+    long = window_noise.stretch_noise(t, states, 20.0, 5.0, 400)
+    assert short > 0.05 > long
+    with pytest.raises(ValueError, match="no two 60.0 s stretches"):
+        window_noise.stretch_noise(t, states, 60.0, 5.0, 10)
+
+
+def test_rounds_needed_for_a_one_percent_half_width():
+    from bench import window_noise
+
+    # SD 0.027 (10 s windows here): (1.645 * 0.027 / 0.01)^2 = 19.7 -> 20 rounds
+    assert window_noise.rounds_needed(0.027) == 20
+    assert window_noise.rounds_needed(0.10) == 271
