@@ -40,13 +40,24 @@ HALF_WIDTH = 0.01  # the 90% interval's half-width a paired test should reach
 Z90 = 1.645
 
 
-def read_full_log(path: Path) -> tuple[np.ndarray, np.ndarray]:
+def read_full_log(path: Path, client_output: str = "") -> tuple[np.ndarray, np.ndarray]:
     """(send time s, round trip us) of every row of a sockperf --full-log file."""
-    with path.open() as f:
-        header = next(i for i, line in enumerate(f) if line.startswith(LOG_HEADER))
-    log = pd.read_csv(path, skiprows=header + 1, header=None, usecols=[0, 1, 2],
-                      names=["packet", "tx", "rx"], dtype=str)  # fmt: skip
-    log = log[log["packet"].str.strip().str.isdigit()]  # drops the closing "---" lines
+    header = None
+    if path.exists():
+        with path.open() as f:
+            header = next((i for i, line in enumerate(f) if line.startswith(LOG_HEADER)), None)
+    if header is None:
+        raise RuntimeError(f"sockperf wrote no full log to {path}; its output: "
+                           f"{client_output[-500:]!r}")  # fmt: skip
+    try:
+        log = pd.read_csv(path, skiprows=header + 1, header=None, usecols=[0, 1, 2],
+                          names=["packet", "tx", "rx"], dtype=str)  # fmt: skip
+        log = log[log["packet"].str.strip().str.isdigit()]  # drops the closing "---" lines
+    except (pd.errors.ParserError, pd.errors.EmptyDataError):  # no row of three columns
+        log = pd.DataFrame()
+    if log.empty:
+        raise RuntimeError(f"sockperf's full log {path} holds no round trip; its output: "
+                           f"{client_output[-500:]!r}")  # fmt: skip
     tx, rx = log["tx"].astype(float).to_numpy(), log["rx"].astype(float).to_numpy()
     return tx - tx[0], (rx - tx) * 1e6
 
@@ -73,8 +84,9 @@ def rounds_needed(sd: float, half_width: float = HALF_WIDTH) -> int:
     return math.ceil((Z90 * sd / half_width) ** 2)
 
 
-def continuous_run(seconds: int, log: Path) -> None:
-    """sockperf ping-pong on the dc path for ``seconds``, its full log into ``log``."""
+def continuous_run(seconds: int, log: Path) -> str:
+    """sockperf ping-pong on the dc path for ``seconds``, its full log into ``log``; returns
+    the client's own output."""
     inv = lab_inventory()
     bench, hand = Latency(), Nsenter()
     server, client = inv.servers[0], inv.dc_client
@@ -84,7 +96,7 @@ def continuous_run(seconds: int, log: Path) -> None:
     stop = hand.start(server, bench.server_argv("udp"))
     try:
         time.sleep(1.0)
-        hand.run(client, argv, bench.client_timeout(Window(seconds, 0.0, None)))
+        return hand.run(client, argv, bench.client_timeout(Window(seconds, 0.0, None)))
     finally:
         stop()
         cpus.place("shared")
@@ -97,13 +109,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gap", type=float, default=5.0, help="seconds between a pair's windows")
     parser.add_argument("--pairs", type=int, default=400, help="pairs drawn per length")
     args = parser.parse_args(argv)
-    lengths = [float(x) for x in args.lengths.split(",")]
+    try:
+        lengths = [float(x) for x in args.lengths.split(",")]
+    except ValueError:
+        parser.error(f"--lengths takes seconds separated by commas, got {args.lengths!r}")
     if args.seconds < 2 * max(lengths) + args.gap + 1:
         parser.error(f"--seconds {args.seconds} is too short for two {max(lengths)} s windows")
     with tempfile.TemporaryDirectory(prefix="co-window-noise-") as tmp:
         log = Path(tmp) / "full-log.csv"
-        continuous_run(args.seconds, log)
-        t, rtt = read_full_log(log)
+        t, rtt = read_full_log(log, continuous_run(args.seconds, log))
     print(f"one sockperf UDP ping-pong run by hand, {t[-1]:.0f} s, {rtt.size:,} round trips, "
           f"p50 {np.median(rtt):.1f} us; pairs of windows {args.gap:g} s apart")  # fmt: skip
     for length in lengths:

@@ -89,3 +89,26 @@ def test_rounds_needed_for_a_one_percent_half_width():
     # SD 0.027 (10 s windows here): (1.645 * 0.027 / 0.01)^2 = 19.7 -> 20 rounds
     assert window_noise.rounds_needed(0.027) == 20
     assert window_noise.rounds_needed(0.10) == 271
+
+
+def test_window_noise_names_a_missing_full_log_with_the_clients_output(tmp_path):
+    from bench import window_noise
+
+    with pytest.raises(RuntimeError, match="no full log.*Connection refused"):
+        window_noise.read_full_log(tmp_path / "absent.csv", "sockperf: ERROR: Connection refused")
+    (tmp_path / "empty.csv").write_text("sockperf: no messages\n")
+    with pytest.raises(RuntimeError, match="no full log"):
+        window_noise.read_full_log(tmp_path / "empty.csv")
+    header_only = FULL_LOG.split("0, 3.3036")[0] + "------------------------------\n"
+    (tmp_path / "header.csv").write_text(header_only)
+    with pytest.raises(RuntimeError, match="holds no round trip"):
+        window_noise.read_full_log(tmp_path / "header.csv")
+
+
+def test_window_noise_rejects_malformed_lengths_before_the_lab_comes_up(capsys):
+    from bench import window_noise
+
+    with pytest.raises(SystemExit) as exit_:
+        window_noise.main(["--lengths", "1,two"])
+    assert exit_.value.code == 2
+    assert "--lengths takes seconds separated by commas" in capsys.readouterr().err
