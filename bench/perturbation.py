@@ -59,7 +59,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -173,20 +174,35 @@ class OpenSsh:
             return e.stdout  # as the by-hand arm: the parser names what went wrong
 
 
+@contextmanager
+def served(launcher: Nsenter | OpenSsh, host: inventory.Host, argv: list[str], placement: str,
+           ) -> Iterator[None]:  # fmt: skip
+    """The server ``argv`` running on ``host`` under ``placement`` (as Campaign.run applies
+    it), given 1 s to bind; stopped, and every host on every CPU again, after, whatever
+    happens."""
+    cpus.place(placement)
+    try:
+        stop = launcher.start(host, argv)
+        try:
+            time.sleep(1.0)  # the server binds; the pipeline's warm-up absorbs this by retrying
+            yield
+        finally:
+            stop()
+    finally:
+        cpus.place("shared")
+
+
 def manual_round(case: str, inv: inventory.Inventory, launcher: Nsenter | OpenSsh) -> float:
     """One round of the same argv the pipeline runs, started by ``launcher`` instead."""
     cls, variant, profile, metric, q, placement = CASES[case]
     bench = one_variant(cls, variant)
     server, client = inv.servers[0], inv.dc_client  # where the native mode puts them
-    cpus.place(placement)  # as Campaign.run with this placement: shared again after
-    stop = launcher.start(server, bench.server_argv(variant))
-    try:
-        time.sleep(1.0)  # the server binds; the pipeline's warm-up absorbs this by retrying
 
-        def client_run(window: Window) -> str:
-            argv = bench.client_argv(variant, server.address, window, "dc")
-            return launcher.run(client, argv, bench.client_timeout(window, "dc"))
+    def client_run(window: Window) -> str:
+        argv = bench.client_argv(variant, server.address, window, "dc")
+        return launcher.run(client, argv, bench.client_timeout(window, "dc"))
 
+    with served(launcher, server, bench.server_argv(variant), placement):
         measured = Window(profile.seconds, profile.omit_seconds, profile.count)
         if bench.warmup_in_window and measured.count:  # as Campaign: one run holds both
             both = Window(measured.seconds, 0.0, profile.warmup_count + measured.count)
@@ -194,9 +210,6 @@ def manual_round(case: str, inv: inventory.Inventory, launcher: Nsenter | OpenSs
         else:
             client_run(Window(profile.warmup_seconds, 0.0, profile.warmup_count))
             samples = bench.parse(variant, client_run(measured), measured)
-    finally:
-        stop()
-        cpus.place("shared")
     values = [s.value for s in samples if s.metric == metric]
     return float(np.quantile(values, q, method="inverted_cdf"))
 

@@ -21,7 +21,6 @@ import argparse
 import math
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -31,10 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._lab import lab_inventory  # noqa: E402
-from bench.perturbation import Nsenter  # noqa: E402
+from bench.perturbation import Nsenter, served  # noqa: E402
 from pipeline.benchmarks.base import Window  # noqa: E402
 from pipeline.benchmarks.latency import LOG_HEADER, Latency  # noqa: E402
-from pipeline.lab import cpus  # noqa: E402
 
 HALF_WIDTH = 0.01  # the 90% interval's half-width a paired test should reach
 Z90 = 1.645
@@ -88,18 +86,12 @@ def continuous_run(seconds: int, log: Path) -> str:
     """sockperf ping-pong on the dc path for ``seconds``, its full log into ``log``; returns
     the client's own output."""
     inv = lab_inventory()
-    bench, hand = Latency(), Nsenter()
+    bench, hand, window = Latency(), Nsenter(), Window(seconds, 0.0, None)
     server, client = inv.servers[0], inv.dc_client
-    argv = bench.client_argv("udp", server.address, Window(seconds, 0.0, None), "dc")
+    argv = bench.client_argv("udp", server.address, window, "dc")
     argv[argv.index("/dev/stdout")] = str(log)  # the same flags; the log into a file
-    cpus.place("split")
-    stop = hand.start(server, bench.server_argv("udp"))
-    try:
-        time.sleep(1.0)
-        return hand.run(client, argv, bench.client_timeout(Window(seconds, 0.0, None)))
-    finally:
-        stop()
-        cpus.place("shared")
+    with served(hand, server, bench.server_argv("udp"), "split"):
+        return hand.run(client, argv, bench.client_timeout(window))
 
 
 def main(argv: list[str] | None = None) -> int:
