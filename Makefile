@@ -67,8 +67,8 @@ lab-down: setup
 lab-status: setup
 	$(PY) -m pipeline.lab status
 
-bench: setup ## the pipeline measuring itself (issue 6): every bench/*.py, one summary
-	$(PY) -m bench
+bench: setup ## the pipeline measuring itself : every harness/*.py, one summary
+	$(PY) -m harness
 
 jupyter: setup ## JupyterLab on the study with the project's kernel
 	$(VENV)/bin/jupyter lab --allow-root --no-browser --ip 127.0.0.1 notebooks/

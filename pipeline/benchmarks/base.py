@@ -40,7 +40,7 @@ class Window:
 class Scenario:
     """One step of a scenario benchmark: where it runs and what it may use.
 
-    ``ctx`` is the campaign's ``pipeline.modes.Context`` (``ctx.pool[host.name].run(...)``
+    ``ctx`` is the campaign's ``pipeline.collect.modes.Context`` (``ctx.pool[host.name].run(...)``
     runs commands on a host, ``ctx.image(host, engine)`` is the engine's tool image there);
     ``engine`` is the mode's container engine (``None`` for native). Everything the step
     creates must be named from ``prefix`` and carry ``labels`` (``--label`` options), so the
@@ -50,7 +50,7 @@ class Scenario:
     ctx: Any
     mode: str
     engine: str | None
-    host: Any  # the first server (pipeline.inventory.Host)
+    host: Any  # the first server (pipeline.collect.inventory.Host)
     variant: str
     run: int
     window: Window  # the profile's measured window (time-bounded benchmarks use it)

@@ -7,7 +7,7 @@ as a distribution over many starts, per mode: `docker-bridge` (plain `docker run
 benchmark's nginx with its shipped config (port 8080), the same binary natively and in the
 engine's tool image.
 
-The timer runs on the server host (pipeline/sh/coldstart.py, shipped with ``uploads``): per
+The timer runs on the server host (pipeline/collect/host_scripts/coldstart.py, shipped with ``uploads``): per
 start it takes a monotonic timestamp, runs the engine's `run -d` (native: nginx itself), and
 once that has returned probes ``<host address>:8080`` every ~1 ms until `GET /` is answered:
 the published port at the host's address, through whatever forwards it there (iptables DNAT,
@@ -30,16 +30,16 @@ from dataclasses import dataclass, field
 
 from pipeline.benchmarks.base import Benchmark, Outcome, Sample, Scenario, ToolOutputError
 from pipeline.benchmarks.http import CONF, NGINX, PORT
-from pipeline.modes.base import LABEL, PID_DIR, engine_cli, kill_pidfiles, pidfile_stem
-from pipeline.modes.podman import probe_ulimits
-from pipeline.remote import RemoteError
+from pipeline.collect.modes.base import LABEL, PID_DIR, engine_cli, kill_pidfiles, pidfile_stem
+from pipeline.collect.modes.podman import probe_ulimits
+from pipeline.collect.remote import RemoteError
 
 SCRIPT = f"{PID_DIR}/bin/co-coldstart.py"
 FORMAT = 1  # the first field after "coldstart" in the script's header
 TIMEOUT_S = 30.0  # a start not answered within this failed
 INTERVAL_MS = 1.0  # between probes
 KILLED_SETTLE_S = 5.0  # after a killed timer, look for late containers that long
-# nginx's own files outside the image (pid and temp paths named in pipeline/conf/nginx-1k.conf)
+# nginx's own files outside the image (pid and temp paths named in pipeline/collect/tool_conf/nginx-1k.conf)
 SCRATCH = tuple(
     f"/tmp/co-nginx-1k{s}" for s in (".pid", "-body", "-proxy", "-fastcgi", "-uwsgi", "-scgi")
 )
@@ -72,7 +72,7 @@ class ColdstartLog:
 
 
 def parse_coldstart(raw: str) -> ColdstartLog:
-    """pipeline/sh/coldstart.py's output -> the warm-up and measured starts.
+    """pipeline/collect/host_scripts/coldstart.py's output -> the warm-up and measured starts.
 
     Raises ToolOutputError on a failed start, a truncated report or an unknown format."""
     header = _HEADER.search(raw)
@@ -130,7 +130,7 @@ class Coldstart(Benchmark):
     modes = ("native", "docker-bridge", "podman", "rootless-docker", "rootless-podman")
     variants = ("nginx",)
     summary_metric = "coldstart_s"
-    uploads = {CONF: "pipeline/conf/nginx-1k.conf", SCRIPT: "pipeline/sh/coldstart.py"}
+    uploads = {CONF: "pipeline/collect/tool_conf/nginx-1k.conf", SCRIPT: "pipeline/collect/host_scripts/coldstart.py"}
     server_scratch = SCRATCH
     options = {"starts": 30, "warmup_starts": 2}
 
@@ -217,7 +217,7 @@ class Coldstart(Benchmark):
         return 120 + starts * (TIMEOUT_S + 30)
 
     def _podman_ulimits(self, scenario: Scenario, notes: dict[str, str]) -> list[str]:
-        """Rootful podman's ulimit options here (pipeline/modes/podman.py: runc may refuse
+        """Rootful podman's ulimit options here (pipeline/collect/modes/podman.py: runc may refuse
         podman's raised defaults without CAP_SYS_RESOURCE), probed once per campaign with a
         `podman run --rm ... nginx -v`."""
         ctx, host = scenario.ctx, scenario.host

@@ -1,5 +1,5 @@
 """`disk`: fio sequential 1 MiB read/write (MiB/s) and random 4 KiB read/write (IOPS) in each
-storage mode (pipeline/modes/storage.py, plus `native`).
+storage mode (pipeline/collect/modes/storage.py, plus `native`).
 
 The fio command line is byte-identical in every mode: the test file is always
 ``DISK_DIR/fio.dat``; what differs is what that path is (a directory on the host's file
@@ -28,11 +28,11 @@ import math
 from dataclasses import dataclass
 
 from pipeline.benchmarks.base import Benchmark, Sample, ToolOutputError, Window
-from pipeline.modes.storage import STORAGE_DIR
+from pipeline.collect.modes.storage import STORAGE_DIR
 
 FIO = "/usr/bin/fio"
 # The test directory, the same path in every mode. Under a directory the campaign's cleanup
-# empties (pipeline.modes.base.SCRATCH_DIR), so a crash leaves nothing behind for long.
+# empties (pipeline.collect.modes.base.SCRATCH_DIR), so a crash leaves nothing behind for long.
 DISK_DIR = STORAGE_DIR
 TEST_FILE = f"{DISK_DIR}/fio.dat"
 # One job, queue depth 16 through libaio: enough to keep a virtual disk busy on 2 cores.

@@ -49,8 +49,8 @@ import time
 from dataclasses import dataclass, field
 
 from pipeline.benchmarks.base import Benchmark, Outcome, Sample, Scenario, ToolOutputError
-from pipeline.modes.base import ModeUnavailable, engine_cli
-from pipeline.remote import RemoteError, UnreachableHost
+from pipeline.collect.modes.base import ModeUnavailable, engine_cli
+from pipeline.collect.remote import RemoteError, UnreachableHost
 
 SLEEP = "/usr/bin/sleep"
 KINDS = ("daemon", "containerd", "shim", "conmon", "helper")
@@ -291,7 +291,7 @@ class EngineHandle:
         self.options: list[str] = []
         if self.engine == "podman":
             # rootful podman raises rlimits runc may not set here: probe what works, once
-            from pipeline.modes.podman import probe_ulimits
+            from pipeline.collect.modes.podman import probe_ulimits
 
             probe = f"{scenario.prefix}-probe"
             self.options, ulimits = probe_ulimits(ctx, host, probe, self.argv[:1] + ("0",))

@@ -19,7 +19,7 @@ import json
 
 from pipeline.benchmarks.base import Benchmark, Sample, ToolOutputError, Window
 
-PORT = 8080  # fixed in pipeline/conf/nginx-1k.conf
+PORT = 8080  # fixed in pipeline/collect/tool_conf/nginx-1k.conf
 # 500 req/s on every path, so paths compare at the same load. The 2-core lab runs server,
 # client, the container runtime's userspace proxies and the WAN emulator (one Python thread)
 # on the same cores: at 1000 req/s the internet path queued in the emulator (p50 42 -> 62 ms,
@@ -45,11 +45,11 @@ class Http(Benchmark):
     paths = ("dc", "internet", "local")
     variants = ("1k",)
     summary_metric = "http_achieved_rate"
-    uploads = {CONF: "pipeline/conf/nginx-1k.conf", LOADGEN: ".make/bin/co-loadgen"}
+    uploads = {CONF: "pipeline/collect/tool_conf/nginx-1k.conf", LOADGEN: ".make/bin/co-loadgen"}
     server_scratch = tuple(
         f"/tmp/co-nginx-1k{suffix}"
         for suffix in (".pid", "-body", "-proxy", "-fastcgi", "-uwsgi", "-scgi")
-    )  # as named in pipeline/conf/nginx-1k.conf
+    )  # as named in pipeline/collect/tool_conf/nginx-1k.conf
 
     def server_argv(self, variant: str) -> list[str]:
         # -e stderr: the compiled-in error log is opened before the conf is read

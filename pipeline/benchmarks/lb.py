@@ -7,7 +7,7 @@ Variants are `<balancer>-r<replicas>` (the replica counts come from the ``replic
 - `haproxy-rN`, `nginx-rN`: N replicas as a Swarm service on an attachable overlay
   (spread over the nodes by the scheduler; placement recorded), and HAProxy 2.6 or nginx as one
   container on the first server, on its default bridge (dialled there, like `direct`) and on the
-  overlay. Its config (pipeline/conf/haproxy-lb.cfg, nginx-lb.conf) lists the tasks' overlay
+  overlay. Its config (pipeline/collect/tool_conf/haproxy-lb.cfg, nginx-lb.conf) lists the tasks' overlay
   addresses read from the Docker API, and is copied into the container (`docker cp` of a tar
   on stdin, so no file is left on a host). Same policy for both: one worker/thread, keep-alive
   on both sides, per-request round robin, no health checks, no retries.
@@ -15,7 +15,7 @@ Variants are `<balancer>-r<replicas>` (the replica counts come from the ``replic
   answers the service name with every task's address and clients pick. So the client must sit
   inside the overlay: wrk runs in a container of the tool image on the first server, attached
   to the overlay (the lab's dc client has no container engine, and overlay addresses are not
-  routed to it). Its script (pipeline/conf/lb-wrk.lua) resolves the name once and gives
+  routed to it). Its script (pipeline/collect/tool_conf/lb-wrk.lua) resolves the name once and gives
   connection i address i mod N: client-side round robin over the DNS answer. The client's
   location differs from the other variants (recorded in the notes).
 - `vip-rN`: the Swarm VIP and routing mesh, as the article measured it: the service published
@@ -60,7 +60,7 @@ from importlib.resources import files
 from typing import Any
 
 from pipeline.benchmarks.base import Benchmark, Outcome, Sample, Scenario, ToolOutputError, Window
-from pipeline.modes.base import ModeUnavailable, missing_tool
+from pipeline.collect.modes.base import ModeUnavailable, missing_tool
 
 PORT = 8080  # the replicas' (nginx-1k.conf), the balancers' and the published port
 FILES = "/tmp/container-overhead/files"
@@ -126,7 +126,7 @@ def render_config(balancer: str, addresses: list[str]) -> str:
         raise ValueError(f"no config for balancer {balancer!r}")
     if not addresses:
         raise ValueError("a balancer needs at least one replica address")
-    text = files("pipeline.conf").joinpath(template).read_text()
+    text = files("pipeline.collect.tool_conf").joinpath(template).read_text()
     markers = re.findall(r"^([ \t]*)@SERVERS@[ \t]*$", text, re.M)
     if len(markers) != 1:
         raise ValueError(f"{template} must hold exactly one @SERVERS@ line")
@@ -265,7 +265,7 @@ class Lb(Benchmark):
     modes = ("swarm-overlay",)
     paths = ("dc",)
     summary_metric = "lb_requests_per_s"
-    uploads = {BACKEND_CONF: "pipeline/conf/nginx-1k.conf", WRK_SCRIPT: "pipeline/conf/lb-wrk.lua"}
+    uploads = {BACKEND_CONF: "pipeline/collect/tool_conf/nginx-1k.conf", WRK_SCRIPT: "pipeline/collect/tool_conf/lb-wrk.lua"}
     options = {"replicas": "1,2", "connections": 24}
 
     def __init__(self) -> None:

@@ -12,7 +12,7 @@ probe container on it, and services running ``iperf3 -s`` from the tool image (o
 server that accepts; the image must exist with the same tag on every Swarm node). The lab's
 kernel has no IPVS, so the Swarm VIP and routing mesh do not work: services use
 ``--endpoint-mode dnsrr`` and the probe dials every task address Docker's DNS gives for
-``tasks.<service>``. The probe (pipeline/sh/orchestration_probe.py, shipped to the hosts) runs
+``tasks.<service>``. The probe (pipeline/collect/host_scripts/orchestration_probe.py, shipped to the hosts) runs
 with the host's python3 inside the probe container's network namespace, starts the clock,
 runs the docker command and polls every 10 ms; every wait is bounded (TIMEOUT_S -> failed).
 
@@ -36,8 +36,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from pipeline.benchmarks.base import Benchmark, Outcome, Sample, Scenario, ToolOutputError
-from pipeline.modes.base import LABEL, ModeUnavailable
-from pipeline.remote import RemoteError
+from pipeline.collect.modes.base import LABEL, ModeUnavailable
+from pipeline.collect.remote import RemoteError
 
 IPERF3 = "/usr/bin/iperf3"
 PROBE = "/tmp/container-overhead/files/orchestration_probe.py"
@@ -130,7 +130,7 @@ class Orchestration(Benchmark):
     paths = ("host",)
     variants = ("create", "scale-10", "scale-50", "update-10")
     binaries = (IPERF3,)
-    uploads = {PROBE: "pipeline/sh/orchestration_probe.py"}
+    uploads = {PROBE: "pipeline/collect/host_scripts/orchestration_probe.py"}
     summary_metric = METRIC
     options = {
         "max_replicas": 50,  # a variant's replica count above this runs at this

@@ -61,8 +61,8 @@ PODMAN_PATHS = (
     Path("/etc/containers/networks"),
 )
 PODMAN_STORAGE = Path("/var/lib/containers/storage")
-LABEL = "org.container-overhead.campaign"  # pipeline.modes.base.LABEL (no import: no cycle)
-TOOL_IMAGES = "container-overhead/tools"  # pipeline.images.REPOSITORY
+LABEL = "org.container-overhead.campaign"  # pipeline.collect.modes.base.LABEL (no import: no cycle)
+TOOL_IMAGES = "container-overhead/tools"  # pipeline.collect.images.REPOSITORY
 
 
 def user_env() -> dict[str, str]:

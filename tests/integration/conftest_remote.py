@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.inventory import Host, SshSettings
+from pipeline.collect.inventory import Host, SshSettings
 
 SSHD = "/usr/sbin/sshd"
 START_TIMEOUT_S = 10.0

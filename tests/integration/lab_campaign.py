@@ -21,12 +21,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from pipeline import inventory, schema
-from pipeline.campaign import Profile
-from pipeline.inventory import Inventory
-from pipeline.modes import MODES, Context
-from pipeline.modes.base import leftovers
-from pipeline.remote import Pool
+from pipeline.collect import inventory
+from pipeline.analysis import schema
+from pipeline.collect.campaign import Profile
+from pipeline.collect.inventory import Inventory
+from pipeline.collect.modes import MODES, Context
+from pipeline.collect.modes.base import leftovers
+from pipeline.collect.remote import Pool
 
 INVENTORY = "inventory/lab.yaml"
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root")

@@ -9,13 +9,13 @@ import json
 
 import pytest
 
-from pipeline import inventory
+from pipeline.collect import inventory
 from pipeline.benchmarks import BENCHMARKS, Scenario, ToolOutputError, Window
 from pipeline.benchmarks.coldstart import parse_coldstart
-from pipeline.campaign import Campaign
-from pipeline.modes import MODES, Context
-from pipeline.modes.base import LABEL
-from pipeline.remote import Pool
+from pipeline.collect.campaign import Campaign
+from pipeline.collect.modes import MODES, Context
+from pipeline.collect.modes.base import LABEL
+from pipeline.collect.remote import Pool
 from tests.integration.lab_campaign import INVENTORY, ROOT_ONLY, assert_nothing_left, smoke_settings
 
 pytestmark = [pytest.mark.lab, ROOT_ONLY]

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from pipeline.benchmarks import BENCHMARKS, Window
-from pipeline.modes.base import SCRATCH_DIR
+from pipeline.collect.modes.base import SCRATCH_DIR
 from tests.integration.lab_campaign import (
     ROOT_ONLY,
     assert_nothing_left,

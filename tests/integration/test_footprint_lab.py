@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from pipeline.benchmarks.footprint import engine_memory, parse_reading
-from pipeline.footprint_analysis import TOTAL_PSS, fit_line
+from pipeline.analysis.footprint import TOTAL_PSS, fit_line
 from tests.integration.lab_campaign import (
     ROOT_ONLY,
     assert_nothing_left,

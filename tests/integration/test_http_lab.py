@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline import schema
+from pipeline.analysis import schema
 from pipeline.benchmarks.http import RATE
-from pipeline.campaign import Profile, collect
-from pipeline.modes.base import PID_DIR
+from pipeline.collect.campaign import Profile, collect
+from pipeline.collect.modes.base import PID_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 LOADGEN = ROOT / ".make/bin/co-loadgen"

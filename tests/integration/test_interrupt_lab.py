@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from pipeline.modes.base import cleanup_host, leftovers
+from pipeline.collect.modes.base import cleanup_host, leftovers
 from tests.integration.lab_campaign import (
     INVENTORY,
     ROOT_ONLY,
@@ -49,7 +49,7 @@ def lab_is_up():
 def _child(benchmark: str, raw: str) -> subprocess.Popen:
     options, modes = CASES[benchmark]
     code = textwrap.dedent(f"""
-        from pipeline.campaign import Profile, collect
+        from pipeline.collect.campaign import Profile, collect
         profile = Profile(runs=3, seconds=2, omit_seconds=0, warmup_seconds=1)
         collect({benchmark!r}, {INVENTORY!r}, {raw!r}, profile, 11, {modes!r},
                 paths={('dc', 'host')!r}, options={options!r})

@@ -206,9 +206,9 @@ def test_ssh_with_verified_host_key_lands_on_named_host(lab, host):
 def test_lab_sessions_run_without_the_controllers_bashrc(lab):
     """bash sources ~/.bashrc for every SSH command; the lab masks the controller's in its
     hosts' mount namespaces (the file itself is untouched), and Session sets TCP_NODELAY."""
-    from pipeline import inventory
-    from pipeline.modes import MODES
-    from pipeline.remote import Pool
+    from pipeline.collect import inventory
+    from pipeline.collect.modes import MODES
+    from pipeline.collect.remote import Pool
 
     inv = inventory.load(Path(__file__).parents[2] / "inventory" / "lab.yaml", MODES)
     with Pool(inv) as pool:

@@ -1,7 +1,7 @@
 """The `latency` benchmark on the embedded lab: sockperf natively on node1, clients on
 dc-client and inet-client (behind the WAN path), UDP and TCP.
 
-Two checks: count-based windows through pipeline.remote with the benchmark's own argv (exact
+Two checks: count-based windows through pipeline.collect.remote with the benchmark's own argv (exact
 sample counts, plausible RTTs per path), and the wiring through the real campaign loop.
 Needs root (it brings the lab up).
 """
@@ -18,13 +18,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline import inventory, schema
+from pipeline.collect import inventory
+from pipeline.analysis import schema
 from pipeline.benchmarks import ToolOutputError, Window
 from pipeline.benchmarks.latency import Latency
-from pipeline.campaign import Profile, collect
-from pipeline.modes import MODES
-from pipeline.modes.base import PID_DIR
-from pipeline.remote import Pool
+from pipeline.collect.campaign import Profile, collect
+from pipeline.collect.modes import MODES
+from pipeline.collect.modes.base import PID_DIR
+from pipeline.collect.remote import Pool
 
 ROOT = Path(__file__).resolve().parents[2]
 INVENTORY = ROOT / "inventory/lab.yaml"

@@ -7,12 +7,13 @@ import os
 import pandas as pd
 import pytest
 
-from pipeline import inventory, schema
-from pipeline.campaign import Profile, collect
+from pipeline.collect import inventory
+from pipeline.analysis import schema
+from pipeline.collect.campaign import Profile, collect
 from pipeline.lab import cpus
-from pipeline.modes import MODES, Context
-from pipeline.modes.base import leftovers
-from pipeline.remote import Pool
+from pipeline.collect.modes import MODES, Context
+from pipeline.collect.modes.base import leftovers
+from pipeline.collect.remote import Pool
 
 pytestmark = pytest.mark.lab
 

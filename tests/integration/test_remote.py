@@ -1,4 +1,4 @@
-"""pipeline.remote against a real sshd on 127.0.0.1 (root; started and stopped per test)."""
+"""pipeline.collect.remote against a real sshd on 127.0.0.1 (root; started and stopped per test)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.inventory import Inventory
-from pipeline.remote import Pool, RemoteError, Result, Session, UnreachableHost
+from pipeline.collect.inventory import Inventory
+from pipeline.collect.remote import Pool, RemoteError, Result, Session, UnreachableHost
 
 # The fixture is registered by importing it (the lead owns the conftest.py files).
 from tests.integration.conftest_remote import Sshd, free_port, keygen, sshd_fixture  # noqa: F401

@@ -10,7 +10,7 @@ import notebook_checks as nc
 import pandas as pd
 import pytest
 
-from pipeline.modes.controls import CPU_QUOTA
+from pipeline.collect.modes.controls import CPU_QUOTA
 
 NOTEBOOK = nc.ANALYSIS / "29-check-instrument.ipynb"
 COPY = nc.HERE / "29-check-instrument.fixture.ipynb"

@@ -17,16 +17,7 @@ import pandas as pd
 import papermill
 import pytest
 
-from pipeline import (
-    coldstart_analysis,
-    footprint_analysis,
-    host_analysis,
-    latency_analysis,
-    lb_analysis,
-    orchestration_analysis,
-    schema,
-    throughput_analysis,
-)
+from pipeline.analysis import coldstart as coldstart_analysis, footprint as footprint_analysis, host as host_analysis, latency as latency_analysis, lb as lb_analysis, orchestration as orchestration_analysis, schema, throughput as throughput_analysis
 
 NOTEBOOK = nc.ANALYSIS / "25-replicate-articles.ipynb"
 EXECUTED = nc.HERE / "25-replicate-articles.fixture.ipynb"

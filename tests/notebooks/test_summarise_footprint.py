@@ -150,9 +150,9 @@ def test_nbval_reproduces_headline_cells():
 def test_smoke_sized_data_gives_na_with_reasons_not_errors(tmp_path):
     """One run with two readings (a smoke campaign cut short), density never collected: every
     output is still written; what cannot be estimated is n/a with the reason."""
-    from pipeline import figures, tables
-    from pipeline import footprint_analysis as fa
-    from pipeline.schema import RUNS, SAMPLES, to_table, write_table
+    from pipeline.analysis import figures, tables
+    from pipeline.analysis import footprint as fa
+    from pipeline.analysis.schema import RUNS, SAMPLES, to_table, write_table
 
     s, r = fa.load(nc.FIXTURE, "footprint")
     s, r = s[(s["run"] == 1) & (s["sample"] <= 5)], r[r["run"] == 1]
@@ -176,9 +176,9 @@ def test_smoke_sized_data_gives_na_with_reasons_not_errors(tmp_path):
 
 
 def test_replication_reads_the_ratio_to_rootful_docker():
-    """The committed processed fixture (make_processed.py) through pipeline.replication: the 004
+    """The committed processed fixture (make_processed.py) through pipeline.analysis.replication: the 004
     article's 7 MB vs 4 MB per container against the fixture's 1.5625, and density's cap."""
-    from pipeline import replication as rp
+    from pipeline.analysis import replication as rp
 
     published = rp.load_published(nc.ROOT / "data" / "reference" / "published.csv")
     study = rp.load_study(nc.ROOT / "tests" / "fixtures" / "processed")

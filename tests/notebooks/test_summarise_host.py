@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline import schema
+from pipeline.analysis import schema
 
 NOTEBOOK = nc.ANALYSIS / "26-summarise-host.ipynb"
 CONFIDENCE, N_BOOT, SEED, MARGIN = 0.95, 4000, 20261121, 0.02

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from scipy import stats as st
 
-from pipeline import throughput_analysis
+from pipeline.analysis import throughput as throughput_analysis
 
 NOTEBOOK = nc.ANALYSIS / "20-summarise-throughput.ipynb"
 LAB = nc.FIXTURE / "throughput" / "lab"

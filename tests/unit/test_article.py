@@ -1,4 +1,4 @@
-"""pipeline.article on the committed fixture outputs.
+"""pipeline.analysis.article on the committed fixture outputs.
 
 The tree the article is assembled from is built in a temporary directory from committed files
 only: tests/fixtures/processed (the summaries notebooks 20-22 wrote on the raw fixture),
@@ -24,13 +24,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipeline import article, calibration, host_analysis, lb_analysis, tables
-from pipeline import coldstart_analysis as coldstart
-from pipeline import footprint_analysis as footprint
-from pipeline import latency_analysis as latency
-from pipeline import orchestration_analysis as orchestration
-from pipeline import throughput_analysis as throughput
-from pipeline.schema import read_dataset
+from pipeline.analysis import article, calibration, host as host_analysis, lb as lb_analysis, tables
+from pipeline.analysis import coldstart as coldstart
+from pipeline.analysis import footprint as footprint
+from pipeline.analysis import latency as latency
+from pipeline.analysis import orchestration as orchestration
+from pipeline.analysis import throughput as throughput
+from pipeline.analysis.schema import read_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"

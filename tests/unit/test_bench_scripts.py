@@ -2,7 +2,7 @@
 
 import pytest
 
-from bench import duty_cycle
+from harness import duty_cycle
 from pipeline.benchmarks import BENCHMARKS, Benchmark
 from pipeline.benchmarks.latency import Latency
 
@@ -32,7 +32,7 @@ def test_a_separate_warmup_run_pays_the_fixed_time_twice(monkeypatch):
 def test_an_unknown_lab_bench_case_is_a_usage_error_before_the_lab_comes_up(monkeypatch, capsys):
     import argparse
 
-    from bench import _lab
+    from harness import _lab
 
     monkeypatch.setattr(_lab.lab, "up", lambda: pytest.fail("the lab must not come up"))
     with pytest.raises(SystemExit) as exit_:
@@ -56,7 +56,7 @@ packet, txTime(sec), rxTime(sec), latency(usec)
 
 
 def test_window_noise_reads_every_round_trip_of_a_full_log(tmp_path):
-    from bench import window_noise
+    from harness import window_noise
 
     path = tmp_path / "log.csv"
     path.write_text(FULL_LOG)
@@ -68,7 +68,7 @@ def test_window_noise_reads_every_round_trip_of_a_full_log(tmp_path):
 def test_window_noise_is_zero_for_a_steady_run_and_grows_with_state_changes():
     import numpy as np
 
-    from bench import window_noise
+    from harness import window_noise
 
     t = np.arange(0, 100, 0.001)  # 1,000 round trips a second for 100 s
     assert window_noise.stretch_noise(t, np.full(t.size, 50.0), 1.0, 5.0, 50) == 0.0
@@ -84,7 +84,7 @@ def test_window_noise_is_zero_for_a_steady_run_and_grows_with_state_changes():
 
 
 def test_rounds_needed_for_a_one_percent_half_width():
-    from bench import window_noise
+    from harness import window_noise
 
     # SD 0.027 (10 s windows here): (1.645 * 0.027 / 0.01)^2 = 19.7 -> 20 rounds
     assert window_noise.rounds_needed(0.027) == 20
@@ -92,7 +92,7 @@ def test_rounds_needed_for_a_one_percent_half_width():
 
 
 def test_window_noise_names_a_missing_full_log_with_the_clients_output(tmp_path):
-    from bench import window_noise
+    from harness import window_noise
 
     with pytest.raises(RuntimeError, match="no full log.*Connection refused"):
         window_noise.read_full_log(tmp_path / "absent.csv", "sockperf: ERROR: Connection refused")
@@ -106,7 +106,7 @@ def test_window_noise_names_a_missing_full_log_with_the_clients_output(tmp_path)
 
 
 def test_window_noise_rejects_malformed_lengths_before_the_lab_comes_up(capsys):
-    from bench import window_noise
+    from harness import window_noise
 
     with pytest.raises(SystemExit) as exit_:
         window_noise.main(["--lengths", "1,two"])

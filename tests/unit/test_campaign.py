@@ -7,16 +7,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipeline import hostfacts, images
+from pipeline.collect import hostfacts, images
 from pipeline.benchmarks.base import Window
 from pipeline.benchmarks.cpu import Cpu
 from pipeline.benchmarks.throughput import Throughput
-from pipeline.campaign import Dataset, Profile, Step, campaign_id, duty_cycle, plan, schedule
-from pipeline.modes import MODES, NETWORK_MODES, STUDY_MODES
+from pipeline.collect.campaign import Dataset, Profile, Step, campaign_id, duty_cycle, plan, schedule
+from pipeline.collect.modes import MODES, NETWORK_MODES, STUDY_MODES
 
 
 def _lab_inventory():
-    from pipeline import inventory
+    from pipeline.collect import inventory
 
     return inventory.load(Path(__file__).parents[2] / "inventory" / "lab.yaml", MODES,
                           check_files=False)  # fmt: skip
@@ -24,7 +24,7 @@ def _lab_inventory():
 
 def _throughput_campaign(tmp_path, modes, profile, seed=1):
     """A throughput campaign on the lab's inventory, its prepare() answers filled in."""
-    from pipeline.campaign import Campaign
+    from pipeline.collect.campaign import Campaign
 
     campaign = Campaign(Throughput(), _lab_inventory(), profile, tmp_path, seed=seed,
                         modes=modes, log=lambda _: None)  # fmt: skip
@@ -104,7 +104,7 @@ def test_schedule_keeps_a_group_together_in_random_orders():
 
 def test_network_servers_are_shared_by_paths_and_by_variants_with_one_server():
     from pipeline.benchmarks.latency import Latency
-    from pipeline.campaign import Campaign
+    from pipeline.collect.campaign import Campaign
 
     inv = _lab_inventory()
     kw = dict(seed=1, modes=["native", "docker-bridge"], log=lambda _: None)
@@ -142,9 +142,9 @@ class _CannedClients:
 
 
 def test_a_mode_server_starts_once_per_run_and_stops_when_its_group_ends(tmp_path, monkeypatch):
-    from pipeline.campaign import _SessionClock
-    from pipeline.modes import Context
-    from pipeline.modes.base import Deployment
+    from pipeline.collect.campaign import _SessionClock
+    from pipeline.collect.modes import Context
+    from pipeline.collect.modes.base import Deployment
 
     campaign = _throughput_campaign(tmp_path, ["native", "docker-bridge"], Profile(2, 3, 1, 1), 3)
     inv = campaign.inv
@@ -186,9 +186,9 @@ def test_a_mode_server_starts_once_per_run_and_stops_when_its_group_ends(tmp_pat
 
 def test_a_failed_step_does_not_hand_its_server_on(tmp_path, monkeypatch):
     from pipeline.benchmarks import ToolOutputError
-    from pipeline.campaign import _SessionClock
-    from pipeline.modes import Context
-    from pipeline.modes.base import Deployment
+    from pipeline.collect.campaign import _SessionClock
+    from pipeline.collect.modes import Context
+    from pipeline.collect.modes.base import Deployment
 
     campaign = _throughput_campaign(tmp_path, ["native"], Profile(1, 3, 1, 1), 3)
     inv = campaign.inv
@@ -221,8 +221,8 @@ def test_lb_balancers_share_their_replicas_within_a_run_and_the_last_step_releas
 ):
     from pipeline.benchmarks.base import Outcome
     from pipeline.benchmarks.lb import Lb
-    from pipeline.campaign import Campaign, _SessionClock
-    from pipeline.modes import Context
+    from pipeline.collect.campaign import Campaign, _SessionClock
+    from pipeline.collect.modes import Context
 
     bench = Lb()
     bench.configure({"replicas": "1,2", "connections": 4})
@@ -293,7 +293,7 @@ def test_dataset_commits_by_runs_part_and_consolidates_without_duplicates(tmp_pa
     data.save(s2, [_sample(s2, 2e9)], _row(s2))
     # a crash between the samples part and its runs part leaves an orphan that must not count
     s3 = Step(2, 0, "native", "dc", "tcp")
-    from pipeline import schema
+    from pipeline.analysis import schema
     schema.write_table(schema.to_table([_sample(s3, 9e9)], schema.SAMPLES),
                        data.parts / f"{s3.stem}.samples.parquet")
     assert data.done() == {(1, "native", "dc", "tcp"), (1, "docker-host", "dc", "tcp")}
@@ -370,8 +370,8 @@ def test_an_inventory_that_allows_native_allows_its_controls(tmp_path):
     import dataclasses
     from pathlib import Path
 
-    from pipeline import inventory
-    from pipeline.campaign import Campaign
+    from pipeline.collect import inventory
+    from pipeline.collect.campaign import Campaign
 
     inv = inventory.load(Path(__file__).parents[2] / "inventory" / "lab.yaml", MODES,
                          check_files=False)  # fmt: skip

@@ -1,4 +1,4 @@
-"""The coldstart benchmark without hosts: its timer's verbatim output (pipeline/sh/coldstart.py,
+"""The coldstart benchmark without hosts: its timer's verbatim output (pipeline/collect/host_scripts/coldstart.py,
 captured on the lab) parsed into samples, failed and truncated reports refused, the commands
 it builds per mode, the campaign step around it, and the collection stage's wiring."""
 
@@ -11,14 +11,14 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from pipeline import inventory
+from pipeline.collect import inventory
 from pipeline.benchmarks import BENCHMARKS, ToolOutputError
 from pipeline.benchmarks.coldstart import SCRIPT, Coldstart, parse_coldstart
-from pipeline.campaign import Campaign, Profile, Step, plan
-from pipeline.images import ToolImage
-from pipeline.modes import MODES, STUDY_MODES, Context
-from pipeline.modes.base import LABEL, PID_DIR
-from pipeline.remote import RemoteError
+from pipeline.collect.campaign import Campaign, Profile, Step, plan
+from pipeline.collect.images import ToolImage
+from pipeline.collect.modes import MODES, STUDY_MODES, Context
+from pipeline.collect.modes.base import LABEL, PID_DIR
+from pipeline.collect.remote import RemoteError
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,7 +119,7 @@ def test_coldstart_is_a_scenario_benchmark_in_the_five_engine_modes():
     assert bench.kind == "scenario" and bench.paths == ("host",)
     assert plan(bench, STUDY_MODES) == [(m, "host", "nginx") for m in MODES_ENGINES]
     assert {m: MODES[m].engine for m in bench.modes} == MODES_ENGINES
-    assert SCRIPT in bench.uploads and bench.uploads[SCRIPT] == "pipeline/sh/coldstart.py"
+    assert SCRIPT in bench.uploads and bench.uploads[SCRIPT] == "pipeline/collect/host_scripts/coldstart.py"
     assert SCRIPT not in bench.image_paths()  # the timer runs on the host only
     assert bench.binaries[0] in bench.image_paths()
     with pytest.raises(ValueError, match="no option"):

@@ -1,4 +1,4 @@
-"""The instrument's control modes (pipeline/modes/controls.py) without the lab: the quota
+"""The instrument's control modes (pipeline/collect/modes/controls.py) without the lab: the quota
 script really confines a process here (root and a cgroup CPU controller needed), the tbf
 commands are the study's marked qdisc, and clean-up and the leftovers check know both."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.modes import MODES, STUDY_MODES
-from pipeline.modes.base import CGROUP_PREFIX, TBF_HANDLE, remove_cgroups
-from pipeline.modes.controls import CFS_PERIOD_US, CPU_QUOTA, quota_script, tbf_commands
+from pipeline.collect.modes import MODES, STUDY_MODES
+from pipeline.collect.modes.base import CGROUP_PREFIX, TBF_HANDLE, remove_cgroups
+from pipeline.collect.modes.controls import CFS_PERIOD_US, CPU_QUOTA, quota_script, tbf_commands
 
 V1 = Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
 V2 = Path("/sys/fs/cgroup/cgroup.controllers")
@@ -70,7 +70,7 @@ def test_tbf_commands_mark_the_qdisc_and_remove_only_it():
 def test_cleanup_removes_a_left_qdisc_and_the_leftovers_check_sees_it_first():
     """The shell text cleanup_host and leftovers run, on this machine: a marked tbf on an
     unaddressed veth pair is reported, then removed; nobody else's qdisc is touched."""
-    from pipeline.modes.base import _tbf_interfaces
+    from pipeline.collect.modes.base import _tbf_interfaces
 
     name = f"co-unit{os.getpid() % 10000}"
     sh = lambda text: subprocess.run(["sh", "-c", text], capture_output=True, text=True,  # noqa: E731

@@ -12,13 +12,14 @@ import pandas as pd
 import pytest
 import yaml
 
-from pipeline import inventory, stats
+from pipeline.collect import inventory
+from pipeline.analysis import stats
 from pipeline.benchmarks import BENCHMARKS, ToolOutputError, Window
 from pipeline.benchmarks.cpu import Cpu
 from pipeline.benchmarks.memory import Memory
-from pipeline.campaign import Campaign, Profile, Step, plan
-from pipeline.images import ToolImage
-from pipeline.modes import MODES, STUDY_MODES, Context
+from pipeline.collect.campaign import Campaign, Profile, Step, plan
+from pipeline.collect.images import ToolImage
+from pipeline.collect.modes import MODES, STUDY_MODES, Context
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,13 +9,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipeline import inventory
+from pipeline.collect import inventory
 from pipeline.benchmarks import BENCHMARKS, ToolOutputError, Window
 from pipeline.benchmarks.disk import TEST_FILE, Disk
-from pipeline.images import ToolImage
-from pipeline.modes import MODES, NETWORK_MODES, Context, Workload
-from pipeline.modes.base import LABEL, SCRATCH_DIR, cleanup_host, leftovers
-from pipeline.modes.storage import STORAGE_DIR, direct_io_note, parse_fincore
+from pipeline.collect.images import ToolImage
+from pipeline.collect.modes import MODES, NETWORK_MODES, Context, Workload
+from pipeline.collect.modes.base import LABEL, SCRATCH_DIR, cleanup_host, leftovers
+from pipeline.collect.modes.storage import STORAGE_DIR, direct_io_note, parse_fincore
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from scipy import stats as st
 
-from pipeline import stats, tables
+from pipeline.analysis import stats, tables
 
 M = 0.05  # the network margin of params.yaml
 
@@ -448,7 +448,7 @@ def test_quantile_shift_ci_agrees_with_scipy_paired_bootstrap_over_runs():
 def test_two_runs_are_never_called_equivalent_in_the_latency_summary():
     # The smoke profile's 2 runs: the bootstrap interval may sit inside the margin, but with no
     # TOST possible the verdict stays inconclusive and the table's note says why.
-    from pipeline import latency_analysis as la
+    from pipeline.analysis import latency as la
 
     rng = np.random.default_rng(0)
     cells, rows = {}, []

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import statsmodels.api as sm
 
-from pipeline.footprint_analysis import (
+from pipeline.analysis.footprint import (
     TOTAL_PSS,
     density_summary,
     fit_line,
@@ -150,7 +150,7 @@ def _line_frame(slopes: dict[int, float], intercept: float = 1000.0) -> pd.DataF
 
 
 def test_slope_ratio_is_the_ratio_of_pooled_slopes_with_a_run_bootstrap_interval():
-    from pipeline.footprint_analysis import slope_ratio
+    from pipeline.analysis.footprint import slope_ratio
 
     cell = _line_frame({1: 5100.0, 2: 4900.0, 3: 5050.0, 4: 4950.0})  # mean slope 5000
     reference = _line_frame({1: 3200.0, 2: 3180.0, 3: 3220.0, 4: 3200.0})  # mean 3200
@@ -163,7 +163,7 @@ def test_slope_ratio_is_the_ratio_of_pooled_slopes_with_a_run_bootstrap_interval
 
 
 def test_cost_summary_keeps_skipped_engines_and_drops_failed_runs_and_warmups():
-    from pipeline.footprint_analysis import cost_summary
+    from pipeline.analysis.footprint import cost_summary
 
     samples = _samples_frame()
     samples["path"], samples["variant"], samples["unit"] = "host", "idle", "KiB"

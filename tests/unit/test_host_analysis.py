@@ -1,4 +1,4 @@
-"""pipeline.host_analysis on the committed cpu/memory fixture, whose answers are known by
+"""pipeline.analysis.host on the committed cpu/memory fixture, whose answers are known by
 construction (tests/fixtures/make_fixture.py: ``HOST_NATIVE`` x ``HOST_FACTORS``), and on small
 constructed datasets for what the fixture does not hold (a disk-like benchmark with several
 metrics, a mode without a native baseline, a variant nobody measured)."""
@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from scipy import stats as st
 
-from pipeline import host_analysis as host
-from pipeline import schema
+from pipeline.analysis import host as host
+from pipeline.analysis import schema
 
 ROOT = Path(__file__).resolve().parents[2]
 RAW = ROOT / "tests" / "fixtures" / "raw"

@@ -1,7 +1,7 @@
 """The `http` benchmark: co-loadgen's report parser on verbatim captured output, its argv,
 the nginx conf it ships, and the generator's own Go tests.
 
-Captures (tests/unit/data/loadgen-*), co-loadgen against nginx with pipeline/conf/nginx-1k.conf
+Captures (tests/unit/data/loadgen-*), co-loadgen against nginx with pipeline/collect/tool_conf/nginx-1k.conf
 on 127.0.0.1, 2-core VM:
 - nginx-1000rps-1s: -rate 1000 -duration 1s -warmup 0.2s -connections 16 -timeout 2s
 - nginx-stall: -rate 1000 -duration 1s -connections 4 -max-connections 8 -timeout 150ms, the
@@ -110,13 +110,13 @@ def test_client_argv_carries_rate_window_and_warmup():
 def test_registered_and_shipping_its_files():
     http = BENCHMARKS["http"]()
     assert http.server_argv("1k") == ["/usr/sbin/nginx", "-e", "stderr", "-c", CONF]
-    assert http.uploads[CONF] == "pipeline/conf/nginx-1k.conf"
+    assert http.uploads[CONF] == "pipeline/collect/tool_conf/nginx-1k.conf"
     assert (ROOT / http.uploads[CONF]).is_file()
     assert set(http.image_paths()) == {"/usr/sbin/nginx", CONF, LOADGEN}
 
 
 def test_conf_serves_1024_bytes_on_the_port_and_names_only_tmp_paths():
-    conf = (ROOT / "pipeline/conf/nginx-1k.conf").read_text()
+    conf = (ROOT / "pipeline/collect/tool_conf/nginx-1k.conf").read_text()
     body = re.search(r'return 200 "([^"]*)";', conf).group(1)
     assert len(body.encode()) == 1024
     assert re.findall(r"^\s*listen (\d+)", conf, re.M) == [str(Http.port)]

@@ -1,7 +1,7 @@
 """The instrument check's analysis against known answers: the committed cpu and throughput
 fixtures with controls added whose truth is set here (an A/A twin that is native with tiny
 noise, a CPU quota that halves the rate per thread, a tbf cap whose goodput is computed by
-hand), run through ``pipeline.instrument.summarise``, which uses the study's own summaries."""
+hand), run through ``pipeline.analysis.instrument.summarise``, which uses the study's own summaries."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline import instrument
-from pipeline.modes.controls import CPU_QUOTA
+from pipeline.analysis import instrument
+from pipeline.collect.modes.controls import CPU_QUOTA
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 import make_fixture_instrument as fx  # noqa: E402
@@ -118,7 +118,7 @@ def test_tables_sentence_and_files(checked, tmp_path):
 
 
 def test_the_methods_section_states_the_check_from_the_generated_files(checked, tmp_path):
-    from pipeline import article
+    from pipeline.analysis import article
 
     aa, injected = checked
     instrument.write(aa, injected, tmp_path / "processed" / "instrument", tmp_path / "tables")
@@ -173,7 +173,7 @@ def test_the_wan_delay_is_recovered_against_the_same_path_at_delay_zero(tmp_path
     0 ms, so the emulator's hop (here 40 us, also on the zero-delay path) cancels; delays are
     separate campaigns, resampled independently. Without delay 0: Internet minus dc, hop
     included, and the row says so."""
-    from pipeline import calibration, latency_analysis, stats
+    from pipeline.analysis import calibration, latency as latency_analysis, stats
 
     rng = np.random.default_rng(3)
     hop = 40.0

@@ -1,4 +1,4 @@
-"""pipeline.inventory: the shipped inventories load; every kind of mistake is named."""
+"""pipeline.collect.inventory: the shipped inventories load; every kind of mistake is named."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pipeline.inventory import Host, Inventory, InventoryError, load
+from pipeline.collect.inventory import Host, Inventory, InventoryError, load
 
 ROOT = Path(__file__).resolve().parents[2]
 MODES = (

@@ -3,8 +3,8 @@ tests/integration/test_lab.py), and how a campaign records and reports it."""
 
 import pytest
 
-from pipeline import article
-from pipeline.campaign import duty_cycle
+from pipeline.analysis import article
+from pipeline.collect.campaign import duty_cycle
 from pipeline.lab import cpus
 
 

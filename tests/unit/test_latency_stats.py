@@ -1,4 +1,4 @@
-"""Known-answer tests for the latency statistics in pipeline.stats: pooled percentiles with a
+"""Known-answer tests for the latency statistics in pipeline.analysis.stats: pooled percentiles with a
 cluster bootstrap over runs, paired percentile shifts, the mixed-model variance decomposition."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.stats import (
+from pipeline.analysis.stats import (
     RunSamples,
     bootstrap_run_weights,
     cluster_quantile_ci,

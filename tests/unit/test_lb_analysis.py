@@ -1,4 +1,4 @@
-"""pipeline.lb_analysis on constructed samples with known answers, and on the committed fixture
+"""pipeline.analysis.lb on constructed samples with known answers, and on the committed fixture
 (tests/fixtures/make_fixture_coldstart_lb.py): per-run values, the rank interval over runs, the
 ratio to direct-r1 with its cluster bootstrap, latency medians, errors, skipped and failed
 variants."""
@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline import lb_analysis as lb
-from pipeline import schema, stats
+from pipeline.analysis import lb as lb
+from pipeline.analysis import schema, stats
 
 ROOT = Path(__file__).resolve().parents[2]
 RAW = ROOT / "tests" / "fixtures" / "raw"

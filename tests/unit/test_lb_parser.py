@@ -1,4 +1,4 @@
-"""The `lb` benchmark without hosts: wrk 4.1 output (with pipeline/conf/lb-wrk.lua's line)
+"""The `lb` benchmark without hosts: wrk 4.1 output (with pipeline/collect/tool_conf/lb-wrk.lua's line)
 captured verbatim, the balancer configs it renders, its variants and how the campaign plans it."""
 
 import re
@@ -23,8 +23,8 @@ from pipeline.benchmarks.lb import (
     wrk_argv,
     wrk_samples,
 )
-from pipeline.campaign import plan
-from pipeline.modes import STUDY_MODES
+from pipeline.collect.campaign import plan
+from pipeline.collect.modes import STUDY_MODES
 
 DATA = Path(__file__).parent / "data"
 
@@ -249,9 +249,9 @@ class _FakeDocker:
 def _lb_step(docker, bench, variant, keep, run=1):
     from types import SimpleNamespace
 
-    from pipeline import inventory
+    from pipeline.collect import inventory
     from pipeline.benchmarks.base import Scenario, Window
-    from pipeline.modes import MODES
+    from pipeline.collect.modes import MODES
 
     inv = inventory.load(Path(__file__).parents[2] / "inventory" / "lab.yaml", MODES,
                          check_files=False)  # fmt: skip

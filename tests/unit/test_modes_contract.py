@@ -6,9 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipeline import inventory
-from pipeline.modes import MODES
-from pipeline.modes.base import (
+from pipeline.collect import inventory
+from pipeline.collect.modes import MODES
+from pipeline.collect.modes.base import (
     Context,
     Proc,
     RootlessUser,
@@ -18,10 +18,10 @@ from pipeline.modes.base import (
     parse_ps,
     parse_ss_listeners,
 )
-from pipeline.modes.pasta import pasta_notes
-from pipeline.modes.rootless_docker import rootlesskit_notes
-from pipeline.modes.rootless_podman import podman_notes
-from pipeline.modes.swarm_overlay_mtu import overlay_mtu, parse_link_mtu
+from pipeline.collect.modes.pasta import pasta_notes
+from pipeline.collect.modes.rootless_docker import rootlesskit_notes
+from pipeline.collect.modes.rootless_podman import podman_notes
+from pipeline.collect.modes.swarm_overlay_mtu import overlay_mtu, parse_link_mtu
 
 DATA = Path(__file__).parent / "data" / "modes"
 ROOT = Path(__file__).resolve().parents[2]
@@ -215,7 +215,7 @@ class ScriptedSession:
         self.commands: list = []
 
     def run(self, command, check=True, **kwargs):
-        from pipeline.remote import RemoteError
+        from pipeline.collect.remote import RemoteError
 
         self.commands.append(command)
         text = command if isinstance(command, str) else " ".join(command)
@@ -229,7 +229,7 @@ class ScriptedSession:
 
 
 def _foreground_ctx(session: ScriptedSession) -> Context:
-    from pipeline.images import ToolImage
+    from pipeline.collect.images import ToolImage
 
     inv = inventory.load(ROOT / "inventory/lab.yaml", known_modes=MODES, check_files=False)
     ctx = Context(inventory=inv, pool={name: session for name in inv.hosts}, campaign="c0ffee")
@@ -240,7 +240,7 @@ def _foreground_ctx(session: ScriptedSession) -> Context:
 
 
 def _probe():
-    from pipeline.modes import Workload
+    from pipeline.collect.modes import Workload
 
     return Workload(name="cpu-1thread", argv=("/usr/bin/sysbench", "--version"), port=0)
 
@@ -315,7 +315,7 @@ def test_control_deployments_run_wrapped_and_stop_what_they_made():
     """native-cpuquota wraps the tool in the quota script and its stop removes the cgroup;
     native-tbf puts the marked qdisc on the dc client first and its stop takes it off again,
     after stopping the server."""
-    from pipeline.modes.base import TBF_HANDLE, Workload
+    from pipeline.collect.modes.base import TBF_HANDLE, Workload
 
     ctx = _ctx(ROOT / "inventory/lab.yaml")
     quota = MODES["native-cpuquota"].foreground(ctx, Workload("cpu-1thread", ("sysbench",), 0))

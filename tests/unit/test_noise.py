@@ -1,4 +1,4 @@
-"""Run-to-run noise (pipeline/noise.py): the per-run values are each benchmark's own, the
+"""Run-to-run noise (pipeline/analysis/noise.py): the per-run values are each benchmark's own, the
 decomposition recovers known SDs, and the article states each benchmark's range with entries."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline import article, host_analysis, noise, throughput_analysis
+from pipeline.analysis import article, host as host_analysis, noise, throughput as throughput_analysis
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "raw"
 
@@ -60,7 +60,7 @@ def test_two_runs_are_not_fitted_and_say_why(values):
 
 
 def test_the_article_states_each_benchmarks_range(values, tmp_path):
-    from pipeline import tables
+    from pipeline.analysis import tables
 
     summary = noise.decompose(values[values["benchmark"].isin(["cpu", "memory"])], n_sim=30)
     tables.write_processed({"noise_summary": summary}, tmp_path / "processed" / "noise")

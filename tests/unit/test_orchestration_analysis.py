@@ -6,7 +6,7 @@ import json
 import pandas as pd
 import pytest
 
-from pipeline.orchestration_analysis import summarise
+from pipeline.analysis.orchestration import summarise
 
 
 def _tables():
@@ -69,7 +69,7 @@ def test_failed_run_is_left_out_and_named():
 
 
 def test_stage_summary_takes_runs_as_the_unit():
-    from pipeline.orchestration_analysis import stage_summary
+    from pipeline.analysis.orchestration import stage_summary
 
     samples, runs = _tables()
     samples["path"], runs["path"] = "host", "host"

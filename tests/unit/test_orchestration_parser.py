@@ -1,5 +1,5 @@
 """The orchestration probe's output (captured verbatim on the lab from
-pipeline/sh/orchestration_probe.py) parsed into timed results; timeouts and failed docker
+pipeline/collect/host_scripts/orchestration_probe.py) parsed into timed results; timeouts and failed docker
 commands are failures, not numbers."""
 
 import struct
@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.benchmarks import BENCHMARKS, ToolOutputError
 from pipeline.benchmarks.orchestration import parse_probe, placement, replicas
-from pipeline.sh import orchestration_probe as probe
+from pipeline.collect.host_scripts import orchestration_probe as probe
 
 DATA = Path(__file__).parent / "data"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.modes.base import ATTACH_ATTEMPTS, Context, overlay_client
+from pipeline.collect.modes.base import ATTACH_ATTEMPTS, Context, overlay_client
 
 STAND_IN = """#!/bin/bash
 n=$(cat "$STATE"); echo $((n + 1)) > "$STATE"

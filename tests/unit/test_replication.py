@@ -1,4 +1,4 @@
-"""pipeline.replication and data/reference/published.csv.
+"""pipeline.analysis.replication and data/reference/published.csv.
 
 - Traceability: every quote of published.csv occurs verbatim in its article and holds the
   numbers typed from it; every row maps to the study's vocabulary.
@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline import replication as rp
-from pipeline.figures import MODE_LABELS
-from pipeline.modes import MODES
+from pipeline.analysis import replication as rp
+from pipeline.analysis.figures import MODE_LABELS
+from pipeline.collect.modes import MODES
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "data" / "reference" / "published.csv"

@@ -1,4 +1,4 @@
-"""Known-answer tests for pipeline.stats."""
+"""Known-answer tests for pipeline.analysis.stats."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats as st
 
-from pipeline.stats import order_statistic_ranks, per_run_summary, quantile_ci, ratio_ci
+from pipeline.analysis.stats import order_statistic_ranks, per_run_summary, quantile_ci, ratio_ci
 
 # --- order-statistic ranks -----------------------------------------------------------------
 

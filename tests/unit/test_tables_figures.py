@@ -1,4 +1,4 @@
-"""pipeline.tables, pipeline.figures and the table/figure builders of throughput_analysis."""
+"""pipeline.analysis.tables, pipeline.analysis.figures and the table/figure builders of throughput_analysis."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline import figures, tables
-from pipeline import throughput_analysis as ta
+from pipeline.analysis import figures, tables
+from pipeline.analysis import throughput as ta
 
 # --- tables --------------------------------------------------------------------------------
 

@@ -1,1 +1,0 @@
-"""`make bench`: the pipeline measuring itself (issue 6). Run `python -m bench`."""

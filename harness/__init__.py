@@ -1,0 +1,1 @@
+"""`make bench`: the pipeline measuring itself. Run `python -m harness`."""

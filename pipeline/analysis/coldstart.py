@@ -1,0 +1,477 @@
+"""Cold-start analysis: the 004 article's p50/p95/p99 table per mode, with intervals, and the
+overheads against native and of rootless against rootful.
+
+Starts inside one run share that run's conditions (the engine's caches, what else the machine
+was doing), so they are not independent draws: the unit of inference is the run.
+
+- ``percentile_table``: per (environment, mode) and level q, each run's q-quantile of its
+  measured starts (the per-run summary); the point is the median of those per-run values and
+  its interval the distribution-free order-statistic interval (``stats.quantile_ci``) over
+  runs, with its exact coverage (``reached`` is False when there are too few runs for the
+  confidence: then the interval is the per-run range and ``coverage`` says what it covers).
+  ``pooled`` is the q-quantile of all measured starts together, the number the article's table
+  shows.
+- ``overheads``: pooled q-quantile of a mode against a baseline mode (native; or the rootful
+  engine for a rootless one), difference and ratio with a paired cluster bootstrap over runs
+  (``stats.quantile_shift_ci``: only runs measured in both, a run drawn the same number of
+  times in both), and ``plus_pct`` = (ratio - 1) x 100, the article's "+%".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from pipeline.analysis import figures, stats, tables
+from pipeline.analysis.latency import as_text, cell_status, status_text
+
+METRIC = "coldstart_s"
+QUANTILES = (0.5, 0.95, 0.99)
+KEYS = ("environment", "mode")
+# Rootless modes and the rootful mode of the same engine (the article's "rootless adds ~20%").
+ROOTLESS_VS_ROOTFUL = (("rootless-docker", "docker-bridge"), ("rootless-podman", "podman"))
+
+
+def measured(samples: pd.DataFrame) -> pd.DataFrame:
+    """The measured starts (warm-up starts are kept in the data, never analysed)."""
+    return samples[(samples["metric"] == METRIC) & ~samples["warmup"].astype(bool)]
+
+
+def per_run_percentiles(samples: pd.DataFrame, qs=QUANTILES) -> pd.DataFrame:
+    """One row per (environment, mode, run, q): that run's q-quantile of its measured starts
+    (numpy's inverted-CDF definition, as the pooled quantiles)."""
+    rows = []
+    for key, group in measured(samples).groupby([*KEYS, "run"], observed=True):
+        values = group["value"].to_numpy(dtype=float)
+        for q, v in zip(qs, np.quantile(values, qs, method="inverted_cdf"), strict=True):
+            rows.append({**dict(zip((*KEYS, "run"), key, strict=True)), "q": q, "value": v})
+    columns = [*KEYS, "run", "q", "value"]
+    return pd.DataFrame(rows, columns=columns).sort_values(columns[:4], ignore_index=True)
+
+
+def _cell(group: pd.DataFrame) -> stats.RunSamples:
+    return stats.RunSamples.from_arrays(group["value"].to_numpy(), group["run"].to_numpy())
+
+
+def percentile_table(samples: pd.DataFrame, qs=QUANTILES, confidence: float = 0.95) -> pd.DataFrame:
+    """Per (environment, mode, q): the median over runs of the per-run q-quantile with its
+    rank interval over runs, and the pooled q-quantile of every measured start."""
+    per_run = per_run_percentiles(samples, qs)
+    rows = []
+    for key, group in measured(samples).groupby(list(KEYS), observed=True):
+        pooled = stats.pooled_quantiles(_cell(group), qs)
+        mine = per_run[(per_run[list(KEYS)] == pd.Series(key, index=list(KEYS))).all(axis=1)]
+        for q, pooled_q in zip(qs, pooled, strict=True):
+            ci = stats.quantile_ci(mine.loc[mine["q"] == q, "value"], 0.5, confidence)
+            rows.append({
+                **dict(zip(KEYS, key, strict=True)), "q": q, "value": ci.point, "lo": ci.lo,
+                "hi": ci.hi, "coverage": ci.coverage, "reached": ci.reached, "pooled": pooled_q,
+                "n_runs": ci.n, "n_starts": len(group),
+            })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def overheads(
+    samples: pd.DataFrame,
+    pairs: list[tuple[str, str]] | None = None,
+    qs=QUANTILES,
+    confidence: float = 0.95,
+    n_boot: int = 4000,
+    seed: int | None = 0,
+) -> pd.DataFrame:
+    """Per environment, (mode, baseline) pair and q: pooled q-quantile difference (``shift``,
+    seconds) and ratio with paired cluster-bootstrap intervals, and ``plus_pct``.
+
+    ``pairs`` defaults to every measured mode against native, then each rootless mode against
+    its rootful engine; pairs with a side not measured are left out."""
+    data = measured(samples)
+    rows = []
+    for environment, env in data.groupby("environment", observed=True):
+        cells = {mode: _cell(group) for mode, group in env.groupby("mode", observed=True)}
+        wanted = pairs
+        if wanted is None:
+            wanted = [(m, "native") for m in sorted(cells) if m != "native"]
+            wanted += list(ROOTLESS_VS_ROOTFUL)
+        for mode, baseline in wanted:
+            if mode not in cells or baseline not in cells:
+                continue
+            shift = stats.quantile_shift_ci(
+                cells[mode], cells[baseline], qs, confidence, n_boot, seed
+            )
+            shift["verdict"] = _verdicts(cells[mode], cells[baseline], shift)
+            shift.insert(0, "baseline", baseline)
+            shift.insert(0, "mode", mode)
+            shift.insert(0, "environment", environment)
+            rows.append(shift)
+    if not rows:
+        return pd.DataFrame()
+    out = pd.concat(rows, ignore_index=True)
+    for col, src in (
+        ("plus_pct", "ratio"),
+        ("plus_pct_lo", "ratio_lo"),
+        ("plus_pct_hi", "ratio_hi"),
+    ):
+        out[col] = (out[src] - 1.0) * 100.0
+    return out
+
+
+def _verdicts(cell: stats.RunSamples, baseline: stats.RunSamples, shift: pd.DataFrame) -> list:
+    """Per level: overhead (slower), faster or inconclusive (``stats.difference_verdict``: no
+    margin was fixed for start times, so nothing is called equivalent), from the ratio's
+    interval and a paired t test on the runs' own q-quantiles."""
+    common = np.intersect1d(cell.runs, baseline.runs)
+    a, b = cell.subset(common), baseline.subset(common)
+    out = []
+    for r in shift.itertuples():
+        per_run = [
+            [float(np.quantile(v, r.q, method="inverted_cdf")) for v in c.values] for c in (a, b)
+        ]
+        out.append(stats.difference_verdict(r.ratio_lo, r.ratio_hi, *per_run, False))
+    return out
+
+
+# --- the article's table: one row per mode ----------------------------------------------------
+#
+# The article's p50/p95/p99 are quantiles of every start; here they are the pooled quantiles of
+# the measured starts of the runs with status ok, each with a cluster-bootstrap interval that
+# resamples whole runs (``stats.cluster_quantile_ci``), so the interval reflects run-to-run
+# spread, not the number of starts. Overheads as in ``overheads``: paired over common runs.
+
+BASELINE = "native"
+CELL = ("environment", "mode", "path", "variant")
+
+
+def q_label(q: float) -> str:
+    """0.5 -> "p50", 0.95 -> "p95"."""
+    return "p" + f"{100 * q:g}"
+
+
+def ok_samples(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """The samples of runs whose status is ok (a failed run's starts describe a broken step)."""
+    ok = runs.loc[runs["status"] == "ok", [*CELL, "run"]].drop_duplicates()
+    return samples.merge(ok, on=[*CELL, "run"], how="inner")
+
+
+def summarise(
+    samples: pd.DataFrame,
+    runs: pd.DataFrame,
+    qs=QUANTILES,
+    confidence: float = 0.95,
+    n_boot: int = 4000,
+    seed: int = 20261121,
+) -> pd.DataFrame:
+    """One row per (environment, mode, path, variant) planned or measured, with for each level
+    ``pXX_s`` (pooled quantile, seconds) and its cluster-bootstrap ``pXX_lo_s``/``pXX_hi_s``;
+    ``ratio_pXX`` (and ``d_pXX_s``, ``plus_pct_pXX``) to native over common runs; for a rootless
+    mode ``rootful_mode`` and ``rootful_ratio_pXX``/``rootful_plus_pct_pXX`` against it."""
+
+    data = measured(ok_samples(samples, runs))
+    shifts = overheads(data, None, qs, confidence, n_boot, seed)
+    rootful = dict(ROOTLESS_VS_ROOTFUL)
+    cells = pd.concat([runs[list(CELL)], data[list(CELL)]]).drop_duplicates()
+    rows = []
+    for env, mode, path, variant in cells.itertuples(index=False):
+        mine = data[(data["environment"] == env) & (data["mode"] == mode) & (data["path"] == path)]
+        mine = mine[mine["variant"] == variant]
+        run_rows = runs[
+            (runs["environment"] == env) & (runs["mode"] == mode) & (runs["path"] == path)
+            & (runs["variant"] == variant)
+        ]  # fmt: skip
+        n_runs = int(mine["run"].nunique())
+        status, reason = cell_status(run_rows, n_runs, METRIC)
+        row = {
+            "environment": env, "mode": mode, "path": path, "variant": variant,
+            "configuration": figures.MODE_LABELS.get(mode, mode), "status": status,
+            "reason": reason or None, "n_runs": n_runs,
+            "n_runs_planned": int(max(run_rows["run"].nunique(), n_runs)),
+            "n_starts": len(mine), "baseline": BASELINE, "rootful_mode": rootful.get(mode, ""),
+        }  # fmt: skip
+        ci = None
+        if n_runs:
+            ci = stats.cluster_quantile_ci(_cell(mine), qs, confidence, n_boot, seed)
+        for i, q in enumerate(qs):
+            lab = q_label(q)
+            for col, src in (("", "value"), ("_lo", "lo"), ("_hi", "hi")):
+                row[f"{lab}{col}_s"] = float(ci[src].iloc[i]) if ci is not None else np.nan
+        _add_shifts(row, shifts, env, mode, BASELINE, qs, "", "overhead_n_runs")
+        _add_shifts(row, shifts, env, mode, rootful.get(mode), qs, "rootful_", "rootful_n_runs")
+        rows.append(row | {"confidence": confidence, "n_boot": n_boot, "seed": seed})
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    rank = out["mode"].map(figures.mode_rank)
+    out = out.assign(_r=rank).sort_values(["environment", "path", "variant", "_r", "mode"])
+    return out.drop(columns="_r").reset_index(drop=True)
+
+
+def _add_shifts(
+    row: dict, shifts: pd.DataFrame, env, mode, baseline, qs, prefix: str, count: str
+) -> None:
+    """The ratio, difference and "+%" of ``mode`` against ``baseline`` (NaN when not measured)."""
+    mine = pd.DataFrame()
+    if baseline is not None and not shifts.empty:
+        mine = shifts[
+            (shifts["environment"] == env) & (shifts["mode"] == mode)
+            & (shifts["baseline"] == baseline)
+        ]  # fmt: skip
+    row[count] = int(mine["n_runs"].iloc[0]) if len(mine) else 0
+    for q in qs:
+        lab = q_label(q)
+        sel = mine[np.isclose(mine["q"], q)] if len(mine) else mine
+        r = sel.iloc[0] if len(sel) else None
+        for col, src in (
+            (f"ratio_{lab}", "ratio"), (f"ratio_{lab}_lo", "ratio_lo"),
+            (f"ratio_{lab}_hi", "ratio_hi"), (f"d_{lab}_s", "shift"), (f"d_{lab}_lo_s", "lo"),
+            (f"d_{lab}_hi_s", "hi"), (f"plus_pct_{lab}", "plus_pct"),
+            (f"plus_pct_{lab}_lo", "plus_pct_lo"), (f"plus_pct_{lab}_hi", "plus_pct_hi"),
+        ):  # fmt: skip
+            row[f"{prefix}{col}"] = float(r[src]) if r is not None else np.nan
+        row[f"{prefix}verdict_{lab}"] = r["verdict"] if r is not None else None
+    if mode == baseline and row["n_runs"]:  # native against itself: the reference
+        row[count] = row["n_runs"]
+
+
+def _ms(point: float, lo: float, hi: float, sign: str = "") -> str | None:
+    """Seconds as "142.0 [138.2, 147.9]" milliseconds; n/a (None) without a value."""
+    if point is None or np.isnan(point):
+        return None
+    return tables.interval_text(1000 * point, 1000 * lo, 1000 * hi, f"{sign}.1f")
+
+
+def _pct(point: float, lo: float, hi: float) -> str | None:
+    return tables.interval_text(point, lo, hi, "+.1f")
+
+
+# A start time is worse when longer: the verdict's "overhead" is said as "slower".
+SAID = {"overhead": "slower", "faster": "faster", "inconclusive": "inconclusive"}
+
+
+def _with_verdict(text: str | None, verdict: str | None) -> str | None:
+    """An interval's text with its verdict ("+261.4 [261.0, 261.6], slower")."""
+    if text is None or not verdict:
+        return text
+    return f"{text}, {SAID.get(verdict, verdict)}"
+
+
+def _note(r) -> str:
+
+    if r.status != "ok":
+        return status_text(r.status, r.reason)
+    parts = ["baseline"] if r.mode == BASELINE else []
+    parts += [as_text(r.reason)] if as_text(r.reason) else []
+    if r.n_runs < 2:
+        parts.append("one run: no interval")
+    if r.rootful_mode and r.rootful_n_runs == 0:
+        parts.append(f"no {r.rootful_mode} run to compare with")
+    return "; ".join(parts)
+
+
+def article_table(summary: pd.DataFrame, qs=QUANTILES) -> pd.DataFrame:
+    """Mode | p50 / p95 / p99 ms [CI] | Overhead vs native p50 / p99 ms [CI] | Rootless vs
+    rootful p50 / p95 / p99 "+%" [CI] | Runs | Starts | Note: the 004 article's cold-start table
+    ("Configuration | p50 | p95 | p99") with intervals, native as the reference and the
+    article's rootless "+%" against the rootful engine. n/a: not measured (see the note)."""
+    conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
+    ci = f"[{conf:.0%} CI]"
+    rows = list(summary.itertuples())
+    table = pd.DataFrame({"Mode": summary["configuration"].to_numpy()})
+    for q in qs:
+        lab = q_label(q)
+        table[f"{lab} ms {ci}"] = [
+            _ms(getattr(r, f"{lab}_s"), getattr(r, f"{lab}_lo_s"), getattr(r, f"{lab}_hi_s"))
+            for r in rows
+        ]
+    for q in (qs[0], qs[-1]):
+        lab = q_label(q)
+        table[f"Overhead vs native {lab} ms {ci}, verdict"] = [
+            "" if r.mode == BASELINE and r.n_runs else _with_verdict(_ms(
+                r._asdict()[f"d_{lab}_s"], r._asdict()[f"d_{lab}_lo_s"],
+                r._asdict()[f"d_{lab}_hi_s"], "+",
+            ), r._asdict().get(f"verdict_{lab}"))
+            for r in rows
+        ]  # fmt: skip
+    for q in qs:
+        lab = q_label(q)
+        table[f"Rootless vs rootful {lab} +% {ci}, verdict"] = [
+            (
+                _with_verdict(
+                    _pct(*(r._asdict()[f"rootful_plus_pct_{lab}{s}"] for s in ("", "_lo", "_hi"))),
+                    r._asdict().get(f"rootful_verdict_{lab}"),
+                )
+                if r.rootful_mode
+                else ""
+            )
+            for r in rows
+        ]
+    table["Runs"] = [
+        f"{r.n_runs}" if r.n_runs == r.n_runs_planned else f"{r.n_runs} of {r.n_runs_planned}"
+        for r in rows
+    ]
+    table["Starts"] = [str(r.n_starts) for r in rows]
+    table["Note"] = [_note(r) for r in rows]
+    if len(summary) and summary["environment"].nunique() > 1:
+        table.insert(0, "Environment", summary["environment"].to_numpy())
+    return table
+
+
+def table_caption(summary: pd.DataFrame) -> str:
+    conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
+    n_boot = int(summary["n_boot"].iloc[0]) if len(summary) else 0
+    pairs = ", ".join(f"{a} against {b}" for a, b in ROOTLESS_VS_ROOTFUL)
+    return (
+        "Cold start: time from the engine's `run -d` (native: nginx started as a plain "
+        "process) until nginx answers `GET /` through the published port, per mode. p50, p95, "
+        "p99: quantiles of every measured start of the runs (warm-up starts excluded), with a "
+        f"{conf:.0%} cluster-bootstrap percentile interval ({n_boot} replicates resampling whole "
+        "runs). Overhead vs native: difference of the same quantiles to native over the runs "
+        "both measured, paired bootstrap. Rootless vs rootful: how much longer the rootless "
+        f"engine's quantile is than its rootful engine's, in percent ({pairs}), the 004 "
+        'article\'s "rootless adds ~18-25%". Modes that could not run are listed with n/a and '
+        "their reason. Verdicts (no equivalence margin was fixed for start times, so none is "
+        f"called equivalent): slower or faster when the ratio's {conf:.0%} interval lies wholly "
+        "on one side of 1 and a paired t test on the runs' own quantiles agrees (at least 3 "
+        "runs), else inconclusive."
+    )
+
+
+def headline(summary: pd.DataFrame, qs=QUANTILES) -> str:
+    """Deterministic plain-text digest of the headline numbers (checked by nbval)."""
+    lines = []
+    for r in summary.itertuples():
+        head = f"{r.environment} {r.mode}: {r.status}"
+        if not r.n_runs:
+            lines.append(f"{head}, n/a ({r.reason})")
+            continue
+        d = r._asdict()
+        labs = [q_label(q) for q in qs]
+        parts = [f"{b} {_ms(d[f'{b}_s'], d[f'{b}_lo_s'], d[f'{b}_hi_s'])} ms" for b in labs]
+        text = f"{head}, {r.n_runs} runs, {r.n_starts} starts, " + ", ".join(parts)
+        if r.mode != BASELINE and not np.isnan(d["ratio_p50"]):
+            text += f", p50 x{d['ratio_p50']:.3f} native ({SAID[d['verdict_p50']]})"
+        if r.rootful_mode and r.rootful_n_runs:
+            pct = _pct(d["rootful_plus_pct_p50"], d["rootful_plus_pct_p50_lo"],
+                       d["rootful_plus_pct_p50_hi"])  # fmt: skip
+            text += f", p50 {pct}% vs {r.rootful_mode} ({SAID[d['rootful_verdict_p50']]})"
+        lines.append(text)
+    return "\n".join(lines)
+
+
+def findings(summary: pd.DataFrame, qs=QUANTILES) -> str:
+    """Markdown: each engine's p50 against native, and each rootless engine's "+%" against its
+    rootful engine per level, each with its verdict (slower, faster or inconclusive)."""
+
+    out = []
+    for r in summary.itertuples():
+        d = r._asdict()
+        if r.mode == BASELINE:
+            continue
+        label = f"**{r.configuration}**"
+        if r.status != "ok":
+            out.append(f"- {label}: not measured ({status_text(r.status, r.reason)}).")
+            continue
+        if not np.isnan(d["d_p50_s"]):
+            shift = _ms(d["d_p50_s"], d["d_p50_lo_s"], d["d_p50_hi_s"], "+")
+            said = SAID.get(d["verdict_p50"], "inconclusive")
+            out.append(f"- {label}: p50 {shift} ms against native, {said} ({r.n_runs} runs).")
+        if not r.rootful_mode:
+            continue
+        if not r.rootful_n_runs:
+            out.append(f"- {label}: no {r.rootful_mode} run to compare with.")
+            continue
+        said = []
+        for q in qs:
+            lab = q_label(q)
+            pct = _pct(*(d[f"rootful_plus_pct_{lab}{s}"] for s in ("", "_lo", "_hi")))
+            said.append(f"{lab} {pct}%, {SAID.get(d[f'rootful_verdict_{lab}'], 'inconclusive')}")
+        out.append(f"- {label} against {r.rootful_mode}: " + "; ".join(said) + ".")
+    return "\n".join(out)
+
+
+def figure(summary: pd.DataFrame, samples: pd.DataFrame, runs: pd.DataFrame, qs=QUANTILES):
+    """Per mode (one row each, the project's order and colours): every measured start as a dot
+    (log time axis), the pooled p50 and p99 as ticks with their cluster-bootstrap intervals.
+    Returns the chart and its caption."""
+
+    conf = float(summary["confidence"].iloc[0])
+    n_boot = int(summary["n_boot"].iloc[0])
+    order = summary["configuration"].tolist()
+    starts = measured(ok_samples(samples, runs)).merge(
+        summary[["environment", "mode", "path", "variant", "configuration"]],
+        on=["environment", "mode", "path", "variant"],
+    )
+    starts = starts.assign(ms=1000 * starts["value"])[["configuration", "mode", "run", "ms"]]
+    marks = []
+    for q in (qs[0], qs[-1]):
+        lab = q_label(q)
+        sel = summary[summary["n_runs"] > 0]
+        marks.append(pd.DataFrame({
+            "configuration": sel["configuration"], "mode": sel["mode"], "level": lab,
+            "ms": 1000 * sel[f"{lab}_s"], "lo": 1000 * sel[f"{lab}_lo_s"],
+            "hi": 1000 * sel[f"{lab}_hi_s"],
+        }))  # fmt: skip
+    marks = pd.concat(marks, ignore_index=True)
+    not_measured = summary[summary["status"] != "ok"].assign(
+        text=lambda f: [status_text(s, r) for s, r in zip(f["status"], f["reason"], strict=True)]
+    )
+    color = alt.Color("mode:N", scale=figures.mode_scale(summary["mode"]), legend=None)
+    y = alt.Y("configuration:N", sort=order, title=None)
+    low = max(float(np.nanmin(np.r_[starts["ms"], marks["lo"]])) * 0.8, 1e-3)
+    high = float(np.nanmax(np.r_[starts["ms"], marks["hi"]])) * 1.25
+    x = alt.X("ms:Q", title="Cold start, ms (log scale)",
+              scale=alt.Scale(type="log", domain=[low, high], nice=False))  # fmt: skip
+    chart = alt.layer(
+        alt.Chart(starts)
+        .mark_tick(opacity=0.35, thickness=1, size=22)
+        .encode(x=x, y=y, color=color),
+        alt.Chart(marks).mark_rule(strokeWidth=2, color="#000000").encode(x="lo:Q", x2="hi:Q", y=y),
+        alt.Chart(marks)
+        .mark_point(filled=True, size=80)
+        .encode(
+            x="ms:Q",
+            y=y,
+            color=color,
+            shape=alt.Shape("level:N", title="Pooled quantile"),
+            tooltip=[
+                "configuration:N",
+                "level:N",
+                alt.Tooltip("ms:Q", format=".1f"),
+                alt.Tooltip("lo:Q", format=".1f"),
+                alt.Tooltip("hi:Q", format=".1f"),
+            ],
+        ),  # fmt: skip
+        alt.Chart(not_measured)
+        .mark_text(align="left", dx=4, color="#b30000", fontStyle="italic", limit=420)
+        .encode(x=alt.datum(low), y=y, text="text:N"),
+    ).properties(
+        width=460, height=alt.Step(40), title="Cold start: run command to nginx answering, per mode"
+    )
+    if summary["environment"].nunique() > 1:
+        chart = chart.facet(row="environment:N")
+    caption = (
+        "Cold start per mode: time from the run command to nginx answering `GET /` through the "
+        "published port (log scale). Faint ticks are every measured start (warm-up starts "
+        f"excluded); the points mark the pooled p50 and {q_label(qs[-1])} of all starts, the "
+        f"black bars their {conf:.0%} cluster-bootstrap percentile intervals ({n_boot} "
+        "replicates resampling whole runs)."
+    )
+    skipped = [f"{r.configuration} ({status_text(r.status, r.reason)})"
+               for r in summary.itertuples() if r.status != "ok"]  # fmt: skip
+    if skipped:
+        caption += " Not measured: " + "; ".join(skipped) + "."
+    return chart, caption
+
+
+def write_summary(
+    summary: pd.DataFrame, shifts: pd.DataFrame, per_run: pd.DataFrame, processed_dir: Path | str
+) -> list[Path]:
+    """``coldstart_summary.{parquet,csv}``, ``coldstart_overheads.parquet`` (long: mode,
+    baseline, q) and ``coldstart_per_run.parquet`` (each run's quantiles)."""
+    frames = {
+        "coldstart_summary": summary,
+        "coldstart_overheads": shifts,
+        "coldstart_per_run": per_run,
+    }
+    return tables.write_processed(frames, processed_dir)

@@ -1,0 +1,666 @@
+"""Summarise the host benchmarks (cpu, memory, disk): one row per (environment, variant, metric,
+mode, path), whatever the benchmark.
+
+A host benchmark runs a tool to completion inside each mode on the server host and records one
+sample per second of its measured window (events/s, MiB/s, IOPS: higher is better), or one
+time per window (cpu's compile, in seconds: lower is better; the direction follows the unit,
+``higher_is_better``). The unit of inference is the run: each run's value is the **median of
+its samples** (warm-ups excluded, runs with status ok only), the median across runs gets a
+distribution-free (order-statistic) interval, and each mode is compared with native on the
+same path and variant as a ratio of medians with a cluster-bootstrap interval that resamples
+runs, plus the verdict against the benchmark's margin (``stats.ratio_equivalence``).
+
+Nothing here is specific to one benchmark: the variants come from the data (in the benchmark's
+own order when it is registered), and so do the metrics of each variant (every metric with a
+non-zero measured sample: a direction a variant does not exercise, e.g. fio's read rate in a
+write test, is all zeros and carries no comparison). Modes that were skipped or failed stay in
+every output with their reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from pipeline.analysis import figures, schema, stats, tables
+from pipeline.analysis.latency import as_text, cell_status, note_parts, status_text
+
+BASELINE = "native"
+# Durations are better short; every other unit here is a rate (events/s, MiB/s, IOPS).
+LOWER_IS_BETTER_UNITS = frozenset({"s", "ms", "us", "ns"})
+
+# How the article names what was run; unknown benchmarks/variants/metrics show their ids.
+TITLES = {
+    "cpu": "CPU: sysbench cpu (primes up to 20000) and a Go toolchain build",
+    "memory": "sysbench memory bandwidth (1 MiB blocks, one thread)",
+    "disk": "fio disk I/O",
+}
+VARIANT_LABELS = {
+    "1thread": "1 thread",
+    "allthreads": "all threads",
+    "write": "write",
+    "read": "read",
+    "seqread": "sequential read",
+    "seqwrite": "sequential write",
+    "randread": "random read",
+    "randwrite": "random write",
+    "compile": "compile",
+}
+METRIC_LABELS = {
+    "cpu_events_per_s": "events/s",
+    "memory_bandwidth": "MiB/s",
+    "disk_read_mib_per_s": "read MiB/s",
+    "disk_write_mib_per_s": "write MiB/s",
+    "disk_read_iops": "read IOPS",
+    "disk_write_iops": "write IOPS",
+    "compile_s": "go build time, s",
+}
+
+KEYS = ["environment", "mode", "path", "variant"]
+SUMMARY_COLUMNS = [
+    "environment",
+    "benchmark",
+    "variant",
+    "metric",
+    "unit",
+    "mode",
+    "path",
+    "configuration",
+    "status",
+    "reason",
+    "n_runs",
+    "n_runs_planned",
+    "n_samples",
+    "median",
+    "median_lo",
+    "median_hi",
+    "median_coverage",
+    "median_ci_reached",
+    "baseline",
+    "higher_is_better",
+    "ratio",
+    "ratio_lo",
+    "ratio_hi",
+    "ratio_n_runs",
+    "overhead_pct",
+    "overhead_lo_pct",
+    "overhead_hi_pct",
+    "margin",
+    "equivalence_confidence",
+    "ratio_eq_lo",
+    "ratio_eq_hi",
+    "tost_p",
+    "tost_ratio",
+    "tost_lo",
+    "tost_hi",
+    "tost_reason",
+    "verdict",
+    "confidence",
+    "n_boot",
+    "seed",
+]
+
+
+def higher_is_better(unit: str | None) -> bool:
+    """Whether a larger value of a metric in ``unit`` is the better one (rates: yes)."""
+    return unit not in LOWER_IS_BETTER_UNITS
+
+
+def variant_label(variant: str) -> str:
+    return VARIANT_LABELS.get(variant, variant)
+
+
+def metric_label(metric: str, unit: str | None = None) -> str:
+    return METRIC_LABELS.get(metric, unit or metric)
+
+
+def load(raw_dir: Path | str, benchmark: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(samples, runs)`` of ``benchmark`` across every environment in ``raw_dir``."""
+    return (
+        schema.read_dataset(raw_dir, benchmark, "samples"),
+        schema.read_dataset(raw_dir, benchmark, "runs"),
+    )
+
+
+def _variant_order(benchmark: str, variants) -> list[str]:
+    """The benchmark's own variant order when it is registered, then the rest by name."""
+    from pipeline.benchmarks import BENCHMARKS
+
+    known = list(getattr(BENCHMARKS.get(benchmark), "variants", ()))
+    rank = {v: i for i, v in enumerate(known)}
+    return sorted(dict.fromkeys(variants), key=lambda v: (rank.get(v, len(known)), v))
+
+
+def variant_metrics(samples: pd.DataFrame) -> dict[str, list[str]]:
+    """Variant -> the metrics it is analysed on: those with a non-zero measured sample."""
+    measured = samples[~samples["warmup"].astype(bool) & samples["value"].fillna(0.0).ne(0.0)]
+    out: dict[str, list[str]] = {}
+    for (variant, metric), _ in measured.groupby(["variant", "metric"], sort=True):
+        out.setdefault(variant, []).append(metric)
+    return out
+
+
+def per_run(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """One value per (environment, mode, path, variant, metric, run): the median of the run's
+    measured per-second samples, for runs with status ok (a failed run's partial samples
+    describe a broken measurement and are not analysed). Also ``n_samples`` and ``unit``."""
+    keys = [*KEYS, "run"]
+    ok = runs.loc[runs["status"] == "ok", keys].drop_duplicates()
+    chosen = variant_metrics(samples)
+    frames = []
+    for metric in sorted({m for ms in chosen.values() for m in ms}):
+        sel = samples[samples["metric"] == metric]
+        value = stats.per_run_summary(sel, metric, how="median", keys=tuple(keys))
+        count = stats.per_run_summary(sel, metric, how="count", keys=tuple(keys))
+        value["n_samples"] = count["value"].astype("int64")
+        value["metric"] = metric
+        value["unit"] = sel["unit"].dropna().iloc[0] if sel["unit"].notna().any() else None
+        # Only the variants this metric was chosen for (a zero-rate direction is not compared).
+        value = value[[metric in chosen.get(v, ()) for v in value["variant"]]]
+        frames.append(value.merge(ok, on=keys, how="inner"))
+    columns = [*KEYS, "metric", "unit", "run", "value", "n_samples"]
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    out = pd.concat(frames, ignore_index=True)[columns]
+    return out.sort_values([*KEYS, "metric", "run"], ignore_index=True)
+
+
+def _cells(per_run_values: pd.DataFrame, runs: pd.DataFrame, samples: pd.DataFrame, benchmark):
+    """``(environment, mode, path, variant, metric)`` of every cell planned or measured: a
+    variant's skipped modes get one row per metric the variant was measured on."""
+    metrics = variant_metrics(samples)
+    fallback = _fallback_metric(benchmark)
+    seen = pd.concat([runs[KEYS], per_run_values[KEYS]]).drop_duplicates()
+    cells = []
+    for env, mode, path, variant in seen.itertuples(index=False):
+        for metric in metrics.get(variant) or [fallback]:
+            cells.append((env, mode, path, variant, metric))
+    return cells
+
+
+def _fallback_metric(benchmark: str) -> str | None:
+    """The metric a variant measured in no mode is reported under: the benchmark's own."""
+    from pipeline.benchmarks import BENCHMARKS
+
+    cls = BENCHMARKS.get(benchmark)
+    return (getattr(cls, "summary_metric", "") or None) if cls else None
+
+
+def summarise(
+    samples: pd.DataFrame,
+    runs: pd.DataFrame,
+    benchmark: str,
+    confidence: float = 0.95,
+    n_boot: int = 4000,
+    seed: int = 20261121,
+    margin: float = 0.02,
+) -> pd.DataFrame:
+    """One row per (environment, variant, metric, mode, path) with ``SUMMARY_COLUMNS``.
+
+    ``median*``: median across runs of the per-run medians, with a distribution-free interval
+    (the range of the runs when there are too few for ``confidence``; ``median_coverage`` says
+    what it covers then). ``ratio*``: ratio of medians to native on the same environment, path,
+    variant and metric, over the runs both measured, with a cluster-bootstrap percentile
+    interval (the same ``seed`` for every comparison). ``overhead_*_pct``: how much worse than
+    native in percent (the 000 article's "Overhead"), 100 (1 - ratio) for a rate (the share of
+    native's rate lost) and 100 (ratio - 1) for a time (``higher_is_better`` False), its
+    interval from the ratio's; negative when the mode does better. ``verdict``:
+    ``stats.verdict`` against ``margin`` in the metric's direction (see
+    ``stats.ratio_equivalence``); None for native itself and for cells without a comparison.
+    """
+    values = per_run(samples, runs)
+    rows = []
+    for env, mode, path, variant, metric in _cells(values, runs, samples, benchmark):
+        in_cell = (
+            (values["environment"] == env)
+            & (values["mode"] == mode)
+            & (values["path"] == path)
+            & (values["variant"] == variant)
+        )
+        mine = values[in_cell & (values["metric"] == metric)]
+        run_rows = runs[
+            (runs["environment"] == env)
+            & (runs["mode"] == mode)
+            & (runs["path"] == path)
+            & (runs["variant"] == variant)
+        ]
+        med = stats.quantile_ci(mine["value"].to_numpy(dtype=float), 0.5, confidence)
+        status, reason = cell_status(run_rows, med.n, metric)
+        unit = samples.loc[samples["metric"] == metric, "unit"].dropna()
+        row = {
+            "environment": env,
+            "benchmark": benchmark,
+            "variant": variant,
+            "metric": metric,
+            "unit": unit.iloc[0] if len(unit) else None,
+            "mode": mode,
+            "path": path,
+            "configuration": figures.MODE_LABELS.get(mode, mode),
+            "status": status,
+            "reason": reason,
+            "n_runs": med.n,
+            "n_runs_planned": int(max(run_rows["run"].nunique(), med.n)),
+            "n_samples": int(mine["n_samples"].sum()),
+            "median": med.point,
+            "median_lo": med.lo,
+            "median_hi": med.hi,
+            "median_coverage": med.coverage,
+            "median_ci_reached": med.reached,
+            "baseline": BASELINE,
+            "higher_is_better": higher_is_better(unit.iloc[0] if len(unit) else None),
+            "margin": margin,
+            "equivalence_confidence": stats.equivalence_level(confidence),
+            "confidence": confidence,
+            "n_boot": n_boot,
+            "seed": seed,
+        }
+        same = values[
+            (values["environment"] == env)
+            & (values["path"] == path)
+            & (values["variant"] == variant)
+            & (values["metric"] == metric)
+        ]
+        _add_comparison(row, same, confidence, n_boot, seed, margin)
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    # Worse than native, in percent: a rate's larger ratio loses less, a time's costs more.
+    sign = np.where(out["higher_is_better"].astype(bool), -1.0, 1.0)
+    worse_lo = np.where(sign < 0, out["ratio_hi"], out["ratio_lo"])
+    worse_hi = np.where(sign < 0, out["ratio_lo"], out["ratio_hi"])
+    out["overhead_pct"] = 100.0 * sign * (out["ratio"] - 1.0)
+    out["overhead_lo_pct"] = 100.0 * sign * (worse_lo - 1.0)
+    out["overhead_hi_pct"] = 100.0 * sign * (worse_hi - 1.0)
+    for col in ("reason", "verdict", "tost_reason"):
+        out[col] = [as_text(v) or None for v in out[col]]
+    for col in ("n_runs", "n_runs_planned", "n_samples", "ratio_n_runs"):
+        out[col] = out[col].astype("int64")
+    return _row_order(out, benchmark)
+
+
+def _add_comparison(
+    row: dict, same: pd.DataFrame, confidence: float, n_boot: int, seed: int, margin: float
+) -> None:
+    """The ratio to native and the verdict columns; a measured mode without a native run on its
+    path says so in its reason."""
+    nan = float("nan")
+    row.update(
+        ratio=nan, ratio_lo=nan, ratio_hi=nan, ratio_n_runs=0, ratio_eq_lo=nan, ratio_eq_hi=nan,
+        tost_p=nan, tost_ratio=nan, tost_lo=nan, tost_hi=nan, tost_reason=None, verdict=None,
+    )  # fmt: skip
+    if row["mode"] == BASELINE:
+        if row["n_runs"]:
+            row.update(ratio=1.0, ratio_lo=1.0, ratio_hi=1.0, ratio_n_runs=row["n_runs"])
+        return
+    if not row["n_runs"]:
+        return
+    pair = same[same["mode"].isin([row["mode"], BASELINE])][["run", "mode", "value"]]
+    eq = stats.ratio_equivalence(
+        pair, row["mode"], BASELINE, margin, confidence, n_boot, seed, row["higher_is_better"]
+    )
+    if not eq.n_runs:
+        extra = f"no {BASELINE} baseline measured on path {row['path']}"
+        row["reason"] = f"{row['reason']}; {extra}" if row["reason"] else extra
+        return
+    row.update(
+        ratio=eq.ratio,
+        ratio_lo=eq.lo,
+        ratio_hi=eq.hi,
+        ratio_n_runs=eq.n_runs,
+        ratio_eq_lo=eq.lo_eq,
+        ratio_eq_hi=eq.hi_eq,
+        tost_p=eq.tost.p_value,
+        tost_ratio=eq.tost.ratio,
+        tost_lo=eq.tost.lo,
+        tost_hi=eq.tost.hi,
+        tost_reason=eq.tost.reason,
+        verdict=eq.verdict,
+    )
+
+
+def _row_order(frame: pd.DataFrame, benchmark: str) -> pd.DataFrame:
+    """Environment, variant (the benchmark's order), metric, then the project's mode order."""
+    variants = _variant_order(benchmark, frame["variant"])
+    key = frame.assign(
+        _v=frame["variant"].map(variants.index),
+        _m=frame["mode"].map(figures.mode_rank),
+    )
+    return (
+        key.sort_values(["environment", "_v", "metric", "path", "_m", "mode"])
+        .drop(columns=["_v", "_m"])
+        .reset_index(drop=True)
+    )
+
+
+# --- text: table, caption, headline, findings ------------------------------------------------
+
+
+def _digits(values) -> int:
+    """Decimals for a metric's numbers: 1 below 5000 (events/s), none above (MiB/s, IOPS)."""
+    finite = np.asarray(values, dtype=float)
+    finite = finite[np.isfinite(finite)]
+    return 0 if finite.size and np.nanmedian(finite) >= 5_000 else 1
+
+
+def _ci(point: float, lo: float, hi: float, digits: int, sign: str = "") -> str | None:
+    return tables.interval_text(point, lo, hi, f"{sign}.{digits}f")
+
+
+def _note(row) -> str:
+    parts = note_parts(pd.Series(row._asdict()))
+    if row.status == "ok" and row.n_runs and not row.median_ci_reached:
+        parts.append(
+            f"interval of the median is the range of {row.n_runs} runs "
+            f"(coverage {row.median_coverage:.1%} < {row.confidence:.0%})"
+        )
+    if row.status == "ok" and row.mode != BASELINE and as_text(row.tost_reason):
+        parts.append(f"no TOST: {row.tost_reason}")
+    return "; ".join(parts)
+
+
+def _margin(summary: pd.DataFrame) -> float:
+    return float(summary["margin"].iloc[0]) if len(summary) else 0.02
+
+
+def article_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Test | Mode | Median [CI] | % of native [CI] | Overhead vs native % [CI] | Verdict |
+    TOST p | Runs | Note.
+
+    The 000 article's "Test | Bare Metal | Swarm | Overhead" turned on its side (one row per
+    test and mode, so every number has room for its interval), with the 004 article's modes.
+    Rows that were not measured show n/a and the reason.
+    """
+    conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
+    ci = f"[{conf:.0%} CI]"
+    medians, pct, overhead, verdicts, p_values, runs_text = [], [], [], [], [], []
+    for (_, _), group in summary.groupby(["variant", "metric"], sort=False):
+        digits = _digits(group["median"])
+        for r in group.itertuples():
+            medians.append((r.Index, _ci(r.median, r.median_lo, r.median_hi, digits)))
+    median_text = dict(medians)
+    for r in summary.itertuples():
+        is_base = r.mode == BASELINE and r.n_runs > 0
+        pct.append(
+            "100 (baseline)"
+            if is_base
+            else _ci(100 * r.ratio, 100 * r.ratio_lo, 100 * r.ratio_hi, 1)
+        )
+        overhead.append(
+            "" if is_base else _ci(r.overhead_pct, r.overhead_lo_pct, r.overhead_hi_pct, 1, "+")
+        )
+        verdicts.append(
+            ""
+            if is_base
+            else tables.verdict_text(r.verdict, r.ratio_lo, r.ratio_hi, r.higher_is_better)
+        )
+        p_values.append("" if is_base else tables.p_text(r.tost_p))
+        runs_text.append(
+            f"{r.n_runs}" if r.n_runs == r.n_runs_planned else f"{r.n_runs} of {r.n_runs_planned}"
+        )
+    table = pd.DataFrame(
+        {
+            "Test": [
+                f"{variant_label(v)} ({metric_label(m, u)})"
+                for v, m, u in zip(
+                    summary["variant"], summary["metric"], summary["unit"], strict=True
+                )
+            ],
+            "Mode": summary["configuration"],
+            f"Median {ci}": [median_text[i] for i in summary.index],
+            f"% of native {ci}": pct,
+            f"Overhead vs native % {ci}": overhead,
+            f"Verdict ({tables.margin_text(_margin(summary))})": verdicts,
+            "TOST p": p_values,
+            "Runs": runs_text,
+            "Note": [_note(r) for r in summary.itertuples()],
+        }
+    )
+    if len(summary) and summary["environment"].nunique() > 1:
+        table.insert(0, "Environment", summary["environment"].to_numpy())
+    return table
+
+
+def table_caption(summary: pd.DataFrame) -> str:
+    benchmark = str(summary["benchmark"].iloc[0]) if len(summary) else "host benchmark"
+    conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
+    n_boot = int(summary["n_boot"].iloc[0]) if len(summary) else 0
+    return (
+        f"{TITLES.get(benchmark, benchmark)} per execution mode, run on the server host. Per "
+        "run: the median of the measured window's per-second rates (warm-up excluded). Median: "
+        f"across runs, with a {conf:.0%} distribution-free (order-statistic) interval. % of "
+        f"native: ratio of medians to native over the runs both measured, {conf:.0%} "
+        f"cluster-bootstrap percentile interval ({n_boot} replicates resampling whole runs). "
+        "Overhead vs native: how much worse than native in percent, 100 (1 - ratio) for a rate "
+        "(the share of native's rate lost), 100 (ratio - 1) for a time (negative: better than "
+        "native). "
+        + tables.verdict_caption(
+            _margin(summary), conf, "bootstrap interval of the ratio", "per-run log ratios"
+        )
+        + " Modes that could not run are listed with n/a and their reason."
+    )
+
+
+def _verdict_headline(r) -> str:
+    if r.mode == BASELINE or not as_text(r.verdict):
+        return ""
+    tost = "" if np.isnan(r.tost_p) else f", TOST p {r.tost_p:.3f}"
+    level = f"{r.equivalence_confidence:.0%}"
+    return f", verdict {r.verdict} ({level} [{r.ratio_eq_lo:.4f}, {r.ratio_eq_hi:.4f}]{tost})"
+
+
+def headline(summary: pd.DataFrame) -> str:
+    """Deterministic plain-text digest of the headline numbers (checked by nbval)."""
+    lines = []
+    for r in summary.itertuples():
+        head = f"{r.environment} {r.variant} {r.metric} {r.mode}: {r.status}"
+        if not r.n_runs:
+            lines.append(f"{head}, n/a ({r.reason})")
+            continue
+        cov = "" if r.median_ci_reached else f" (coverage {r.median_coverage:.4f})"
+        ratio = (
+            "no ratio"
+            if np.isnan(r.ratio)
+            else f"ratio {r.ratio:.4f} [{r.ratio_lo:.4f}, {r.ratio_hi:.4f}]"
+        )
+        lines.append(
+            f"{head}, {r.n_runs} runs, median {r.median:.2f} [{r.median_lo:.2f}, "
+            f"{r.median_hi:.2f}]{cov}, {ratio}" + _verdict_headline(r)
+        )
+    return "\n".join(lines)
+
+
+def findings(summary: pd.DataFrame) -> str:
+    """Markdown sentences: per test, what each mode costs, and the verdict against the margin.
+
+    "costs" only when the whole interval of the ratio lies below 1; an interval containing 1
+    is "not distinguishable from native", which is not a claim of no overhead (the verdict's).
+    """
+    out = []
+    for r in summary.itertuples():
+        if r.mode == BASELINE:
+            continue
+        label = f"**{r.configuration}**, {variant_label(r.variant)} ({metric_label(r.metric)})"
+        if r.status != "ok":
+            out.append(f"- {label}: not measured ({status_text(r.status, r.reason)}).")
+            continue
+        if not r.ratio_n_runs:
+            out.append(f"- {label}: no native baseline to compare with.")
+            continue
+        span = f"{100 * r.ratio:.1f}% of native [{100 * r.ratio_lo:.1f}, {100 * r.ratio_hi:.1f}]"
+        side = stats.difference(r.ratio_lo, r.ratio_hi, r.higher_is_better)
+        if side == "overhead" and r.higher_is_better:
+            said = f"loses {r.overhead_pct:.1f}% of native's rate ({span})"
+        elif side == "overhead":
+            said = f"takes {r.overhead_pct:.1f}% longer than native ({span})"
+        elif side == "faster":
+            said = f"is faster than native ({span})"
+        else:
+            said = f"is not distinguishable from native with {r.ratio_n_runs} runs ({span})"
+        word = tables.verdict_text(r.verdict, r.ratio_lo, r.ratio_hi, r.higher_is_better) or "none"
+        tost = "" if np.isnan(r.tost_p) else f", TOST p {tables.p_text(r.tost_p)}"
+        out.append(
+            f"- {label} {said}; verdict: **{word}** (margin {tables.margin_text(r.margin)}{tost})."
+        )
+    return "\n".join(out)
+
+
+# --- figure ----------------------------------------------------------------------------------
+
+
+def _panel(frame: pd.DataFrame, values: pd.DataFrame, ratio_domain, conf: float):
+    """One test (variant, metric): medians with intervals and runs, ratios, ratios as text."""
+    order = frame["configuration"].tolist()
+    color = alt.Color("mode:N", scale=figures.mode_scale(frame["mode"]), legend=None)
+    y = alt.Y("configuration:N", sort=order, title=None)
+    y_bare = alt.Y(
+        "configuration:N", sort=order, title=None, axis=alt.Axis(labels=False, ticks=False)
+    )
+    measured = frame[frame["n_runs"] > 0]
+    not_measured = frame[frame["status"] != "ok"]
+    top = float(np.nanmax(np.r_[measured["median_hi"], values["value"], 1.0]))
+    unit = metric_label(frame["metric"].iloc[0], frame["unit"].iloc[0])
+    tip = [alt.Tooltip(f"{c}:Q", format=",.1f") for c in ("median", "median_lo", "median_hi")]
+    left = alt.layer(
+        alt.Chart(values)
+        .mark_circle(size=22, color="#9a9a9a", opacity=0.7)
+        .encode(x=alt.X("value:Q"), y=y, tooltip=["run:O", alt.Tooltip("value:Q", format=",.1f")]),
+        alt.Chart(measured)
+        .mark_rule(strokeWidth=2)
+        .encode(x="median_lo:Q", x2="median_hi:Q", y=y, color=color),
+        alt.Chart(measured)
+        .mark_point(shape="diamond", size=110)
+        .encode(
+            x=alt.X("median:Q", title=unit, scale=alt.Scale(domain=[0, top * 1.05])),
+            y=y,
+            color=color,
+            tooltip=["configuration:N", *tip, "n_runs:Q"],
+        ),
+        alt.Chart(not_measured)
+        .mark_text(align="left", dx=4, color="#b30000", fontStyle="italic", limit=300)
+        .encode(x=alt.datum(0), y=y, text="status_text:N"),
+    )
+    better = "" if bool(frame["higher_is_better"].iloc[0]) else ", lower is better"
+    title = f"{variant_label(frame['variant'].iloc[0])}: median ({unit}{better})"
+    left = left.properties(title=title, width=300)
+    ratios = measured[(measured["ratio_n_runs"] > 0) & (measured["mode"] != BASELINE)]
+    x_ratio = alt.X(
+        "ratio:Q", title="Ratio to native", scale=alt.Scale(domain=ratio_domain, zero=False)
+    )
+    rtip = [alt.Tooltip(f"{c}:Q", format=".4f") for c in ("ratio", "ratio_lo", "ratio_hi")]
+    margin = float(frame["margin"].iloc[0])
+    right = alt.layer(
+        alt.Chart(pd.DataFrame({"lo": [1.0 - margin], "hi": [1.0 + margin]}))
+        .mark_rect(color="#e8e8e8")
+        .encode(x=alt.X("lo:Q", scale=alt.Scale(domain=ratio_domain)), x2="hi:Q"),
+        alt.Chart(pd.DataFrame({"one": [1.0]}))
+        .mark_rule(color="#555555", strokeDash=[4, 3])
+        .encode(x=alt.X("one:Q", scale=alt.Scale(domain=ratio_domain))),
+        alt.Chart(ratios)
+        .mark_rule(strokeWidth=2)
+        .encode(x="ratio_lo:Q", x2="ratio_hi:Q", y=y_bare, color=color),
+        alt.Chart(ratios)
+        .mark_point(shape="diamond", size=110)
+        .encode(x=x_ratio, y=y_bare, color=color, tooltip=["configuration:N", *rtip]),
+    ).properties(title="Relative to native", width=240)
+    numbers = (
+        alt.Chart(frame)
+        .mark_text(align="left", fontSize=12)
+        .encode(
+            y=alt.Y("configuration:N", sort=order, axis=None),
+            text="ratio_text:N",
+            x=alt.X(datum=0, scale=alt.Scale(domain=[0, 1]), axis=None),
+        )
+        .properties(title=f"% of native [{conf:.0%} CI]", width=150)
+    )
+    return alt.hconcat(left, right, numbers, spacing=12).resolve_scale(
+        y="shared", color="shared", x="independent"
+    )
+
+
+def _ratio_text(r) -> str:
+    if r.mode == BASELINE and r.n_runs:
+        return "baseline"
+    if np.isnan(r.ratio):
+        return "n/a"
+    if np.isnan(r.ratio_lo):
+        return f"{100 * r.ratio:.1f}% (no interval)"
+    return f"{100 * r.ratio:.1f}% [{100 * r.ratio_lo:.1f}, {100 * r.ratio_hi:.1f}]"
+
+
+def figure(summary: pd.DataFrame, per_run_values: pd.DataFrame) -> tuple[alt.VConcatChart, str]:
+    """One figure per benchmark: a row of panels per test (variant and metric), one line per
+    mode in the project's order and colours. Returns the chart and its caption."""
+    benchmark = str(summary["benchmark"].iloc[0])
+    conf = float(summary["confidence"].iloc[0])
+    n_boot = int(summary["n_boot"].iloc[0])
+    frame = summary.copy()
+    frame["status_text"] = [
+        "" if st == "ok" else status_text(st, r)
+        for st, r in zip(frame["status"], frame["reason"], strict=True)
+    ]
+    frame["ratio_text"] = [_ratio_text(r) for r in frame.itertuples()]
+    compared = frame[(frame["ratio_n_runs"] > 0) & (frame["mode"] != BASELINE)]
+    margin = float(frame["margin"].iloc[0])
+    lo = float(np.nanmin(np.r_[compared["ratio_lo"], compared["ratio"], 1.0 - margin]))
+    hi = float(np.nanmax(np.r_[compared["ratio_hi"], compared["ratio"], 1.0 + margin]))
+    pad = 0.05 * max(hi - lo, 0.02)
+    domain = [max(0.0, lo - pad), hi + pad]
+    rows = []
+    for (env, variant, metric), group in frame.groupby(
+        ["environment", "variant", "metric"], sort=False
+    ):
+        values = per_run_values[
+            (per_run_values["environment"] == env)
+            & (per_run_values["variant"] == variant)
+            & (per_run_values["metric"] == metric)
+        ].merge(group[["mode", "path", "configuration"]], on=["mode", "path"])
+        panel = _panel(group.reset_index(drop=True), values, domain, conf)
+        if frame["environment"].nunique() > 1:
+            panel = panel.properties(title=str(env))
+        rows.append(panel)
+    title = f"{TITLES.get(benchmark, benchmark)} by execution mode"
+    chart = alt.vconcat(*rows, spacing=18).properties(title=title)
+    skipped = sorted(
+        {
+            f"{r.configuration} ({status_text(r.status, r.reason)})"
+            for r in frame.itertuples()
+            if r.status != "ok"
+        }
+    )
+    short = sorted(
+        {r.configuration for r in frame.itertuples() if r.n_runs and not r.median_ci_reached}
+    )
+    caption = (
+        f"{TITLES.get(benchmark, benchmark)} by execution mode, one row of panels per test. "
+        "Left: diamonds are the median across runs of the per-run value (the median of the "
+        "run's per-second rates, warm-up excluded), bars its "
+        f"{conf:.0%} distribution-free order-statistic interval, grey dots the individual runs. "
+        "Middle: ratio of medians to native over the runs both measured; diamonds are the ratio, "
+        f"bars its {conf:.0%} cluster-bootstrap percentile interval ({n_boot} replicates "
+        "resampling whole runs), the dashed line marks parity with native and the grey band the "
+        f"equivalence margin of {tables.margin_text(margin)} fixed before the data (the same "
+        "scale in every row). Right: the same ratios as numbers. Higher is better for rates, "
+        "lower for times (a panel says so where lower is better)."
+    )
+    if short:
+        caption += (
+            f" Where there are too few runs for a {conf:.0%} interval of the median (here: "
+            + ", ".join(short)
+            + "), the bar spans all runs and the table gives its actual coverage."
+        )
+    if skipped:
+        caption += " Not measured: " + "; ".join(skipped) + "."
+    return chart, caption
+
+
+# --- files -----------------------------------------------------------------------------------
+
+
+def write_summary(
+    summary: pd.DataFrame, per_run_values: pd.DataFrame, processed_dir: Path | str, benchmark: str
+) -> list[Path]:
+    """Write ``<benchmark>_summary.parquet`` (+ ``.csv``) and ``<benchmark>_per_run.parquet``."""
+    frames = {f"{benchmark}_summary": summary, f"{benchmark}_per_run": per_run_values}
+    return tables.write_processed(frames, processed_dir)

@@ -1,0 +1,878 @@
+"""Summarise per-sample latency benchmarks: round-trip times (sockperf-like ping-pong, UDP and
+TCP) and HTTP request latency, one row per (environment, mode, path, variant).
+
+Percentiles are taken from the pooled samples of every measured run, never by averaging
+per-run percentiles; their intervals come from a cluster bootstrap that resamples whole runs
+(``stats.cluster_quantile_ci``). The overhead of a mode is the difference of pooled percentiles
+to native on the same path and variant, with a paired cluster bootstrap over the runs both
+measured (``stats.quantile_shift_ci``). Warm-up windows and runs whose status is not ``ok`` are
+never analysed; modes that were skipped or failed stay in every output with their reason.
+
+The loader is written for the full profile (~1e8 samples): pyarrow reads the samples in batches
+with dictionary-encoded keys, keeps (cell, run, value) only, and each cell is handed to numpy as
+per-run sorted arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import polars as pl
+
+from pipeline.analysis import figures, schema, stats, tables
+
+BASELINE = "native"
+KEYS = ["environment", "mode", "path", "variant"]
+PATH_ORDER = ["dc", "local", "internet"]
+PATH_LABELS = {
+    "dc": "datacenter", "local": "localhost", "internet": "internet", "host": "on the host"
+}
+QUANTILES = (0.5, 0.9, 0.95, 0.99, 0.999)
+OVERHEAD_QUANTILES = (0.5, 0.99)
+LATENCY_METRICS = {"udp": "udp_rtt", "tcp": "tcp_rtt"}
+HTTP_METRICS = {"1k": "http_latency"}
+HTTP_WINDOW_METRICS = ("http_achieved_rate", "http_errors", "http_late")
+
+
+def q_label(q: float) -> str:
+    """0.5 -> "p50", 0.999 -> "p99.9"."""
+    return "p" + f"{100 * q:.4f}".rstrip("0").rstrip(".")
+
+
+# --- loading ---------------------------------------------------------------------------------
+
+
+def _files(raw_dir: Path | str, benchmark: str, table: str) -> list[Path]:
+    files = sorted((Path(raw_dir) / benchmark).glob(f"*/{table}.parquet"))
+    if not files:
+        raise FileNotFoundError(
+            f"no {table}.parquet under {Path(raw_dir) / benchmark}/<environment>/: run the "
+            f"collection stage first (dvc repro collect-{benchmark})"
+        )
+    return files
+
+
+def load_runs(raw_dir: Path | str, benchmark: str) -> pd.DataFrame:
+    """The runs table of ``benchmark`` across every environment (small: one row per run)."""
+    return schema.read_dataset(raw_dir, benchmark, "runs")
+
+
+def _measured(raw_dir: Path | str, benchmark: str, metrics: Iterable[str]) -> pl.LazyFrame:
+    """Measured samples of ``metrics`` from runs with status ok, keys as categoricals."""
+    metrics = list(metrics)
+    runs = (
+        pl.scan_parquet(_files(raw_dir, benchmark, "runs"))
+        .filter(pl.col("status") == "ok")
+        .select([*KEYS, "run"])
+        .unique()
+    )
+    samples = pl.concat(
+        [
+            pl.scan_parquet(f)
+            .filter(pl.col("metric").is_in(metrics) & ~pl.col("warmup"))
+            .select([*KEYS, "metric", "run", "rep", _value_expr(f)])
+            for f in _files(raw_dir, benchmark, "samples")
+        ]
+    )
+    # A failed run can leave partial samples behind: they describe a broken measurement.
+    return samples.join(runs, on=[*KEYS, "run"], how="semi")
+
+
+def _value_expr(path: Path) -> pl.Expr:
+    """``value`` of a samples file in either layout (``schema.to_storage``), as float64."""
+    import pyarrow.parquet as pq
+
+    if not schema.is_stored_layout(pq.read_schema(path).names):
+        return pl.col("value")
+    milli = pl.col("value_milli")
+    exact = milli.cast(pl.Float64) / 1000.0
+    return pl.when(milli.is_not_null()).then(exact).otherwise(pl.col("value_float")).alias("value")
+
+
+def _sorted_by_run(chunks: dict[int, list[np.ndarray]]) -> stats.RunSamples:
+    """RunSamples from one cell's value chunks per run: each run is joined, NaNs dropped and
+    sorted on its own, and the chunks are released as soon as their run is built."""
+    ids, per_run = [], []
+    for run in sorted(chunks):
+        values = np.concatenate(chunks.pop(run))
+        values = values[~np.isnan(values)]
+        if values.size:  # a run with no value left was not measured
+            values.sort()
+            ids.append(run)
+            per_run.append(values)
+    ids = np.array(ids, dtype=np.int64)
+    # Stable: merges the sorted runs (several times faster than sorting the cell from scratch).
+    pooled = np.sort(np.concatenate(per_run), kind="stable") if per_run else np.empty(0)
+    return stats.RunSamples(runs=ids, values=tuple(per_run), pooled=pooled)
+
+
+def _kept(batch, name: str, null, keep: np.ndarray) -> np.ndarray:
+    """The ``keep`` rows of a batch column as numpy, nulls as ``null``."""
+    return batch.column(name).fill_null(null).to_numpy(zero_copy_only=False)[keep]
+
+
+def _scan_cells(path: Path, wanted: dict[tuple[str, str], int], batch_rows: int):
+    """The values of the measured samples of the ``wanted`` (variant, metric) pairs in one
+    samples file, as ``{cell key: {run: [value chunks]}}``, read batch by batch with
+    dictionary-encoded keys: 8 bytes per kept sample, whatever the width of the file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cell_ids: dict[tuple[str, str, str, str], int] = {}
+    chunks: dict[int, dict[int, list[np.ndarray]]] = {}
+    reader = pq.ParquetFile(path, read_dictionary=[*KEYS, "metric"])
+    stored = schema.is_stored_layout(reader.schema_arrow.names)
+    value_cols = ["value_float", "value_milli"] if stored else ["value"]
+    columns = [*KEYS, "metric", "run", "warmup", *value_cols]
+    for batch in reader.iter_batches(batch_size=batch_rows, columns=columns):
+        if batch.num_rows == 0:
+            continue
+        # Rows are selected on numpy codes, not by filtering the batch: no string is decoded
+        # and nothing copied but the kept rows. Per-batch dictionaries -> one small lookup
+        # table of cell ids for this batch.
+        cols = []
+        for name in [*KEYS, "metric"]:
+            col = batch.column(name)
+            if not pa.types.is_dictionary(col.type):
+                col = col.dictionary_encode()
+            cols.append((col.indices.to_numpy(zero_copy_only=False), col.dictionary.to_pylist()))
+        # Mixed-radix code of the five dictionary indices: the number of distinct key
+        # combinations in a batch is tiny, so a lookup table indexed by the code is cheap.
+        sizes = [len(d) for _, d in cols]
+        code = np.zeros(batch.num_rows, dtype=np.int64)
+        for (idx, _), n in zip(cols, sizes, strict=True):
+            code = code * n + idx
+        present = np.flatnonzero(np.bincount(code, minlength=1))
+        lut = np.full(int(code.max()) + 1, -1, dtype=np.int32)
+        for c in present:
+            rest, labels = int(c), []
+            for (_, dictionary), n in zip(reversed(cols), reversed(sizes), strict=True):
+                labels.append(str(dictionary[rest % n]))
+                rest //= n
+            metric_name, variant, path_, mode, env = labels
+            if (variant, metric_name) in wanted:
+                lut[c] = cell_ids.setdefault((env, mode, path_, variant), len(cell_ids))
+        cell = lut[code]
+        warmup = batch.column("warmup").fill_null(False).to_numpy(zero_copy_only=False)
+        keep = (cell >= 0) & ~warmup
+        if not keep.any():
+            continue
+        value = _kept(batch, value_cols[0], np.nan, keep)
+        if stored:
+            milli = _kept(batch, "value_milli", 0, keep)
+            has_milli = batch.column("value_milli").is_valid().to_numpy(zero_copy_only=False)
+            value = schema.stored_value(value, milli, has_milli[keep])
+        run = _kept(batch, "run", 0, keep).astype(np.int64)
+        cell = cell[keep].astype(np.int64)
+        # Collection writes window after window, so (cell, run) comes in long stretches; cut
+        # there. An interleaved file is grouped first (a stable sort of small integer codes).
+        pair = cell << 32 | (run & 0xFFFFFFFF)
+        cuts = np.flatnonzero(pair[1:] != pair[:-1]) + 1
+        if cuts.size > 1024:
+            order = np.argsort(pair, kind="stable")
+            pair, cell, run, value = pair[order], cell[order], run[order], value[order]
+            cuts = np.flatnonzero(pair[1:] != pair[:-1]) + 1
+        for a, b in zip(np.r_[0, cuts], np.r_[cuts, pair.size], strict=True):
+            if b > a:
+                per_run = chunks.setdefault(int(cell[a]), {})
+                per_run.setdefault(int(run[a]), []).append(value[a:b])
+    return {key: chunks[index] for key, index in cell_ids.items() if index in chunks}
+
+
+def load_cells(
+    raw_dir: Path | str,
+    benchmark: str,
+    metrics: dict[str, str],
+    batch_rows: int = 4_000_000,
+) -> dict[tuple[str, str, str, str], stats.RunSamples]:
+    """Per-sample values of each (environment, mode, path, variant) as ``stats.RunSamples``.
+
+    ``metrics`` maps a variant to the metric holding its per-sample latency (``udp`` ->
+    ``udp_rtt``); other metrics of the same variant (per-window counters) are ignored. Only
+    measured samples (``warmup`` false) of runs with status ok are kept.
+
+    Built for ~1e8 samples: the file is read in batches of ``batch_rows`` with dictionary-
+    encoded keys and reduced to value chunks per (cell, run) (8 bytes per sample); only each
+    run's own samples are sorted, and the cell's pooled order is a merge of its sorted runs.
+    Peak memory is about 17 bytes per sample (bench/analysis_scale.py measures it).
+    """
+    runs = load_runs(raw_dir, benchmark)
+    ok_runs: dict[tuple, np.ndarray] = {
+        tuple(str(k) for k in key): np.unique(part["run"].to_numpy())
+        for key, part in runs[runs["status"] == "ok"].groupby(KEYS, sort=False)
+    }
+    wanted = {(v, m): 1 for v, m in metrics.items()}
+    cells: dict[tuple[str, str, str, str], stats.RunSamples] = {}
+    for path in _files(raw_dir, benchmark, "samples"):
+        for key, per_run in _scan_cells(path, wanted, batch_rows).items():
+            ok = set(ok_runs.get(key, np.empty(0, np.int64)).tolist())
+            per_run = {run: chunks for run, chunks in per_run.items() if run in ok}
+            cell = _sorted_by_run(per_run)
+            if cell.n_samples:
+                cells[key] = cell
+    return dict(sorted(cells.items()))
+
+
+def load_window_metrics(
+    raw_dir: Path | str, benchmark: str, metrics: Iterable[str] = HTTP_WINDOW_METRICS
+) -> pd.DataFrame:
+    """Per-window metrics (one row per measured window and metric) from runs with status ok."""
+    return (
+        _measured(raw_dir, benchmark, metrics)
+        .select([*KEYS, "metric", "run", "rep", "value"])
+        .collect()
+        .to_pandas()
+    )
+
+
+# --- statuses --------------------------------------------------------------------------------
+
+
+def cell_status(
+    run_rows: pd.DataFrame, n_runs_measured: int, metric: str | None = None
+) -> tuple[str, str | None]:
+    """(status, reason) of a cell from its rows in ``runs`` and how many runs gave samples
+    (of ``metric``, when given: it names the metric in the reason of a cell without any)."""
+    counts = run_rows["status"].value_counts()
+    n_planned = run_rows["run"].nunique()
+    reasons = [r for r in dict.fromkeys(run_rows.loc[run_rows["status"] != "ok", "reason"]) if r]
+    if n_runs_measured > 0:
+        n_missing = int(counts.get("failed", 0)) + int(counts.get("skipped", 0))
+        if n_missing:
+            why = "; ".join(reasons) if reasons else "no reason recorded"
+            return "ok", f"{n_missing} of {n_planned} runs not measured: {why}"
+        return "ok", None
+    if counts.get("failed", 0):
+        return "failed", "; ".join(reasons) or "failed, no reason recorded"
+    if counts.get("skipped", 0):
+        return "skipped", "; ".join(reasons) or "skipped, no reason recorded"
+    if counts.get("ok", 0):
+        return "no data", f"status ok but no {metric + ' ' if metric else ''}samples"
+    return "missing", "no runs recorded"
+
+
+def as_text(value) -> str:
+    """``value`` as text; None and NaN (a missing reason read back from parquet) as ""."""
+    return "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
+
+
+def status_text(status: str, reason) -> str:
+    """``"skipped: why"`` without doubling the prefix when the reason already starts with it."""
+    reason = as_text(reason)
+    return reason if reason.startswith(status) else f"{status}: {reason}".rstrip(": ")
+
+
+# --- summary ---------------------------------------------------------------------------------
+
+
+def configuration_label(mode: str, path: str) -> str:
+    """Row label: the mode's name (the path has its own column and panel)."""
+    return figures.MODE_LABELS.get(mode, mode)
+
+
+def summary_columns(quantiles=QUANTILES, overhead=OVERHEAD_QUANTILES) -> list[str]:
+    cols = [*KEYS, "configuration", "status", "reason", "n_runs", "n_runs_planned", "n_samples"]
+    for q in quantiles:
+        cols += [f"{q_label(q)}_us", f"{q_label(q)}_lo_us", f"{q_label(q)}_hi_us"]
+    cols += ["baseline", "overhead_n_runs"]
+    for q in overhead:
+        lab = q_label(q)
+        cols += [f"d_{lab}_us", f"d_{lab}_lo_us", f"d_{lab}_hi_us"]
+        cols += [f"ratio_{lab}", f"ratio_{lab}_lo", f"ratio_{lab}_hi"]
+    return [*cols, *verdict_columns(overhead), "confidence", "n_boot", "seed"]
+
+
+def verdict_columns(overhead=OVERHEAD_QUANTILES) -> list[str]:
+    """The margin, and per overhead level the ratio's equivalence interval, the TOST on per-run
+    quantiles beside it and the verdict (``stats.quantile_equivalence``)."""
+    cols = ["margin", "equivalence_confidence"]
+    for q in overhead:
+        lab = q_label(q)
+        cols += [f"ratio_{lab}_eq_lo", f"ratio_{lab}_eq_hi", f"tost_{lab}_p", f"tost_{lab}_ratio"]
+        cols += [f"tost_{lab}_reason", f"verdict_{lab}"]
+    return cols
+
+
+def _verdicts(
+    cell: stats.RunSamples,
+    base: stats.RunSamples,
+    overhead,
+    margin: float,
+    confidence: float,
+    n_boot: int,
+    seed: int,
+) -> dict:
+    """The verdict columns of one mode against native (latency: lower is better)."""
+    eq = stats.quantile_equivalence(
+        cell, base, overhead, margin, confidence, n_boot, seed, higher_is_better=False
+    )
+    out = {}
+    for r in eq.itertuples():
+        lab = q_label(r.q)
+        out |= {
+            f"ratio_{lab}_eq_lo": r.lo_eq,
+            f"ratio_{lab}_eq_hi": r.hi_eq,
+            f"tost_{lab}_p": r.tost_p,
+            f"tost_{lab}_ratio": r.tost_ratio,
+            f"tost_{lab}_reason": r.tost_reason,
+            f"verdict_{lab}": r.verdict,
+        }
+    return out
+
+
+def _row_order(frame: pd.DataFrame) -> pd.DataFrame:
+    key = frame.assign(
+        _p=frame["path"].map(lambda p: PATH_ORDER.index(p) if p in PATH_ORDER else 99),
+        _m=frame["mode"].map(figures.mode_rank),
+    )
+    return (
+        key.sort_values(["environment", "_p", "variant", "_m", "mode"])
+        .drop(columns=["_p", "_m"])
+        .reset_index(drop=True)
+    )
+
+
+def summarise(
+    cells: dict[tuple, stats.RunSamples],
+    runs: pd.DataFrame,
+    variants: Iterable[str] | None = None,
+    quantiles=QUANTILES,
+    overhead=OVERHEAD_QUANTILES,
+    confidence: float = 0.95,
+    n_boot: int = 4000,
+    seed: int = 20261121,
+    margin: float = 0.05,
+) -> pd.DataFrame:
+    """One row per (environment, mode, path, variant) with the columns of ``summary_columns``.
+
+    ``pXX_us`` (+ ``_lo_us``/``_hi_us``): pooled percentile of all measured samples with its
+    cluster-bootstrap interval. ``d_pXX_us``: that percentile minus native's on the same
+    environment, path and variant, paired over the runs both measured; ``ratio_pXX`` the same
+    as a ratio. The same ``seed`` is used for every cell, so cells with the same runs are
+    resampled over the same run sets. ``variants`` restricts the cells (e.g. to the variants
+    whose per-sample metric was loaded); by default every variant in ``runs`` or ``cells``.
+
+    ``verdict_pXX``: ``stats.verdict`` for ``ratio_pXX`` against the equivalence ``margin``
+    (fixed in params.yaml before the data), from its ``equivalence_confidence`` interval
+    (``ratio_pXX_eq_*``, same replicates) and the paired TOST on per-run percentiles
+    (``tost_pXX_*``); None for native itself and for cells without a comparison.
+    """
+    run_cells = runs[KEYS].drop_duplicates().itertuples(index=False, name=None)
+    all_cells = list(dict.fromkeys([*run_cells, *cells]))
+    if variants is not None:
+        all_cells = [c for c in all_cells if c[3] in set(variants)]
+    rows = []
+    for env, mode, path, variant in all_cells:
+        cell = cells.get((env, mode, path, variant))
+        run_rows = runs[
+            (runs["environment"] == env)
+            & (runs["mode"] == mode)
+            & (runs["path"] == path)
+            & (runs["variant"] == variant)
+        ]
+        n_measured = cell.n_runs if cell is not None else 0
+        status, reason = cell_status(run_rows, n_measured)
+        row = {
+            "environment": env,
+            "mode": mode,
+            "path": path,
+            "variant": variant,
+            "configuration": configuration_label(mode, path),
+            "status": status,
+            "reason": reason,
+            "n_runs": n_measured,
+            "n_runs_planned": int(max(run_rows["run"].nunique(), n_measured)),
+            "n_samples": cell.n_samples if cell is not None else 0,
+            "baseline": BASELINE,
+            "overhead_n_runs": 0,
+            "confidence": confidence,
+            "n_boot": n_boot,
+            "seed": seed,
+            "margin": margin,
+            "equivalence_confidence": stats.equivalence_level(confidence),
+        }
+        if cell is not None and cell.n_samples:
+            pct = stats.cluster_quantile_ci(cell, quantiles, confidence, n_boot, seed)
+            for r in pct.itertuples():
+                lab = q_label(r.q)
+                row.update({f"{lab}_us": r.value, f"{lab}_lo_us": r.lo, f"{lab}_hi_us": r.hi})
+            base = cells.get((env, BASELINE, path, variant))
+            if base is not None and base.n_samples:
+                shift = stats.quantile_shift_ci(cell, base, overhead, confidence, n_boot, seed)
+                row["overhead_n_runs"] = int(shift["n_runs"].iloc[0])
+                for r in shift.itertuples():
+                    lab = q_label(r.q)
+                    row.update(
+                        {
+                            f"d_{lab}_us": r.shift,
+                            f"d_{lab}_lo_us": r.lo,
+                            f"d_{lab}_hi_us": r.hi,
+                            f"ratio_{lab}": r.ratio,
+                            f"ratio_{lab}_lo": r.ratio_lo,
+                            f"ratio_{lab}_hi": r.ratio_hi,
+                        }
+                    )
+                if mode != BASELINE:
+                    row |= _verdicts(cell, base, overhead, margin, confidence, n_boot, seed)
+            elif status == "ok":
+                extra = f"no {BASELINE} baseline measured on path {path} ({variant})"
+                row["reason"] = f"{reason}; {extra}" if reason else extra
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=summary_columns(quantiles, overhead))
+    for col in ("n_runs", "n_runs_planned", "n_samples", "overhead_n_runs"):
+        out[col] = out[col].astype("int64")
+    float_cols = [c for c in out.columns if c.endswith("_us") or c.startswith("ratio_")]
+    float_cols += [c for c in out.columns if c.startswith("tost_") and not c.endswith("_reason")]
+    out[float_cols] = out[float_cols].astype(float)
+    for col in [c for c in out.columns if c.startswith("verdict_") or c.endswith("_reason")]:
+        out[col] = [as_text(v) or None for v in out[col]]
+    return _row_order(out)
+
+
+def add_http_rates(summary: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
+    """Add achieved request rate and error / late counts per cell to an HTTP summary.
+
+    Per run: the mean achieved rate of its measured windows and the summed counters. Per cell:
+    the median rate across runs with its distribution-free interval (range and actual coverage
+    when there are too few runs), and the totals of errors and late requests over all runs.
+    """
+    conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
+    per_run = windows.pivot_table(
+        index=[*KEYS, "run"], columns="metric", values="value", aggfunc="sum", observed=True
+    )
+    n_windows = (
+        windows[windows["metric"] == "http_achieved_rate"]
+        .groupby([*KEYS, "run"], observed=True)["value"]
+        .size()
+    )
+    per_run = per_run.reindex(columns=list(HTTP_WINDOW_METRICS))
+    per_run["http_achieved_rate"] = per_run["http_achieved_rate"] / n_windows
+    per_run = per_run.reset_index()
+    by_cell = {
+        tuple(str(k) for k in key): part
+        for key, part in per_run.groupby(KEYS, observed=True, sort=False)
+    }
+    empty = per_run.iloc[0:0]
+    extra = []
+    for key in summary[KEYS].itertuples(index=False, name=None):
+        mine = by_cell.get(tuple(str(k) for k in key), empty)
+        rate = stats.quantile_ci(mine["http_achieved_rate"].to_numpy(), 0.5, conf)
+        has = len(mine) > 0
+        extra.append(
+            {
+                "rate_rps": rate.point,
+                "rate_lo_rps": rate.lo,
+                "rate_hi_rps": rate.hi,
+                "rate_coverage": rate.coverage,
+                "rate_ci_reached": rate.reached,
+                "errors": float(mine["http_errors"].sum()) if has else np.nan,
+                "late": float(mine["http_late"].sum()) if has else np.nan,
+            }
+        )
+    return pd.concat([summary, pd.DataFrame(extra, index=summary.index)], axis=1)
+
+
+def write_summary(summary: pd.DataFrame, processed_dir: Path | str, stem: str) -> list[Path]:
+    """Write ``<stem>_summary.parquet`` and ``.csv``."""
+    out = Path(processed_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{stem}_summary.parquet", out / f"{stem}_summary.csv"]
+    summary.to_parquet(paths[0], index=False)
+    summary.to_csv(paths[1], index=False, lineterminator="\n")
+    return paths
+
+
+# --- text ------------------------------------------------------------------------------------
+
+
+def fmt_us(value: float) -> str:
+    """Microseconds: one decimal below 1 ms, whole microseconds above."""
+    return f"{value:.1f}" if abs(value) < 1000 else f"{value:.0f}"
+
+
+def _fmt_ci(point: float, lo: float, hi: float) -> str | None:
+    if np.isnan(point):
+        return None
+    if np.isnan(lo):
+        return fmt_us(point)
+    return f"{fmt_us(point)} [{fmt_us(lo)}, {fmt_us(hi)}]"
+
+
+def _fmt_shift(point: float, lo: float, hi: float) -> str | None:
+    if np.isnan(point):
+        return None
+    sign = lambda v: ("+" if v >= 0 else "") + fmt_us(v)  # noqa: E731
+    return sign(point) if np.isnan(lo) else f"{sign(point)} [{sign(lo)}, {sign(hi)}]"
+
+
+def note_parts(row: pd.Series) -> list[str]:
+    """The start of a table row's note: why it was not measured; else that it is the baseline
+    and the reason it carries (runs not measured)."""
+    if row["status"] != "ok":
+        return [status_text(row["status"], row["reason"])]
+    parts = ["baseline for this path"] if row["mode"] == BASELINE else []
+    return [*parts, as_text(row["reason"])] if as_text(row["reason"]) else parts
+
+
+def _note(row: pd.Series) -> str:
+    parts = note_parts(row)
+    if row["status"] == "ok" and row["n_runs"] < 2:
+        parts.append("one run: no interval")
+    tost = dict.fromkeys(as_text(row.get(f"tost_{q_label(q)}_reason")) for q in OVERHEAD_QUANTILES)
+    tost.pop("", None)
+    if row["status"] == "ok" and tost:
+        parts.append("no TOST: " + "; ".join(tost))
+    return "; ".join(parts)
+
+
+def article_table(
+    summary: pd.DataFrame, columns=(0.5, 0.95, 0.99, 0.999), overhead=OVERHEAD_QUANTILES
+) -> pd.DataFrame:
+    """The 000 article's "Configuration | p50 | p95 | p99" with intervals, overheads, a verdict
+    per overhead level (on the ratio of percentiles to native) and notes.
+
+    Every latency is in microseconds; a skipped or failed mode shows n/a and its reason.
+    """
+    conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
+    ci = f"[{conf:.0%} CI]"
+    table = pd.DataFrame(
+        {
+            "Configuration": summary["configuration"],
+            "Path": summary["path"].map(lambda p: PATH_LABELS.get(p, p)),
+            "Variant": summary["variant"],
+        }
+    )
+    for q in columns:
+        lab = q_label(q)
+        table[f"{lab} us {ci}"] = [
+            _fmt_ci(r[f"{lab}_us"], r[f"{lab}_lo_us"], r[f"{lab}_hi_us"])
+            for _, r in summary.iterrows()
+        ]
+    for q in overhead:
+        lab = q_label(q)
+        table[f"Overhead {lab} us {ci}"] = [
+            ("" if r["mode"] == BASELINE and r["n_runs"] else None)
+            if r["mode"] == BASELINE
+            else _fmt_shift(r[f"d_{lab}_us"], r[f"d_{lab}_lo_us"], r[f"d_{lab}_hi_us"])
+            for _, r in summary.iterrows()
+        ]
+    margin = float(summary["margin"].iloc[0]) if len(summary) else 0.05
+    for q in overhead:
+        lab = q_label(q)
+        table[f"Verdict {lab} ({tables.margin_text(margin)})"] = [
+            ("" if r["n_runs"] else None)
+            if r["mode"] == BASELINE
+            else tables.verdict_text(
+                r[f"verdict_{lab}"], r[f"ratio_{lab}_lo"], r[f"ratio_{lab}_hi"], False
+            )
+            for _, r in summary.iterrows()
+        ]
+    if "rate_rps" in summary.columns:
+        table[f"Achieved req/s {ci}"] = [
+            None
+            if np.isnan(r.rate_rps)
+            else f"{r.rate_rps:.1f} [{r.rate_lo_rps:.1f}, {r.rate_hi_rps:.1f}]"
+            for r in summary.itertuples()
+        ]
+        table["Errors"] = [None if np.isnan(v) else f"{v:.0f}" for v in summary["errors"]]
+        table["Late"] = [None if np.isnan(v) else f"{v:.0f}" for v in summary["late"]]
+    table["Runs"] = [
+        f"{r.n_runs}" if r.n_runs == r.n_runs_planned else f"{r.n_runs} of {r.n_runs_planned}"
+        for r in summary.itertuples()
+    ]
+    table["Note"] = [_note(row) for _, row in summary.iterrows()]
+    if summary["environment"].nunique() > 1:
+        table.insert(0, "Environment", summary["environment"].to_numpy())
+    return table
+
+
+def table_caption(summary: pd.DataFrame, what: str) -> str:
+    conf = float(summary["confidence"].iloc[0])
+    n_boot = int(summary["n_boot"].iloc[0])
+    text = (
+        f"{what} per execution mode, in microseconds. Percentiles of the pooled samples of all "
+        f"measured runs (warm-up excluded) with {conf:.0%} cluster-bootstrap percentile "
+        f"intervals ({n_boot} replicates resampling whole runs). Overhead: the same percentile "
+        "minus native's on the same path and variant, paired bootstrap over the runs both "
+        "measured (each replicate gives a run the same weight in both). "
+        + tables.verdict_caption(
+            float(summary["margin"].iloc[0]),
+            conf,
+            "paired cluster-bootstrap interval of the ratio of the percentile to native's",
+            "the per-run percentiles (log ratios)",
+        )
+        + " Modes that could not run are listed with n/a and their reason."
+    )
+    if "rate_rps" in summary.columns:
+        text += (
+            f" Achieved req/s: median across runs of each run's mean achieved rate, {conf:.0%} "
+            "distribution-free interval (the range of the runs when there are too few for it); "
+            "errors and late requests are totals over all measured runs."
+        )
+    return text
+
+
+def headline(summary: pd.DataFrame) -> str:
+    """Deterministic plain-text digest of the headline numbers (checked by nbval)."""
+    lines = []
+    for _, r in summary.iterrows():
+        head = f"{r['environment']} {r['mode']} {r['path']} {r['variant']}: {r['status']}"
+        if not r["n_runs"]:
+            lines.append(f"{head}, n/a ({r['reason']})")
+            continue
+        parts = [f"{r['n_runs']} runs", f"{r['n_samples']} samples"]
+        for lab in ("p50", "p99"):
+            parts.append(
+                f"{lab} {r[f'{lab}_us']:.1f} [{r[f'{lab}_lo_us']:.1f}, {r[f'{lab}_hi_us']:.1f}] us"
+            )
+        if r["mode"] != BASELINE and r["overhead_n_runs"]:
+            for lab in ("p50", "p99"):
+                parts.append(
+                    f"d{lab} {r[f'd_{lab}_us']:+.1f} "
+                    f"[{r[f'd_{lab}_lo_us']:+.1f}, {r[f'd_{lab}_hi_us']:+.1f}]"
+                )
+            for lab in ("p50", "p99"):
+                parts.append(f"{lab} verdict {r[f'verdict_{lab}']}")
+        if "rate_rps" in summary.columns:
+            parts.append(f"rate {r['rate_rps']:.1f} req/s, errors {r['errors']:.0f}")
+        lines.append(f"{head}, " + ", ".join(parts))
+    return "\n".join(lines)
+
+
+def findings(summary: pd.DataFrame) -> str:
+    """Markdown sentences: which modes add latency at the median and the p99, and how much.
+
+    An overhead is only called one when its whole interval lies above 0; an interval that
+    contains 0 is "not distinguishable from native here", which is not a proof of no overhead:
+    that is the verdict's job (``stats.verdict`` on the ratio, against the margin fixed before
+    the data), given after each statement.
+    """
+    out = []
+    for _, r in summary.iterrows():
+        if r["mode"] == BASELINE:
+            continue
+        where = PATH_LABELS.get(r["path"], r["path"])
+        label = f"**{r['configuration']}** ({where}, {r['variant']})"
+        if r["status"] != "ok":
+            out.append(f"- {label}: not measured ({r['reason']}).")
+            continue
+        if not r["overhead_n_runs"]:
+            out.append(f"- {label}: no native baseline on this path.")
+            continue
+        said = []
+        for lab in ("p50", "p99"):
+            d, lo, hi = r[f"d_{lab}_us"], r[f"d_{lab}_lo_us"], r[f"d_{lab}_hi_us"]
+            span = f"{_fmt_shift(d, lo, hi)} us"
+            if lo > 0:
+                said.append(f"adds {fmt_us(d)} us at the {lab} ({span})")
+            elif hi < 0:
+                said.append(f"is {fmt_us(-d)} us faster at the {lab} ({span})")
+            else:
+                said.append(f"is not distinguishable from native at the {lab} ({span})")
+            text = tables.verdict_text(
+                r[f"verdict_{lab}"], r[f"ratio_{lab}_lo"], r[f"ratio_{lab}_hi"], False
+            )
+            p = tables.p_text(r[f"tost_{lab}_p"])
+            said[-1] += f", verdict **{text}**" + (f" (TOST p {p})" if p else "")
+        margin = tables.margin_text(r["margin"])
+        out.append(
+            f"- {label} " + "; ".join(said) + f" [{r['overhead_n_runs']} paired runs, "
+            f"margin {margin}]."
+        )
+    return "\n".join(out)
+
+
+# --- figures ---------------------------------------------------------------------------------
+
+
+def ecdf_frame(
+    cells: dict[tuple, stats.RunSamples], probs: np.ndarray | None = None
+) -> pd.DataFrame:
+    """The pooled ECDF of every cell at fixed probability levels (exact quantiles, not a
+    sample of points), so a figure of 1e8 samples stays a few thousand points."""
+    if probs is None:
+        probs = np.unique(np.r_[np.linspace(0.005, 0.995, 100), 0.999, 0.9995, 0.9999])
+    frames = []
+    for (env, mode, path, variant), cell in cells.items():
+        if not cell.n_samples:
+            continue
+        frames.append(
+            pd.DataFrame(
+                {
+                    "environment": env,
+                    "mode": mode,
+                    "path": path,
+                    "variant": variant,
+                    "p": probs,
+                    "value": stats.pooled_quantiles(cell, probs),
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*KEYS, "p"])
+
+
+def _panel(frame: pd.DataFrame) -> pd.Series:
+    multi_env = frame["environment"].nunique() > 1
+    return pd.Series(
+        [
+            (f"{e}, " if multi_env else "") + f"{PATH_LABELS.get(p, p)}, {v}"
+            for e, p, v in zip(frame["environment"], frame["path"], frame["variant"], strict=True)
+        ],
+        index=frame.index,
+    )
+
+
+def _panel_order(summary: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(_panel(summary)))
+
+
+def ecdf_figure(
+    ecdf: pd.DataFrame, summary: pd.DataFrame, what: str = "Round-trip time"
+) -> tuple[alt.FacetChart, str]:
+    """One panel per (path, variant): the pooled ECDF of every mode, log x."""
+    frame = ecdf.copy()
+    frame["panel"] = _panel(frame)
+    frame["label"] = frame["mode"].map(lambda m: figures.MODE_LABELS.get(m, m))
+    modes = sorted(frame["mode"].unique(), key=lambda m: (figures.mode_rank(m), m))
+    scale = figures.mode_scale(modes)
+    # Inline values: a study of ~50 cells exceeds altair's 5000-row guard, which is meant for
+    # raw samples, not for these few quantiles per cell.
+    values = frame[["mode", "panel", "p", "value"]].to_dict("records")
+    chart = (
+        alt.Chart(alt.Data(values=values))
+        .mark_line(strokeWidth=1.8, interpolate="step-after")
+        .encode(
+            x=alt.X(
+                "value:Q",
+                title=f"{what} (µs, log scale)",
+                scale=alt.Scale(type="log", nice=False),
+                axis=alt.Axis(tickCount=5, labelOverlap="greedy"),
+            ),
+            y=alt.Y("p:Q", title="Fraction of samples ≤ x", scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color(
+                "mode:N",
+                scale=scale,
+                sort=modes,
+                legend=alt.Legend(title="Mode", labelExpr=_label_expr(modes)),
+            ),
+            detail="mode:N",
+            tooltip=[
+                "mode:N",
+                alt.Tooltip("p:Q", format=".4f"),
+                alt.Tooltip("value:Q", format=".1f"),
+            ],
+        )
+        .properties(width=330, height=220)
+        .facet(facet=alt.Facet("panel:N", title=None, sort=_panel_order(summary)), columns=2)
+        .resolve_scale(x="independent")
+        .properties(title=f"{what}: distribution of all measured samples per mode")
+    )
+    skipped = _not_measured(summary)
+    caption = (
+        f"{what} by execution mode: empirical CDF of the pooled samples of all measured runs "
+        "(warm-up excluded), one line per mode, one panel per path and variant; x is "
+        "logarithmic and each panel has its own x range (the Internet path is ~1000x slower). "
+        "Lines are drawn through exact pooled quantiles at 100 levels plus the 99.9, 99.95 "
+        "and 99.99th percentiles."
+    )
+    if skipped:
+        caption += " Not measured: " + skipped + "."
+    return chart, caption
+
+
+def _label_expr(modes: list[str]) -> str:
+    """Vega expression mapping mode ids to their labels in a legend."""
+    pairs = ", ".join(f"'{m}': '{figures.MODE_LABELS.get(m, m)}'" for m in modes)
+    return f"({{{pairs}}})[datum.label] || datum.label"
+
+
+def _not_measured(summary: pd.DataFrame) -> str:
+    rows = summary[summary["status"] != "ok"]
+    seen = dict.fromkeys(
+        f"{r.configuration} ({status_text(r.status, r.reason)})" for r in rows.itertuples()
+    )
+    return "; ".join(seen)
+
+
+def percentiles_long(summary: pd.DataFrame, quantiles=QUANTILES) -> pd.DataFrame:
+    """Long frame for plots: one row per (cell, percentile) with value, lo, hi."""
+    frames = []
+    ok = summary[summary["n_runs"] > 0]
+    for q in quantiles:
+        lab = q_label(q)
+        frames.append(
+            ok[[*KEYS, "configuration"]].assign(
+                percentile=lab,
+                q=q,
+                value=ok[f"{lab}_us"],
+                lo=ok[f"{lab}_lo_us"],
+                hi=ok[f"{lab}_hi_us"],
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def percentile_figure(
+    summary: pd.DataFrame, what: str = "Round-trip time", quantiles=QUANTILES
+) -> tuple[alt.FacetChart, str]:
+    """Percentiles p50..p99.9 per mode with their intervals, one panel per (path, variant)."""
+    frame = percentiles_long(summary, quantiles)
+    frame["panel"] = _panel(frame)
+    modes = sorted(frame["mode"].unique(), key=lambda m: (figures.mode_rank(m), m))
+    order = [q_label(q) for q in quantiles]
+    conf = float(summary["confidence"].iloc[0])
+    n_boot = int(summary["n_boot"].iloc[0])
+    color = alt.Color(
+        "mode:N",
+        scale=figures.mode_scale(modes),
+        sort=modes,
+        legend=alt.Legend(title="Mode", labelExpr=_label_expr(modes)),
+    )
+    x = alt.X("percentile:N", sort=order, title="Percentile", axis=alt.Axis(labelAngle=0))
+    offset = alt.XOffset("mode:N", sort=modes)
+    log = alt.Scale(type="log", nice=False, zero=False, padding=6)
+    y = alt.Y("value:Q", title=f"{what} (µs, log scale)", scale=log)
+    base = alt.Chart(frame)
+    chart = (
+        alt.layer(
+            base.mark_rule(strokeWidth=1.6).encode(
+                x=x,
+                xOffset=offset,
+                y=alt.Y("lo:Q", scale=log),
+                y2="hi:Q",
+                color=color,
+            ),
+            base.mark_point(shape="diamond", size=45).encode(
+                x=x,
+                xOffset=offset,
+                y=y,
+                color=color,
+                tooltip=[
+                    "configuration:N",
+                    "percentile:N",
+                    alt.Tooltip("value:Q", format=".1f"),
+                    alt.Tooltip("lo:Q", format=".1f"),
+                    alt.Tooltip("hi:Q", format=".1f"),
+                ],
+            ),
+        )
+        .properties(width=330, height=220)
+        .facet(facet=alt.Facet("panel:N", title=None, sort=_panel_order(summary)), columns=2)
+        .resolve_scale(y="independent")
+        .properties(title=f"{what}: percentiles per mode")
+    )
+    caption = (
+        f"{what} percentiles by execution mode, one panel per path and variant (own y range, "
+        "logarithmic). Diamonds: percentile of the pooled samples of all measured runs; bars: "
+        f"{conf:.0%} cluster-bootstrap percentile interval ({n_boot} replicates resampling "
+        "whole runs; often narrower than the marker). Modes are in the same order and colour "
+        "in every panel."
+    )
+    skipped = _not_measured(summary)
+    if skipped:
+        caption += " Not measured: " + skipped + "."
+    return chart, caption

@@ -1,0 +1,458 @@
+"""Load-balancing analysis: the 003 article's "req/s as replicas grow" tables, per balancer and
+replica count, with intervals, against one replica dialled directly (variant ``direct-r1``).
+
+pipeline/benchmarks/lb.py records one measured wrk window per (run, variant): its rate of 2xx
+responses (``lb_requests_per_s``), its errors (``lb_errors``) and wrk's latency percentiles
+(``lb_latency_us``, sample = percentile x 10: 500, 900, 990, 999). The window's value is the
+run's value: runs are the unit of inference.
+
+- **req/s**: the median over runs with the distribution-free rank interval
+  (``stats.quantile_ci``; with too few runs the range of the runs, its coverage stated);
+- **% of direct**: the ratio of medians to ``direct-r1`` over the runs both measured, with a
+  cluster bootstrap over runs (``stats.ratio_ci``: a replicate draws whole runs, so a run's
+  shared conditions cancel); **overhead vs direct** = 100 (1 - ratio), the share of the direct
+  rate lost. The ratio of means over runs is given the same way (the article's ``ab`` prints a
+  mean rate, which is the rate of one run);
+- **latency**: per percentile, the median over runs of wrk's per-run value with its rank
+  interval. wrk is a saturated closed loop: these latencies compare balancers at their own
+  maximum rate (queueing included), not service times at a fixed load;
+- **errors**: the total over the measured runs and the runs that had any.
+
+Warm-up windows and runs whose status is not ok are never analysed; variants that were skipped
+(the Swarm VIP without IPVS) or failed stay in every output with their reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from pipeline.analysis import figures, schema, stats, tables
+from pipeline.benchmarks.lb import BALANCERS, parse_variant
+from pipeline.analysis.latency import as_text, cell_status, status_text
+
+BASELINE = "direct-r1"
+# The study mode the baseline stands for: one container on the default bridge, dialled at its
+# bridge address (pipeline/benchmarks/lb.py), as the docker-bridge mode does.
+BASELINE_MODE = "docker-bridge"
+RATE, ERRORS, LATENCY = "lb_requests_per_s", "lb_errors", "lb_latency_us"
+PERCENTILES = {500: "p50", 900: "p90", 990: "p99", 999: "p99.9"}
+KEYS = ["environment", "mode", "path", "variant"]
+BALANCER_LABELS = {
+    "direct": "Direct (one replica, no balancer)",
+    "haproxy": "HAProxy",
+    "nginx": "nginx",
+    "dnsrr": "Swarm DNS round robin (dnsrr)",
+    "vip": "Swarm VIP / routing mesh",
+}
+BALANCER_COLORS = {
+    "direct": "#222222",
+    "haproxy": "#e6550d",
+    "nginx": "#31a354",
+    "dnsrr": "#756bb1",
+    "vip": "#54278f",
+}
+
+
+def load(raw_dir: Path | str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(samples, runs)`` of the lb benchmark across every environment in ``raw_dir``."""
+    return schema.read_dataset(raw_dir, "lb", "samples"), schema.read_dataset(raw_dir, "lb", "runs")
+
+
+def _ok_measured(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    ok = runs.loc[runs["status"] == "ok", [*KEYS, "run"]].drop_duplicates()
+    measured = samples[~samples["warmup"].astype(bool)]
+    return measured.merge(ok, on=[*KEYS, "run"], how="inner")
+
+
+def per_run(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per (environment, mode, path, variant, run) of an ok run: ``rps``, ``errors`` and
+    ``p50_us`` .. ``p99.9_us`` (wrk's percentiles), with ``balancer`` and ``replicas``."""
+    data = _ok_measured(samples, runs)
+    keys = [*KEYS, "run"]
+    cols = [
+        *keys,
+        "balancer",
+        "replicas",
+        "rps",
+        "errors",
+        *[f"{p}_us" for p in PERCENTILES.values()],
+    ]
+    if data.empty:
+        return pd.DataFrame(columns=cols)
+    out = data[data["metric"] == RATE].groupby(keys, as_index=False)["value"].sum()
+    out = out.rename(columns={"value": "rps"})
+    errors = data[data["metric"] == ERRORS].groupby(keys, as_index=False)["value"].sum()
+    out = out.merge(errors.rename(columns={"value": "errors"}), on=keys, how="left")
+    lat = data[data["metric"] == LATENCY]
+    for sample, label in PERCENTILES.items():
+        one = lat[lat["sample"] == sample].groupby(keys, as_index=False)["value"].median()
+        out = out.merge(one.rename(columns={"value": f"{label}_us"}), on=keys, how="left")
+    parsed = [parse_variant(v) for v in out["variant"]]
+    out["balancer"] = [b for b, _ in parsed]
+    out["replicas"] = [n for _, n in parsed]
+    return out[cols].sort_values(keys, ignore_index=True)
+
+
+def ratio_of_means_ci(
+    pairs: np.ndarray, confidence: float, n_boot: int, seed: int | None
+) -> tuple[float, float, float]:
+    """``mean(a) / mean(b)`` of paired per-run values (rows = runs, columns a, b) with the
+    cluster-bootstrap percentile interval, drawn as ``stats.ratio_ci`` draws (same seed, same
+    replicates); NaN interval with fewer than 2 runs."""
+    nan = float("nan")
+    n = pairs.shape[0]
+    if n == 0:
+        return nan, nan, nan
+    point = float(pairs[:, 0].mean() / pairs[:, 1].mean())
+    if n < 2:
+        return point, nan, nan
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    boot = pairs[idx, 0].mean(axis=1) / pairs[idx, 1].mean(axis=1)
+    alpha = 1.0 - confidence
+    lo, hi = np.quantile(boot, [alpha / 2, 1.0 - alpha / 2])
+    return point, float(lo), float(hi)
+
+
+def _variant_key(variant: str) -> tuple[int, int, str]:
+    try:
+        balancer, replicas = parse_variant(variant)
+    except ValueError:
+        return len(BALANCERS), 0, variant
+    return BALANCERS.index(balancer), replicas, variant
+
+
+def summarise(
+    samples: pd.DataFrame,
+    runs: pd.DataFrame,
+    confidence: float = 0.95,
+    n_boot: int = 4000,
+    seed: int = 20261121,
+) -> pd.DataFrame:
+    """One row per (environment, mode, path, variant) planned or measured; see the module
+    docstring for the columns' meaning. ``ratio*`` and ``ratio_mean*`` compare with ``direct-r1``
+    in the same environment, mode and path; NaN when either side has no ok run."""
+    values = per_run(samples, runs)
+    cells = pd.concat([runs[KEYS], values[KEYS]]).drop_duplicates()
+    rows = []
+    for env, mode, path, variant in cells.itertuples(index=False):
+        where = (values["environment"] == env) & (values["mode"] == mode) & (values["path"] == path)
+        mine = values[where & (values["variant"] == variant)]
+        base = values[where & (values["variant"] == BASELINE)]
+        run_rows = runs[
+            (runs["environment"] == env) & (runs["mode"] == mode) & (runs["path"] == path)
+            & (runs["variant"] == variant)
+        ]  # fmt: skip
+        rows.append(_row(env, mode, path, variant, mine, base, run_rows, confidence, n_boot, seed))
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    out["overhead_pct"] = 100.0 * (1.0 - out["ratio"])
+    out["overhead_lo_pct"] = 100.0 * (1.0 - out["ratio_hi"])
+    out["overhead_hi_pct"] = 100.0 * (1.0 - out["ratio_lo"])
+    order = out["variant"].map(_variant_key)
+    out = out.assign(_k=order).sort_values(["environment", "mode", "path", "_k"])
+    return out.drop(columns="_k").reset_index(drop=True)
+
+
+def _row(env, mode, path, variant, mine, base, run_rows, confidence, n_boot, seed) -> dict:
+    try:
+        balancer, replicas = parse_variant(variant)
+    except ValueError:
+        balancer, replicas = variant, 0
+    rate = stats.quantile_ci(mine["rps"].to_numpy(dtype=float), 0.5, confidence)
+    status, reason = cell_status(run_rows, rate.n, RATE)
+    row = {
+        "environment": env, "mode": mode, "path": path, "variant": variant,
+        "balancer": balancer, "replicas": replicas,
+        "configuration": BALANCER_LABELS.get(balancer, balancer),
+        "status": status, "reason": reason or None, "n_runs": rate.n,
+        "n_runs_planned": int(max(run_rows["run"].nunique(), rate.n)),
+        "rps": rate.point, "rps_lo": rate.lo, "rps_hi": rate.hi,
+        "rps_coverage": rate.coverage, "rps_ci_reached": rate.reached,
+        "rps_mean": float(mine["rps"].mean()) if rate.n else float("nan"),
+        "baseline": BASELINE, "baseline_mode": BASELINE_MODE,
+    }  # fmt: skip
+    for label in PERCENTILES.values():
+        ci = stats.quantile_ci(mine[f"{label}_us"].to_numpy(dtype=float), 0.5, confidence)
+        row |= {f"{label}_us": ci.point, f"{label}_lo_us": ci.lo, f"{label}_hi_us": ci.hi}
+    row["errors_total"] = float(mine["errors"].sum()) if rate.n else float("nan")
+    row["runs_with_errors"] = int((mine["errors"] > 0).sum())
+    pair = pd.concat([mine.assign(mode="cell"), base.assign(mode="base")])
+    pair = pair[["run", "mode", "rps"]].rename(columns={"rps": "value"})
+    r = stats.ratio_ci(pair, "cell", "base", confidence, n_boot, seed)
+    lo, hi = (r.lo, r.hi) if r.n_runs >= 2 else (float("nan"), float("nan"))
+    paired = pair.pivot_table(index="run", columns="mode", values="value")
+    paired = paired.reindex(columns=["cell", "base"]).dropna().to_numpy(dtype=float)
+    mean, mean_lo, mean_hi = ratio_of_means_ci(paired, confidence, n_boot, seed)
+    verdict = None
+    if variant != BASELINE and r.n_runs:
+        # no equivalence margin was fixed for a balancer: overhead, faster or inconclusive
+        verdict = stats.difference_verdict(lo, hi, paired[:, 0], paired[:, 1], True)
+    row |= {
+        "verdict": verdict,
+        "ratio": r.ratio, "ratio_lo": lo, "ratio_hi": hi, "ratio_n_runs": r.n_runs,
+        "ratio_mean": mean, "ratio_mean_lo": mean_lo, "ratio_mean_hi": mean_hi,
+        "confidence": confidence, "n_boot": n_boot, "seed": seed,
+    }  # fmt: skip
+    if rate.n and not r.n_runs and variant != BASELINE:
+        extra = f"no {BASELINE} run to compare with"
+        row["reason"] = f"{row['reason']}; {extra}" if row["reason"] else extra
+    return row
+
+
+# --- text: table, caption, headline, findings ----------------------------------------------------
+
+
+def _ci(point: float, lo: float, hi: float, fmt: str) -> str | None:
+    return tables.interval_text(point, lo, hi, fmt)
+
+
+def _note(r) -> str:
+    if r.status != "ok":
+        return status_text(r.status, r.reason)
+    parts = [as_text(r.reason)] if as_text(r.reason) else []
+    if r.variant == BASELINE:
+        parts.insert(0, "baseline")
+    if r.n_runs and not r.rps_ci_reached:
+        parts.append(
+            f"req/s interval is the range of {r.n_runs} run(s) (coverage {r.rps_coverage:.1%})"
+        )
+    if r.runs_with_errors:
+        parts.append(f"errors in {r.runs_with_errors} of {r.n_runs} runs")
+    return "; ".join(parts)
+
+
+def article_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Balancer | Replicas | req/s [CI] | % of direct [CI] | Overhead vs direct % [CI] |
+    p50 / p99 latency us [CI] | Errors | Runs | Note: the 003 article's "Containers | Req/sec"
+    tables, one block per balancer, with intervals; not measured rows show n/a and the reason."""
+    conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
+    ci = f"[{conf:.0%} CI]"
+    base = [r.variant == BASELINE and r.n_runs > 0 for r in summary.itertuples()]
+    table = pd.DataFrame(
+        {
+            "Balancer": summary["configuration"],
+            "Replicas": summary["replicas"].astype(str),
+            f"req/s {ci}": [_ci(r.rps, r.rps_lo, r.rps_hi, ",.0f") for r in summary.itertuples()],
+            f"% of direct {ci}": [
+                "100 (baseline)"
+                if b
+                else _ci(100 * r.ratio, 100 * r.ratio_lo, 100 * r.ratio_hi, ".1f")
+                for b, r in zip(base, summary.itertuples(), strict=True)
+            ],
+            f"Overhead vs direct % {ci}": [
+                "" if b else _ci(r.overhead_pct, r.overhead_lo_pct, r.overhead_hi_pct, "+.1f")
+                for b, r in zip(base, summary.itertuples(), strict=True)
+            ],
+            "Verdict": ["" if b or not r.verdict else r.verdict
+                        for b, r in zip(base, summary.itertuples(), strict=True)],  # fmt: skip
+            f"p50 latency us {ci}": [
+                _ci(r.p50_us, r.p50_lo_us, r.p50_hi_us, ",.0f") for r in summary.itertuples()
+            ],
+            f"p99 latency us {ci}": [
+                _ci(r.p99_us, r.p99_lo_us, r.p99_hi_us, ",.0f") for r in summary.itertuples()
+            ],
+            "Errors": [
+                None if np.isnan(r.errors_total) else f"{r.errors_total:.0f}"
+                for r in summary.itertuples()
+            ],
+            "Runs": [
+                f"{r.n_runs}"
+                if r.n_runs == r.n_runs_planned
+                else f"{r.n_runs} of {r.n_runs_planned}"
+                for r in summary.itertuples()
+            ],
+            "Note": [_note(r) for r in summary.itertuples()],
+        }
+    )
+    if len(summary) and summary["environment"].nunique() > 1:
+        table.insert(0, "Environment", summary["environment"].to_numpy())
+    return table
+
+
+def table_caption(summary: pd.DataFrame) -> str:
+    conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
+    n_boot = int(summary["n_boot"].iloc[0]) if len(summary) else 0
+    return (
+        "Load balancing: requests per second (2xx responses) and latency of wrk (closed loop, "
+        "one connection per thread) through each balancer as the replicas behind it grow, "
+        "against one replica dialled directly (direct). Per run: the one measured wrk window "
+        f"(warm-up excluded). req/s and latency: median across runs with a {conf:.0%} "
+        "distribution-free (order-statistic) interval. % of direct: ratio of medians to direct "
+        f"over the runs both measured, {conf:.0%} cluster-bootstrap percentile interval "
+        f"({n_boot} replicates resampling whole runs); overhead vs direct = 100 (1 - ratio), the "
+        "share of the direct rate lost. Verdict (no equivalence margin was fixed for a "
+        "balancer, so none is called equivalent): overhead (faster) when the ratio's interval "
+        "lies wholly below (above) 1 and a paired t test on the runs' log ratios agrees (at "
+        "least 3 runs), else inconclusive. Latencies are those of a saturated closed loop "
+        "(queueing included). Errors: connect/read/write/timeout errors and non-2xx responses "
+        "summed over the measured runs. In the lab every replica shares the same cores: the "
+        "table shows what a balancer costs per request, not how a cluster scales. Variants "
+        "that could not run are listed with n/a and their reason."
+    )
+
+
+def headline(summary: pd.DataFrame) -> str:
+    """Deterministic plain-text digest of the headline numbers (checked by nbval)."""
+    lines = []
+    for r in summary.itertuples():
+        head = f"{r.environment} {r.variant}: {r.status}"
+        if not r.n_runs:
+            lines.append(f"{head}, n/a ({r.reason})")
+            continue
+        cov = "" if r.rps_ci_reached else f" (coverage {r.rps_coverage:.4f})"
+        ratio = (
+            "no ratio"
+            if np.isnan(r.ratio)
+            else f"{BASELINE} ratio {r.ratio:.4f} [{r.ratio_lo:.4f}, {r.ratio_hi:.4f}]"
+        )
+        lines.append(
+            f"{head}, {r.n_runs} runs, {r.rps:.1f} req/s [{r.rps_lo:.1f}, {r.rps_hi:.1f}]{cov}, "
+            f"{ratio}, p99 {r.p99_us:.1f} us, errors {r.errors_total:.0f}"
+        )
+    return "\n".join(lines)
+
+
+def findings(summary: pd.DataFrame) -> str:
+    """Markdown sentences per balancer variant: its rate against direct, said as a cost only
+    when its verdict is "overhead" (``stats.difference_verdict``: the whole interval of the ratio
+    below 1 and a paired t test on the runs agreeing)."""
+    out = []
+    for r in summary.itertuples():
+        if r.variant == BASELINE:
+            continue
+        label = f"**{r.configuration}**, {r.replicas} replica(s)"
+        if r.status != "ok":
+            out.append(f"- {label}: not measured ({status_text(r.status, r.reason)}).")
+            continue
+        if not r.ratio_n_runs:
+            out.append(f"- {label}: no {BASELINE} baseline to compare with.")
+            continue
+        span = f"{100 * r.ratio:.1f}% of direct"
+        if np.isnan(r.ratio_lo):
+            out.append(f"- {label}: {span} from {r.ratio_n_runs} run (no interval).")
+            continue
+        span += f" [{100 * r.ratio_lo:.1f}, {100 * r.ratio_hi:.1f}]"
+        side = r.verdict
+        if side == "overhead":
+            said = f"loses {r.overhead_pct:.1f}% of the direct rate ({span})"
+        elif side == "faster":
+            said = f"serves more than direct ({span})"
+        else:
+            said = f"is not distinguishable from direct with {r.ratio_n_runs} runs ({span})"
+        out.append(f"- {label} {said}.")
+    return "\n".join(out)
+
+
+# --- figure ----------------------------------------------------------------------------------
+
+
+def figure(summary: pd.DataFrame, per_run_values: pd.DataFrame) -> tuple[alt.Chart, str]:
+    """req/s against replicas, one line per balancer with its intervals and runs, the direct
+    replica as a reference line with its interval as a band. Returns the chart and its caption."""
+    conf = float(summary["confidence"].iloc[0])
+    frame = summary[(summary["variant"] != BASELINE)].copy()
+    measured = frame[frame["n_runs"] > 0]
+    direct = summary[(summary["variant"] == BASELINE) & (summary["n_runs"] > 0)]
+    present = [b for b in BALANCERS if b in set(measured["balancer"])]
+    color = alt.Color(
+        "configuration:N",
+        title="Balancer",
+        scale=alt.Scale(
+            domain=[BALANCER_LABELS.get(b, b) for b in present],
+            range=[BALANCER_COLORS.get(b, figures.UNKNOWN_COLOR) for b in present],
+        ),
+    )
+    replicas = sorted(set(frame["replicas"]) | {1})
+    x = alt.X(
+        "replicas:Q",
+        title="Replicas behind the balancer",
+        scale=alt.Scale(domain=[min(replicas) - 0.3, max(replicas) + 0.3]),
+        axis=alt.Axis(values=replicas, format="d"),
+    )
+    top = float(np.nanmax(np.r_[summary["rps_hi"], summary["rps"], per_run_values["rps"], 1.0]))
+    y = alt.Y("rps:Q", title="Requests per second (2xx)", scale=alt.Scale(domain=[0, top * 1.08]))
+    runs = per_run_values[per_run_values["variant"] != BASELINE].merge(
+        frame[["environment", "variant", "configuration"]], on=["environment", "variant"]
+    )
+    layers = [
+        alt.Chart(measured).mark_line(strokeWidth=1.5).encode(x=x, y=y, color=color),
+        alt.Chart(runs)
+        .mark_circle(size=18, opacity=0.45)
+        .encode(x="replicas:Q", y="rps:Q", color=color, tooltip=["variant:N", "run:O", "rps:Q"]),
+        alt.Chart(measured)
+        .mark_rule(strokeWidth=2)
+        .encode(x="replicas:Q", y="rps_lo:Q", y2="rps_hi:Q", color=color),
+        alt.Chart(measured)
+        .mark_point(shape="diamond", size=90, filled=True)
+        .encode(
+            x="replicas:Q",
+            y="rps:Q",
+            color=color,
+            tooltip=[
+                "configuration:N",
+                "replicas:Q",
+                alt.Tooltip("rps:Q", format=",.0f"),
+                alt.Tooltip("rps_lo:Q", format=",.0f"),
+                alt.Tooltip("rps_hi:Q", format=",.0f"),
+            ],
+        ),  # fmt: skip
+    ]
+    if len(direct):
+        d = direct.iloc[[0]]
+        layers[:0] = [
+            alt.Chart(d)
+            .mark_rect(color="#cccccc", opacity=0.45)
+            .encode(y="rps_lo:Q", y2="rps_hi:Q"),
+            alt.Chart(d).mark_rule(color="#222222", strokeDash=[5, 3]).encode(y="rps:Q"),
+            alt.Chart(d)
+            .mark_text(align="left", dx=4, dy=-8, color="#222222")
+            .encode(
+                y="rps:Q", x=alt.datum(min(replicas) - 0.3), text=alt.value("direct (one replica)")
+            ),
+        ]
+    chart = alt.layer(*layers).properties(
+        width=420, height=280, title="Load balancing: requests per second as replicas grow"
+    )
+    if summary["environment"].nunique() > 1:
+        chart = chart.facet(column="environment:N")
+    not_measured = sorted(
+        {
+            f"{r.configuration} with {r.replicas} replica(s) ({status_text(r.status, r.reason)})"
+            for r in summary.itertuples()
+            if r.status != "ok"
+        }
+    )
+    short = int((summary["n_runs"] > 0).sum() - summary["rps_ci_reached"].astype(bool).sum())
+    caption = (
+        "Requests per second (2xx responses, wrk closed loop) through each balancer against the "
+        "number of replicas behind it. Diamonds are the median across runs of the run's rate, "
+        f"vertical bars its {conf:.0%} distribution-free order-statistic interval, small dots "
+        "the individual runs. The dashed line is one replica dialled directly without any "
+        "balancer (direct), the grey band its interval. In the lab every replica shares the "
+        "same cores, so more replicas add no capacity: the gap to the dashed line is what the "
+        "balancer costs per request."
+    )
+    if short:
+        caption += (
+            f" With too few runs for a {conf:.0%} interval of the median, a bar spans all runs "
+            "(the table gives its coverage)."
+        )
+    if not_measured:
+        caption += " Not measured: " + "; ".join(not_measured) + "."
+    return chart, caption
+
+
+# --- files -----------------------------------------------------------------------------------
+
+
+def write_summary(
+    summary: pd.DataFrame, per_run_values: pd.DataFrame, processed_dir: Path | str
+) -> list[Path]:
+    """Write ``lb_summary.parquet`` (+ ``.csv``) and ``lb_per_run.parquet``."""
+    frames = {"lb_summary": summary, "lb_per_run": per_run_values}
+    return tables.write_processed(frames, processed_dir)

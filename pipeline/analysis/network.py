@@ -1,0 +1,393 @@
+"""Internet vs datacenter: is the container overhead visible beside the path's own variation?
+
+The 001 article's question. On each path and variant, the per-run summaries of the round-trip
+time (the per-run median and the per-run p99: per-run summaries are the unit of inference) are
+decomposed with a linear mixed model, mode fixed and run random (``stats.variance_components``):
+the between-mode spread (largest difference between modes, largest effect vs native) is set
+beside the run-to-run SD of one configuration and its parts (run effect, residual). A generated
+sentence per path says which is larger and by how much. The path itself (native's median RTT on
+the Internet path minus the datacenter one) is reported beside them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from pipeline.analysis import figures, stats
+from pipeline.analysis.latency import BASELINE, KEYS, PATH_LABELS, PATH_ORDER, q_label
+
+STATISTICS = {"p50": 0.5, "p99": 0.99}
+STAT_WORDS = {"p50": "median", "p99": "p99"}
+COMPONENT_LABELS = {
+    "sd_within": "run-to-run SD of one mode",
+    "sd_run": "run effect SD",
+    "sd_resid": "residual SD",
+    "mode_range": "largest difference between modes",
+}
+
+
+def per_run_summaries(
+    cells: dict[tuple, stats.RunSamples], statistics: dict[str, float] = STATISTICS
+) -> pd.DataFrame:
+    """One row per (environment, mode, path, variant, run, statistic): the per-run percentile."""
+    frames = []
+    for (env, mode, path, variant), cell in cells.items():
+        if not cell.n_runs:
+            continue
+        values = cell.run_quantiles(list(statistics.values()))
+        for j, name in enumerate(statistics):
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "environment": env,
+                        "mode": mode,
+                        "path": path,
+                        "variant": variant,
+                        "run": cell.runs,
+                        "statistic": name,
+                        "value": values[:, j],
+                    }
+                )
+            )
+    return pd.concat(frames, ignore_index=True)
+
+
+def decompose(
+    per_run: pd.DataFrame,
+    confidence: float = 0.95,
+    n_sim: int = 200,
+    seed: int = 20261121,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(components, effects)``: one row per (environment, path, variant, statistic) with
+    every field of ``stats.VarianceComponents``, and the per-mode effects vs native (Wald and
+    parametric-bootstrap intervals) in long form."""
+    rows, effects = [], []
+    groups = per_run.groupby(["environment", "path", "variant", "statistic"], sort=False)
+    for (env, path, variant, stat), part in groups:
+        vc = stats.variance_components(part, BASELINE, confidence, n_sim, seed)
+        keys = {"environment": env, "path": path, "variant": variant, "statistic": stat}
+        rows.append({**keys, **vc.as_dict()})
+        if len(vc.effects):
+            effects.append(vc.effects.assign(**keys))
+    comps = pd.DataFrame(rows)
+    comps["ratio_within_to_range"] = comps["sd_within"] / comps["mode_range"]
+    key = comps.assign(
+        _p=comps["path"].map(lambda p: PATH_ORDER.index(p) if p in PATH_ORDER else 9)
+    )
+    comps = key.sort_values(["environment", "variant", "statistic", "_p"]).drop(columns="_p")
+    eff = pd.concat(effects, ignore_index=True) if effects else pd.DataFrame()
+    return comps.reset_index(drop=True), eff
+
+
+def path_effects(per_run: pd.DataFrame) -> pd.DataFrame:
+    """Native's median across runs of each per-run statistic, per path: the path's own cost."""
+    native = per_run[per_run["mode"] == BASELINE]
+    out = native.groupby(["environment", "variant", "statistic", "path"], as_index=False)[
+        "value"
+    ].median()
+    return out.rename(columns={"value": "native_median_us"})
+
+
+def fmt_time(us: float) -> str:
+    """A duration in the unit a reader expects: ms from 1 ms up, us below."""
+    if np.isnan(us):
+        return "n/a"
+    if abs(us) >= 1000:
+        return f"{us / 1000:.2f} ms"
+    return f"{us:.1f} us" if abs(us) >= 10 else f"{us:.2f} us"
+
+
+def _factor(a: float, b: float) -> str:
+    if b == 0 or np.isnan(a) or np.isnan(b):
+        return "n/a"
+    f = a / b
+    return f"{f:.0f}x" if f >= 10 else f"{f:.1f}x"
+
+
+def _path_clause(r) -> str:
+    where = PATH_LABELS.get(r.path, r.path)
+    where = "the Internet path" if r.path == "internet" else f"the {where} path"
+    word = STAT_WORDS.get(r.statistic, r.statistic)
+    if r.status != "ok":
+        return f"on {where} the model of the {word} was not fitted ({r.reason})"
+    within = f"SD {fmt_time(r.sd_within)} [{fmt_time(r.sd_within_lo)}, {fmt_time(r.sd_within_hi)}]"
+    spread = f"{fmt_time(r.mode_range)} [{fmt_time(r.mode_range_lo)}, {fmt_time(r.mode_range_hi)}]"
+    if r.sd_within >= r.mode_range:
+        return (
+            f"on {where} the run-to-run variation of the {word} ({within}) is "
+            f"{_factor(r.sd_within, r.mode_range)} the largest difference between modes "
+            f"({spread})"
+        )
+    return (
+        f"on {where} the mode differences dominate: the largest ({spread}, "
+        f"{r.max_effect_mode} vs native {r.max_effect:+.1f} us) is "
+        f"{_factor(r.mode_range, r.sd_within)} the run-to-run variation of the {word} ({within})"
+    )
+
+
+def sentences(components: pd.DataFrame, paths: pd.DataFrame | None = None) -> str:
+    """One generated sentence per (environment, variant, statistic), one clause per path, plus
+    the path's own cost when both the datacenter and the Internet path were measured."""
+    out = []
+    for (env, variant, stat), part in components.groupby(
+        ["environment", "variant", "statistic"], sort=False
+    ):
+        clauses = [_path_clause(r) for r in part.itertuples()]
+        text = "; ".join(clauses)
+        text = f"{env}, {variant}: " + text[0].upper() + text[1:] + "."
+        if paths is not None:
+            p = paths[
+                (paths["environment"] == env)
+                & (paths["variant"] == variant)
+                & (paths["statistic"] == stat)
+            ].set_index("path")["native_median_us"]
+            if {"dc", "internet"} <= set(p.index):
+                text += (
+                    f" The Internet path itself adds {fmt_time(p['internet'] - p['dc'])} to "
+                    f"native's {STAT_WORDS.get(stat, stat)} ({fmt_time(p['dc'])} in the "
+                    f"datacenter, {fmt_time(p['internet'])} over the Internet)."
+                )
+        out.append(text)
+    return "\n\n".join(out)
+
+
+def _ci(point: float, lo: float, hi: float) -> str | None:
+    if np.isnan(point):
+        return None
+    return f"{fmt_time(point)} [{fmt_time(lo)}, {fmt_time(hi)}]"
+
+
+def article_table(components: pd.DataFrame) -> pd.DataFrame:
+    """Path | Variant | Statistic | Runs | Modes | SDs and spread with intervals | Note."""
+    conf = float(components["confidence"].iloc[0]) if len(components) else 0.95
+    ci = f"[{conf:.0%} CI]"
+    rows = []
+    for r in components.itertuples():
+        ok = r.status == "ok"
+        rows.append(
+            {
+                "Path": PATH_LABELS.get(r.path, r.path),
+                "Variant": r.variant,
+                "Per-run statistic": STAT_WORDS.get(r.statistic, r.statistic),
+                "Runs": r.n_runs,
+                "Modes": r.n_modes,
+                f"Run-to-run SD {ci}": _ci(r.sd_within, r.sd_within_lo, r.sd_within_hi),
+                f"Run effect SD {ci}": _ci(r.sd_run, r.sd_run_lo, r.sd_run_hi),
+                f"Residual SD {ci}": _ci(r.sd_resid, r.sd_resid_lo, r.sd_resid_hi),
+                f"Largest mode difference {ci}": _ci(
+                    r.mode_range, r.mode_range_lo, r.mode_range_hi
+                ),
+                "Largest vs native": (
+                    f"{r.max_effect_mode} {r.max_effect:+.1f} us "
+                    f"[{r.max_effect_lo:+.1f}, {r.max_effect_hi:+.1f}]"
+                    if ok
+                    else None
+                ),
+                "Larger": (
+                    (
+                        f"run to run, {_factor(r.sd_within, r.mode_range)}"
+                        if r.sd_within >= r.mode_range
+                        else f"modes, {_factor(r.mode_range, r.sd_within)}"
+                    )
+                    if ok
+                    else None
+                ),
+                "Note": "" if ok else f"not fitted: {r.reason}",
+            }
+        )
+    table = pd.DataFrame(rows)
+    if components["environment"].nunique() > 1:
+        table.insert(0, "Environment", components["environment"].to_numpy())
+    return table
+
+
+def table_caption(components: pd.DataFrame) -> str:
+    conf = float(components["confidence"].iloc[0])
+    n_sim = int(components["n_sim"].iloc[0])
+    return (
+        "Internet vs datacenter: variance decomposition of the per-run median and p99 "
+        "round-trip time with a linear mixed model (mode fixed, run random; REML, statsmodels "
+        "MixedLM), per path and variant. Run-to-run SD: how much one mode's per-run value varies "
+        "between runs (run effect and residual together); largest mode difference: range of "
+        "the estimated mode effects, native included. Intervals: "
+        f"{conf:.0%} parametric-bootstrap percentile intervals ({n_sim} data sets simulated "
+        "from the fit and refitted); the largest difference is biased upwards when the true "
+        "differences are smaller than the noise. Where the model could not be fitted, the note "
+        "says why."
+    )
+
+
+def headline(components: pd.DataFrame) -> str:
+    """Deterministic digest of the decomposition (checked by nbval)."""
+    lines = []
+    for r in components.itertuples():
+        head = f"{r.environment} {r.path} {r.variant} {r.statistic}"
+        if r.status != "ok":
+            lines.append(f"{head}: not fitted ({r.reason})")
+            continue
+        lines.append(
+            f"{head}: {r.n_runs} runs x {r.n_modes} modes, sd_within {r.sd_within:.1f} "
+            f"[{r.sd_within_lo:.1f}, {r.sd_within_hi:.1f}], sd_run {r.sd_run:.1f}, "
+            f"sd_resid {r.sd_resid:.1f}, mode_range {r.mode_range:.1f} "
+            f"[{r.mode_range_lo:.1f}, {r.mode_range_hi:.1f}] us"
+        )
+    return "\n".join(lines)
+
+
+def components_figure(components: pd.DataFrame) -> tuple[alt.FacetChart, str]:
+    """Per path: the run-to-run SDs beside the largest mode difference, log x, with intervals."""
+    ok = components[components["status"] == "ok"]
+    frames = []
+    for name, label in COMPONENT_LABELS.items():
+        frames.append(
+            ok[["environment", "path", "variant", "statistic"]].assign(
+                component=label,
+                kind="between modes" if name == "mode_range" else "run to run",
+                value=ok[name],
+                lo=ok[f"{name}_lo"],
+                hi=ok[f"{name}_hi"],
+            )
+        )
+    frame = pd.concat(frames, ignore_index=True)
+    frame["path_label"] = frame["path"].map(lambda p: PATH_LABELS.get(p, p))
+    frame["panel"] = [
+        f"{STAT_WORDS.get(s, s)} RTT, {v}"
+        for s, v in zip(frame["statistic"], frame["variant"], strict=True)
+    ]
+    # Zero SDs (boundary fits) cannot sit on a log axis: floor them visibly at 0.01 us.
+    for col in ("value", "lo", "hi"):
+        frame[col] = frame[col].clip(lower=0.01)
+    conf = float(components["confidence"].iloc[0])
+    n_sim = int(components["n_sim"].iloc[0])
+    row = alt.Y(
+        "component:N",
+        sort=list(COMPONENT_LABELS.values()),
+        title=None,
+    )
+    color = alt.Color(
+        "kind:N",
+        scale=alt.Scale(domain=["run to run", "between modes"], range=["#969696", "#d6616b"]),
+        legend=alt.Legend(title=None, orient="bottom"),
+    )
+    log = alt.Scale(type="log", nice=False, padding=8)
+    base = alt.Chart(frame)
+    chart = (
+        alt.layer(
+            base.mark_rule(strokeWidth=2).encode(
+                x=alt.X("lo:Q", scale=log), x2="hi:Q", y=row, color=color
+            ),
+            base.mark_point(shape="diamond", size=90).encode(
+                x=alt.X("value:Q", title="µs (log scale)", scale=log),
+                y=row,
+                color=color,
+                tooltip=["path_label:N", "component:N", alt.Tooltip("value:Q", format=".2f")],
+            ),
+        )
+        .properties(width=300, height=110)
+        .facet(
+            row=alt.Row("path_label:N", title=None, sort=[PATH_LABELS[p] for p in PATH_ORDER]),
+            column=alt.Column("panel:N", title=None),
+        )
+        .properties(title="Run-to-run variation vs the differences between modes")
+    )
+    caption = (
+        "Internet vs datacenter. For each path (rows) and per-run statistic of the round-trip "
+        "time (columns), diamonds are the mixed-model estimates: grey the run-to-run SD of one "
+        "mode and its two parts (run effect shared by all modes of a run, residual), red the "
+        "largest difference between two modes. Bars: "
+        f"{conf:.0%} parametric-bootstrap intervals ({n_sim} refits). The x axis is "
+        "logarithmic; estimates of exactly 0 (boundary fits) are drawn at 0.01 us."
+    )
+    failed = components[components["status"] != "ok"]
+    if len(failed):
+        caption += " Not fitted: " + "; ".join(
+            f"{PATH_LABELS.get(r.path, r.path)} {r.variant} {r.statistic} ({r.reason})"
+            for r in failed.itertuples()
+        )
+        caption += "."
+    return chart, caption
+
+
+def runs_figure(per_run: pd.DataFrame) -> tuple[alt.FacetChart, str]:
+    """The per-run values themselves: one dot per run and mode, one panel per path."""
+    frame = per_run.copy()
+    frame["path_label"] = frame["path"].map(lambda p: PATH_LABELS.get(p, p))
+    frame["label"] = frame["mode"].map(lambda m: figures.MODE_LABELS.get(m, m))
+    frame["panel"] = [
+        f"{PATH_LABELS.get(p, p)}: {STAT_WORDS.get(s, s)} RTT, {v}"
+        for p, s, v in zip(frame["path"], frame["statistic"], frame["variant"], strict=True)
+    ]
+    order = list(
+        dict.fromkeys(
+            frame.assign(
+                _p=frame["path"].map(lambda p: PATH_ORDER.index(p) if p in PATH_ORDER else 9)
+            ).sort_values(["_p", "statistic", "variant"])["panel"]
+        )
+    )
+    modes = sorted(frame["mode"].unique(), key=lambda m: (figures.mode_rank(m), m))
+    labels = [figures.MODE_LABELS.get(m, m) for m in modes]
+    chart = (
+        alt.Chart(frame)
+        .mark_line(point=alt.OverlayMarkDef(size=40, filled=True), strokeWidth=0.8, opacity=0.8)
+        .encode(
+            x=alt.X("label:N", sort=labels, title=None, axis=alt.Axis(labelAngle=-35)),
+            y=alt.Y("value:Q", title="Per-run RTT statistic (µs)", scale=alt.Scale(zero=False)),
+            color=alt.Color("run:O", title="Run", scale=alt.Scale(scheme="tableau10")),
+            detail="run:O",
+            tooltip=["label:N", "run:O", alt.Tooltip("value:Q", format=".1f")],
+        )
+        .properties(width=220, height=180)
+        .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=4)
+        .resolve_scale(y="independent", x="independent")
+        .properties(title="Per-run RTT by mode: runs (lines) against modes (x)")
+    )
+    caption = (
+        "Per-run median and p99 round-trip time by mode, one panel per path, statistic and "
+        "variant (own y range). Each dot is one run of one mode; lines join the modes of the "
+        "same run. Parallel lines mean a shared run effect; lines that move together by more "
+        "than the modes differ are the 001 article's 'variance between tests is larger than "
+        "the delta between configurations'."
+    )
+    return chart, caption
+
+
+def write_outputs(
+    per_run: pd.DataFrame,
+    components: pd.DataFrame,
+    effects: pd.DataFrame,
+    processed_dir: Path | str,
+) -> list[Path]:
+    """Write the per-run summaries, the components and the mode effects (parquet + csv)."""
+    out = Path(processed_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, frame in (
+        ("latency_per_run", per_run),
+        ("internet_vs_dc_components", components),
+        ("internet_vs_dc_effects", effects),
+    ):
+        paths += [out / f"{name}.parquet", out / f"{name}.csv"]
+        frame.to_parquet(paths[-2], index=False)
+        frame.to_csv(paths[-1], index=False, lineterminator="\n")
+    return paths
+
+
+__all__ = [
+    "KEYS",
+    "STATISTICS",
+    "article_table",
+    "components_figure",
+    "decompose",
+    "headline",
+    "path_effects",
+    "per_run_summaries",
+    "q_label",
+    "runs_figure",
+    "sentences",
+    "table_caption",
+    "write_outputs",
+]

@@ -1,0 +1,132 @@
+"""Run-to-run noise of every benchmark measured against native, with the mixed model the
+Internet-vs-datacenter comparison uses (``stats.variance_components``: mode fixed, run a random
+intercept, per-run values as the unit). One row per (benchmark, environment, path, variant,
+metric): the SD of the run effect every mode of a run shares, the residual SD, and their total
+(how far one configuration's per-run value moves from run to run), each with its
+parametric-bootstrap interval and relative to native's mean (``cv_*_pct``), so a reader can set
+a reported overhead beside the noise it has to stand out from.
+
+Per-run values are the ones each benchmark's summary uses: iperf3's receiver-side total (TCP)
+and received rate (UDP), the per-run p50 and p99 of latency and HTTP round trips, the per-run
+median of sysbench's and fio's per-second rates and of the compile time, and the per-run median
+of the cold-start times. Benchmarks without a native baseline (footprint, density,
+orchestration, lb) compare engines or balancers with each other and are not decomposed here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from pipeline.analysis import host as host_analysis, latency as latency_analysis, network as network_analysis, schema, stats
+from pipeline.analysis import throughput as throughput
+
+BASELINE = "native"
+KEYS = ["benchmark", "environment", "path", "variant", "metric"]
+COLUMNS = [
+    *KEYS, "status", "reason", "n_runs", "n_modes", "native_mean",
+    *(f"{name}{suffix}" for name in ("sd_run", "sd_resid", "sd_within")
+      for suffix in ("", "_lo", "_hi")),
+    *(f"cv_{name}_pct" for name in ("sd_run", "sd_resid", "sd_within")),
+    "cv_sd_within_lo_pct", "cv_sd_within_hi_pct", "confidence", "n_sim", "seed",
+]  # fmt: skip
+HOST = ("cpu", "memory", "disk")
+CAPTION = (
+    "Run-to-run noise per benchmark: the SD of one configuration's per-run value across runs "
+    "(run effect and residual of a mixed model with mode fixed and run random), as % of "
+    "native's mean, with a 95% parametric-bootstrap interval."
+)
+QUANTILE_BENCHMARKS = {"latency": latency_analysis.LATENCY_METRICS,
+                       "http": latency_analysis.HTTP_METRICS}  # fmt: skip
+
+
+
+def per_run_values(raw_dir: str | Path) -> pd.DataFrame:
+    """Every benchmark's per-run values in one frame: ``benchmark``, ``environment``, ``mode``,
+    ``path``, ``variant``, ``metric``, ``run``, ``value``."""
+    raw = Path(raw_dir)
+    frames = []
+    if schema.has_dataset(raw, "throughput"):
+        samples, runs = throughput.load(raw)
+        tcp = throughput.per_run_throughput(samples, runs).assign(
+            variant=throughput.TCP_VARIANT, metric="received_gbps")  # fmt: skip
+        udp = throughput.per_run_udp(samples, runs)
+        udp = udp.rename(columns={"received_gbps": "value"}).assign(
+            variant=throughput.UDP_VARIANT, metric="received_gbps")  # fmt: skip
+        frames += [tcp.assign(benchmark="throughput"), udp.assign(benchmark="throughput")]
+    for benchmark, metrics in QUANTILE_BENCHMARKS.items():
+        if schema.has_dataset(raw, benchmark):
+            cells = latency_analysis.load_cells(raw, benchmark, metrics)
+            if cells:
+                frame = network_analysis.per_run_summaries(cells)
+                frames.append(frame.rename(columns={"statistic": "metric"}).assign(
+                    benchmark=benchmark))  # fmt: skip
+    for benchmark in HOST:
+        if schema.has_dataset(raw, benchmark):
+            samples, runs = host_analysis.load(raw, benchmark)
+            frames.append(host_analysis.per_run(samples, runs).assign(benchmark=benchmark))
+    if schema.has_dataset(raw, "coldstart"):
+        samples = schema.read_dataset(raw, "coldstart", "samples")
+        runs = schema.read_dataset(raw, "coldstart", "runs")
+        keys = ("environment", "mode", "path", "variant", "run")
+        value = stats.per_run_summary(samples, "coldstart_s", how="median", keys=keys)
+        ok = runs.loc[runs["status"] == "ok", list(keys)].drop_duplicates()
+        frames.append(value.merge(ok, on=list(keys)).assign(benchmark="coldstart",
+                                                            metric="median_s"))  # fmt: skip
+    columns = ["benchmark", "environment", "mode", "path", "variant", "metric", "run", "value"]
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    return pd.concat([f[columns] for f in frames], ignore_index=True).dropna(subset=["value"])
+
+
+def decompose(
+    values: pd.DataFrame, confidence: float = 0.95, n_sim: int = 200, seed: int = 20261121
+) -> pd.DataFrame:
+    """One row per (benchmark, environment, path, variant, metric) with ``COLUMNS``."""
+    rows = []
+    for key, part in values.groupby(KEYS, sort=False):
+        vc = stats.variance_components(part, BASELINE, confidence, n_sim, seed)
+        mean = float(part.loc[part["mode"] == BASELINE, "value"].mean())
+        row = dict(zip(KEYS, key, strict=True))
+        row.update({k: getattr(vc, k) for k in (
+            "status", "reason", "n_runs", "n_modes", "sd_run", "sd_run_lo", "sd_run_hi",
+            "sd_resid", "sd_resid_lo", "sd_resid_hi", "sd_within", "sd_within_lo",
+            "sd_within_hi", "confidence", "n_sim", "seed")})  # fmt: skip
+        row["native_mean"] = mean
+        for name in ("sd_run", "sd_resid", "sd_within"):
+            row[f"cv_{name}_pct"] = 100 * row[name] / abs(mean) if mean else float("nan")
+        for end in ("lo", "hi"):
+            row[f"cv_sd_within_{end}_pct"] = (
+                100 * row[f"sd_within_{end}"] / abs(mean) if mean else float("nan"))  # fmt: skip
+        rows.append(row)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def table(noise: pd.DataFrame) -> pd.DataFrame:
+    """The article's table: run-to-run SD as % of native's mean, with its interval."""
+
+    def pct(v) -> str:
+        return "n/a" if pd.isna(v) else f"{v:.2f}"
+
+    return pd.DataFrame(
+        {
+            "Benchmark": noise["benchmark"],
+            "Environment": noise["environment"],
+            "Path": noise["path"],
+            "Variant": noise["variant"],
+            "Statistic": noise["metric"],
+            "Runs": noise["n_runs"],
+            "Run-to-run SD, % of native [95% CI]": [
+                "n/a" if pd.isna(r.cv_sd_within_pct) else
+                f"{r.cv_sd_within_pct:.2f} [{pct(r.cv_sd_within_lo_pct)}, "
+                f"{pct(r.cv_sd_within_hi_pct)}]"
+                for r in noise.itertuples()
+            ],  # fmt: skip
+            "of it: run effect %": [pct(v) for v in noise["cv_sd_run_pct"]],
+            "residual %": [pct(v) for v in noise["cv_sd_resid_pct"]],
+            "Note": [
+                "" if r.status == "ok" else f"not fitted: {r.reason}" for r in noise.itertuples()
+            ],
+        }
+    )

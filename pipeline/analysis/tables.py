@@ -1,0 +1,173 @@
+"""Article tables as files: Markdown (pipe table + caption), CSV and a LaTeX tabular fragment.
+
+The article is assembled from these files; no number is retyped. Cells are written as they
+are in the frame (format numbers before calling ``write``), missing values as ``na_rep``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from pipeline.analysis import stats
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+}
+
+
+def write_processed(frames: dict[str, pd.DataFrame], processed_dir: Path | str) -> list[Path]:
+    """Each frame as ``<name>.parquet`` in ``processed_dir`` (a summary, ``*_summary``, also as
+    ``.csv`` for readers without parquet); returns the paths in the order written."""
+    out = Path(processed_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, frame in frames.items():
+        paths.append(out / f"{name}.parquet")
+        frame.to_parquet(paths[-1], index=False)
+        if name.endswith("_summary"):
+            paths.append(out / f"{name}.csv")
+            frame.to_csv(paths[-1], index=False, lineterminator="\n")
+    return paths
+
+
+def interval_text(point: float | None, lo: float, hi: float, fmt: str) -> str | None:
+    """A table cell "point [lo, hi]" in ``fmt`` (e.g. "+.1f"); "point (no interval)" when the
+    interval is missing (one run); None (shown as n/a) without a point."""
+    if point is None or np.isnan(point):
+        return None
+    if np.isnan(lo) or np.isnan(hi):
+        return f"{point:{fmt}} (no interval)"
+    return f"{point:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]"
+
+
+def latex_escape(text: str) -> str:
+    """Escape the characters LaTeX treats specially (in one pass, so escapes are not re-escaped)."""
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def _cells(df: pd.DataFrame, na_rep: str) -> list[list[str]]:
+    return [[na_rep if _isna(v) else str(v) for v in row] for row in df.itertuples(index=False)]
+
+
+def _isna(value) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _numeric(df: pd.DataFrame) -> list[bool]:
+    return [
+        pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
+        for c in df.columns
+    ]
+
+
+def to_markdown(df: pd.DataFrame, caption: str, na_rep: str = "n/a") -> str:
+    """Pipe table preceded by a ``Table: caption`` line (pandoc's caption syntax)."""
+
+    def md(text: str) -> str:
+        return text.replace("|", r"\|").replace("\n", " ")
+
+    header = [md(str(c)) for c in df.columns]
+    align = ["---:" if num else ":---" for num in _numeric(df)]
+    lines = [f"Table: {md(caption.strip())}", ""]
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("| " + " | ".join(align) + " |")
+    lines += ["| " + " | ".join(md(c) for c in row) + " |" for row in _cells(df, na_rep)]
+    return "\n".join(lines) + "\n"
+
+
+def to_latex(df: pd.DataFrame, caption: str, na_rep: str = "n/a") -> str:
+    """A ``tabular`` fragment (no float, no packages beyond LaTeX itself), caption as a comment.
+
+    The including document puts it in its own ``table`` environment with its own caption.
+    """
+    spec = "".join("r" if num else "l" for num in _numeric(df))
+    caption_comment = " ".join(caption.split())
+    lines = [f"% {caption_comment}", rf"\begin{{tabular}}{{{spec}}}", r"\hline"]
+    lines.append(" & ".join(latex_escape(str(c)) for c in df.columns) + r" \\")
+    lines.append(r"\hline")
+    lines += [" & ".join(latex_escape(c) for c in row) + r" \\" for row in _cells(df, na_rep)]
+    lines += [r"\hline", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def write(
+    df: pd.DataFrame, out_dir: Path | str, stem: str, caption: str, na_rep: str = "n/a"
+) -> list[Path]:
+    """Write ``<stem>.md``, ``<stem>.csv`` and ``<stem>.tex`` into ``out_dir``; return the paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    md, csv, tex = out / f"{stem}.md", out / f"{stem}.csv", out / f"{stem}.tex"
+    md.write_text(to_markdown(df, caption, na_rep), encoding="utf-8")
+    df.to_csv(csv, index=False, na_rep=na_rep, lineterminator="\n")
+    tex.write_text(to_latex(df, caption, na_rep), encoding="utf-8")
+    return [md, csv, tex]
+
+
+# --- verdicts against the equivalence margin (see stats.verdict) ---------------------------
+
+
+def margin_text(margin: float) -> str:
+    """0.05 -> "±5%", 0.025 -> "±2.5%"."""
+    return f"±{100 * margin:g}%"
+
+
+def verdict_text(verdict, lo: float, hi: float, higher_is_better: bool = True) -> str | None:
+    """A table cell for ``stats.verdict``'s result; ``(lo, hi)`` is the 95% interval of the ratio.
+
+    "equivalent" whose 95% interval still excludes 1 reads "equivalent (small overhead)" or
+    "equivalent (slightly faster)": a real difference, smaller than the margin. No verdict
+    (None or NaN, e.g. not measured) is None, which ``write`` shows as n/a.
+    """
+    if verdict is None or (isinstance(verdict, float) and np.isnan(verdict)):
+        return None
+    if verdict == "equivalent":
+        side = stats.difference(lo, hi, higher_is_better)
+        if side == "overhead":
+            return "equivalent (small overhead)"
+        if side == "faster":
+            return "equivalent (slightly faster)"
+    return str(verdict)
+
+
+def p_text(p: float) -> str | None:
+    """A p-value cell: three decimals, "<0.001" below that, None (n/a) when not computed."""
+    if p is None or np.isnan(p):
+        return None
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def verdict_caption(margin: float, confidence: float, interval: str, tost: str) -> str:
+    """The caption sentence that states the verdict rule, the margin and the levels.
+
+    ``interval`` names the bootstrap interval of the ratio, ``tost`` what the TOST is run on.
+    """
+    eq = stats.equivalence_level(confidence)
+    alpha = 1.0 - confidence
+    return (
+        f"Verdict, against a margin of {margin_text(margin)} on the ratio to native fixed in "
+        f"params.yaml before any data was collected: equivalent when the {eq:.0%} {interval} "
+        f"lies inside [{1 - margin:g}, {1 + margin:g}] and a paired TOST on {tost} also "
+        f"rejects a difference as large as the margin at {alpha:.0%} (the TOST needs at least "
+        f"{stats.TOST_MIN_RUNS} paired runs: with fewer, nothing is called equivalent); "
+        "otherwise overhead (faster) when the "
+        f"{confidence:.0%} interval lies entirely on the worse (better) side of 1; otherwise "
+        'inconclusive. "equivalent (small overhead)": the difference is real (its '
+        f"{confidence:.0%} interval excludes 1) but smaller than the margin."
+    )

@@ -1,0 +1,771 @@
+"""Summarise the iperf3 throughput benchmark: one row per (environment, mode, path) and variant.
+
+The per-run value is iperf3's receiver-side total of the measured window
+(``tcp_throughput_received``): what actually arrived, not what the sender pushed into its
+socket buffer. Each mode is compared with native on the *same path* (``docker-proxy`` is
+measured over localhost, so its baseline is native over localhost), as a ratio of medians
+across runs with a cluster-bootstrap interval that resamples runs (blocks).
+
+The UDP variant (iperf3 ``-u`` at a fixed offered rate) has its own summary and table: per run
+the received throughput (``udp_throughput_received``), the jitter (``udp_jitter``, ms) and the
+datagram loss (``udp_loss``, percent) of the measured window; per mode their medians across runs
+with distribution-free intervals, and the received throughput as a percentage of native on the
+same path with the same cluster bootstrap as TCP.
+
+Modes that were skipped or failed stay in every output with their reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from pipeline.analysis import figures, schema, stats, tables
+from pipeline.analysis.latency import as_text, cell_status, note_parts, status_text
+
+BENCHMARK = "throughput"
+METRIC = "tcp_throughput_received"
+TCP_VARIANT = "tcp"
+UDP_VARIANT = "udp"
+BASELINE = "native"
+PATH_ORDER = ["dc", "local", "internet"]
+PATH_LABELS = {
+    "dc": "datacenter", "local": "localhost", "internet": "internet", "host": "on the host"
+}
+
+# What the reader of the article should picture for each row, in the words of the 002 article.
+SCENARIOS: dict[tuple[str, str], str] = {
+    ("native", "dc"): "Native (host network)",
+    ("native", "local"): "Native (localhost)",
+    ("native", "internet"): "Native (over the internet)",
+    ("docker-host", "dc"): "Docker host network",
+    ("docker-bridge", "dc"): "Docker bridge (container address)",
+    ("docker-nat", "dc"): "Docker published port (NAT)",
+    ("docker-proxy", "local"): "Docker proxy (localhost)",
+    ("macvlan", "dc"): "Docker macvlan",
+    ("swarm-overlay", "dc"): "Swarm overlay (container on another node)",
+    ("swarm-overlay-mtu", "dc"): "Swarm overlay, MTU tuned (container on another node)",
+    ("swarm-ingress", "dc"): "Swarm ingress (routing mesh)",
+}
+
+# Columns of both summaries (TCP and UDP): the cell and its status, ...
+CELL_COLUMNS = [
+    "environment",
+    "mode",
+    "path",
+    "scenario",
+    "status",
+    "reason",
+    "n_runs",
+    "n_runs_planned",
+]
+# ... the ratio to native, and the settings the intervals were computed with.
+RATIO_COLUMNS = ["baseline", "ratio", "ratio_lo", "ratio_hi", "ratio_n_runs"]
+# ... the verdict against the equivalence margin: the ratio's 90% interval (same bootstrap
+# replicates), the paired TOST on per-run log ratios beside it, and stats.verdict's word.
+VERDICT_COLUMNS = [
+    "margin",
+    "equivalence_confidence",
+    "ratio_eq_lo",
+    "ratio_eq_hi",
+    "tost_p",
+    "tost_ratio",
+    "tost_lo",
+    "tost_hi",
+    "tost_reason",
+    "verdict",
+]
+SETTINGS_COLUMNS = ["confidence", "n_boot", "seed"]
+SUMMARY_COLUMNS = [
+    *CELL_COLUMNS,
+    "median_gbps",
+    "median_lo_gbps",
+    "median_hi_gbps",
+    "median_coverage",
+    "median_ci_reached",
+    *RATIO_COLUMNS,
+    *VERDICT_COLUMNS,
+    "impact_pct",
+    "impact_lo_pct",
+    "impact_hi_pct",
+    *SETTINGS_COLUMNS,
+]
+
+
+def scenario_label(mode: str, path: str) -> str:
+    """Human-readable row label: the 002 article's scenario names, with the path when unusual."""
+    if (mode, path) in SCENARIOS:
+        return SCENARIOS[(mode, path)]
+    base = figures.MODE_LABELS.get(mode, mode)
+    return base if path == "dc" else f"{base} ({PATH_LABELS.get(path, path)})"
+
+
+def variant_rows(frame: pd.DataFrame, variant: str) -> pd.DataFrame:
+    """Rows of one variant. TCP also keeps rows without a variant (data collected before the
+    UDP variant existed), so older datasets read as they did."""
+    if "variant" not in frame.columns:
+        return frame if variant == TCP_VARIANT else frame.iloc[0:0]
+    keep = frame["variant"] == variant
+    if variant == TCP_VARIANT:
+        keep |= frame["variant"].isna()
+    return frame[keep]
+
+
+def load(raw_dir: Path | str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(samples, runs)`` of the throughput benchmark across every environment in ``raw_dir``."""
+    return (
+        schema.read_dataset(raw_dir, BENCHMARK, "samples"),
+        schema.read_dataset(raw_dir, BENCHMARK, "runs"),
+    )
+
+
+def per_run_throughput(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Per-run receiver-side throughput in Gbit/s, warm-ups excluded, runs with status ok only.
+
+    A failed run can leave partial samples behind; they describe a broken measurement and are
+    not analysed. Columns: environment, mode, path, run, value (Gbit/s).
+    """
+    per_run = stats.per_run_summary(samples, METRIC, how="median")
+    runs = variant_rows(runs, TCP_VARIANT)
+    ok = runs.loc[runs["status"] == "ok", ["environment", "mode", "path", "run"]].drop_duplicates()
+    per_run = per_run.merge(ok, on=["environment", "mode", "path", "run"], how="inner")
+    per_run["value"] = per_run["value"] / 1e9
+    return per_run.sort_values(["environment", "mode", "path", "run"], ignore_index=True)
+
+
+def _row_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """Environment, then path (each baseline directly above its modes), then project mode order."""
+    key = frame.assign(
+        _p=frame["path"].map(lambda p: PATH_ORDER.index(p) if p in PATH_ORDER else 99),
+        _m=frame["mode"].map(figures.mode_rank),
+    )
+    return (
+        key.sort_values(["environment", "_p", "_m", "mode"])
+        .drop(columns=["_p", "_m"])
+        .reset_index(drop=True)
+    )
+
+
+def _cells(per_run: pd.DataFrame, runs: pd.DataFrame):
+    """``(environment, mode, path, per-run rows, runs rows)`` of every cell planned or measured."""
+    keys = ["environment", "mode", "path"]
+    cells = pd.concat([runs[keys], per_run[keys]]).drop_duplicates()
+    for env, mode, path in cells.itertuples(index=False):
+        mine = per_run[
+            (per_run["environment"] == env) & (per_run["mode"] == mode) & (per_run["path"] == path)
+        ]
+        run_rows = runs[
+            (runs["environment"] == env) & (runs["mode"] == mode) & (runs["path"] == path)
+        ]
+        yield env, mode, path, mine, run_rows
+
+
+def _cell_row(cell: tuple, metric: str, confidence: float, n_boot: int, seed: int) -> dict:
+    """The columns every summary row has: the cell, its label, status and reason, the settings."""
+    env, mode, path, mine, run_rows = cell
+    status, reason = cell_status(run_rows, len(mine), metric)
+    return {
+        "environment": env,
+        "mode": mode,
+        "path": path,
+        "scenario": scenario_label(mode, path),
+        "status": status,
+        "reason": reason,
+        "baseline": BASELINE,
+        "confidence": confidence,
+        "n_boot": n_boot,
+        "seed": seed,
+    }
+
+
+def _add_ratio(
+    row: dict,
+    per_run: pd.DataFrame,
+    n_runs: int,
+    value: str,
+    n_boot: int,
+    seed: int,
+    margin: float = 0.05,
+) -> None:
+    """Add ``ratio*`` (ratio of medians of ``value`` to native on the same environment and path)
+    and the verdict columns to ``row``; a measured mode whose path has no native run says so in
+    its reason."""
+    mode, path = row["mode"], row["path"]
+    row.update(margin=margin, equivalence_confidence=stats.equivalence_level(row["confidence"]))
+    if mode == BASELINE and n_runs:
+        row.update(ratio=1.0, ratio_lo=1.0, ratio_hi=1.0, ratio_n_runs=n_runs)
+        return
+    pair = per_run[
+        (per_run["environment"] == row["environment"])
+        & (per_run["path"] == path)
+        & per_run["mode"].isin([mode, BASELINE])
+    ][["run", "mode", value]].rename(columns={value: "value"})
+    r = stats.ratio_ci(pair, mode, BASELINE, row["confidence"], n_boot, seed)
+    row.update(ratio=r.ratio, ratio_lo=r.lo, ratio_hi=r.hi, ratio_n_runs=r.n_runs)
+    _add_verdict(row, pair, mode, n_boot, seed, margin)
+    if n_runs and not r.n_runs and row["status"] == "ok":
+        extra = f"no {BASELINE} baseline measured on path {path}"
+        row["reason"] = f"{row['reason']}; {extra}" if row["reason"] else extra
+
+
+def _add_verdict(
+    row: dict, pair: pd.DataFrame, mode: str, n_boot: int, seed: int, margin: float
+) -> None:
+    """The verdict columns of one comparison with native (throughput: higher is better)."""
+    eq = stats.ratio_equivalence(
+        pair, mode, BASELINE, margin, row["confidence"], n_boot, seed, higher_is_better=True
+    )
+    row.update(
+        ratio_eq_lo=eq.lo_eq,
+        ratio_eq_hi=eq.hi_eq,
+        tost_p=eq.tost.p_value,
+        tost_ratio=eq.tost.ratio,
+        tost_lo=eq.tost.lo,
+        tost_hi=eq.tost.hi,
+        tost_reason=eq.tost.reason if eq.n_runs else None,
+        verdict=eq.verdict,
+    )
+
+
+def _finish(out: pd.DataFrame) -> pd.DataFrame:
+    """Empty reasons as None, counts as integers, rows in reading order."""
+    out["reason"] = [as_text(r) or None for r in out["reason"]]
+    for col in ("verdict", "tost_reason"):
+        out[col] = [as_text(v) or None for v in out[col]]
+    out["n_runs"] = out["n_runs"].astype("int64")
+    out["ratio_n_runs"] = out["ratio_n_runs"].astype("int64")
+    return _row_order(out)
+
+
+def summarise(
+    samples: pd.DataFrame,
+    runs: pd.DataFrame,
+    confidence: float = 0.95,
+    n_boot: int = 4000,
+    seed: int = 20261121,
+    margin: float = 0.05,
+) -> pd.DataFrame:
+    """One row per (environment, mode, path) with the columns of ``SUMMARY_COLUMNS``.
+
+    ``median_*``: median across runs of the per-run throughput with a distribution-free
+    interval; when there are too few runs for ``confidence`` it is the range of the runs and
+    ``median_coverage`` (< confidence) says what it really covers. ``ratio*``: ratio of medians
+    to native on the same environment and path with a cluster-bootstrap percentile interval;
+    ``impact_*`` is the same as a percentage change (ratio - 1). The same ``seed`` is used for
+    every comparison, so every mode is resampled over the same bootstrap run sets.
+
+    ``verdict``: ``stats.verdict`` against the equivalence ``margin`` on the ratio (fixed in
+    params.yaml before the data), from the ratio's ``equivalence_confidence`` interval
+    (``ratio_eq_*``, 90% for a 95% ``confidence``) and, with at least 3 paired runs, the paired
+    TOST on per-run log ratios (``tost_*``; ``tost_reason`` says why it was not run). None for
+    native itself and for cells without a comparison.
+    """
+    per_run = per_run_throughput(samples, runs)
+    rows = []
+    for cell in _cells(per_run, variant_rows(runs, TCP_VARIANT)):
+        mine, run_rows = cell[3], cell[4]
+        med = stats.quantile_ci(mine["value"].to_numpy(), 0.5, confidence)
+        row = _cell_row(cell, METRIC, confidence, n_boot, seed)
+        row.update(
+            n_runs=med.n,
+            n_runs_planned=int(max(run_rows["run"].nunique(), mine["run"].nunique())),
+            median_gbps=med.point,
+            median_lo_gbps=med.lo,
+            median_hi_gbps=med.hi,
+            median_coverage=med.coverage,
+            median_ci_reached=med.reached,
+        )
+        _add_ratio(row, per_run, med.n, "value", n_boot, seed, margin)
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    for col, src in (
+        ("impact_pct", "ratio"),
+        ("impact_lo_pct", "ratio_lo"),
+        ("impact_hi_pct", "ratio_hi"),
+    ):
+        out[col] = (out[src] - 1.0) * 100.0
+    return _finish(out)
+
+
+def _fmt_ci(point: float, lo: float, hi: float, digits: int) -> str | None:
+    if np.isnan(point):
+        return None
+    return f"{point:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def _fmt_signed_ci(point: float, lo: float, hi: float) -> str | None:
+    if np.isnan(point):
+        return None
+    return f"{point:+.1f} [{lo:+.1f}, {hi:+.1f}]"
+
+
+def _note(row: pd.Series, stat: str = "median", interval: str = "throughput interval is") -> str:
+    """Why a row was not measured, or what limits it; ``stat``'s interval says if it is a range."""
+    parts = note_parts(row)
+    if row["status"] == "ok" and not row[f"{stat}_ci_reached"]:
+        parts.append(
+            f"{interval} the range of {row['n_runs']} runs "
+            f"(coverage {row[f'{stat}_coverage']:.1%} < {row['confidence']:.0%})"
+        )
+    if row["status"] == "ok" and as_text(row.get("tost_reason")):
+        parts.append(f"no TOST: {row['tost_reason']}")
+    return "; ".join(parts)
+
+
+def _margin(summary: pd.DataFrame) -> float:
+    return float(summary["margin"].iloc[0]) if len(summary) else 0.05
+
+
+def _verdict_cells(summary: pd.DataFrame) -> tuple[list, list]:
+    """The Verdict and TOST p columns: empty for native itself, n/a where nothing was compared."""
+    verdicts, p_values = [], []
+    for r in summary.itertuples():
+        if r.mode == BASELINE and r.n_runs:
+            verdicts.append("")
+            p_values.append("")
+            continue
+        verdicts.append(tables.verdict_text(r.verdict, r.ratio_lo, r.ratio_hi, True))
+        p_values.append(tables.p_text(r.tost_p))
+    return verdicts, p_values
+
+
+def _pct_of_native(summary: pd.DataFrame) -> list[str | None]:
+    return [
+        "100 (baseline)"
+        if r.mode == BASELINE and r.n_runs
+        else _fmt_ci(100 * r.ratio, 100 * r.ratio_lo, 100 * r.ratio_hi, 1)
+        for r in summary.itertuples()
+    ]
+
+
+def _runs_text(summary: pd.DataFrame) -> list[str]:
+    """The Runs column: "5", or "4 of 5" when runs were planned but not measured."""
+    return [
+        f"{r.n_runs}" if r.n_runs == r.n_runs_planned else f"{r.n_runs} of {r.n_runs_planned}"
+        for r in summary.itertuples()
+    ]
+
+
+def article_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """The article's table: Scenario | Path | Throughput | % of native | Impact | Verdict |
+    TOST p | Runs | Note.
+
+    Same shape as the 002 article's "Scenario | Throughput | Performance impact", with every
+    number carrying its interval and every comparison its verdict against the margin. Rows that
+    were not measured show n/a (missing) and the reason.
+    """
+    conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
+    ci = f"[{conf:.0%} CI]"
+    verdicts, p_values = _verdict_cells(summary)
+    table = pd.DataFrame(
+        {
+            "Scenario": summary["scenario"],
+            "Path": summary["path"].map(lambda p: PATH_LABELS.get(p, p)),
+            f"Throughput Gbit/s {ci}": [
+                _fmt_ci(r.median_gbps, r.median_lo_gbps, r.median_hi_gbps, 2)
+                for r in summary.itertuples()
+            ],
+            f"% of native {ci}": _pct_of_native(summary),
+            f"Impact % {ci}": [
+                None
+                if r.mode == BASELINE
+                else _fmt_signed_ci(r.impact_pct, r.impact_lo_pct, r.impact_hi_pct)
+                for r in summary.itertuples()
+            ],
+            f"Verdict ({tables.margin_text(_margin(summary))})": verdicts,
+            "TOST p": p_values,
+            "Runs": _runs_text(summary),
+            "Note": [_note(row) for _, row in summary.iterrows()],
+        }
+    )
+    if summary["environment"].nunique() > 1:
+        table.insert(0, "Environment", summary["environment"].to_numpy())
+    # Native has no impact relative to itself: an empty cell rather than "n/a".
+    impact_col = f"Impact % {ci}"
+    table.loc[
+        (summary["mode"] == BASELINE).to_numpy() & (summary["n_runs"] > 0).to_numpy(), impact_col
+    ] = ""
+    return table
+
+
+def table_caption(summary: pd.DataFrame) -> str:
+    conf = float(summary["confidence"].iloc[0])
+    n_boot = int(summary["n_boot"].iloc[0])
+    return (
+        "iperf3 TCP throughput per execution mode (receiver-side total of each measured "
+        "window, warm-up excluded). Throughput: median across runs with a "
+        f"{conf:.0%} distribution-free (order-statistic) interval. % of native: ratio of medians "
+        f"to native on the same path, {conf:.0%} cluster-bootstrap percentile interval "
+        f"({n_boot} replicates resampling whole runs). Impact = ratio - 1. "
+        + tables.verdict_caption(
+            _margin(summary), conf, "bootstrap interval of the ratio", "per-run log ratios"
+        )
+        + " Modes that could not run are listed with n/a and their reason."
+    )
+
+
+def _figure_frame(summary: pd.DataFrame) -> pd.DataFrame:
+    multi_env = summary["environment"].nunique() > 1
+    frame = summary.copy()
+    frame["row"] = [
+        f"{e}: {s}" if multi_env else s
+        for e, s in zip(frame["environment"], frame["scenario"], strict=True)
+    ]
+    frame["status_text"] = [
+        "" if st == "ok" else status_text(st, r)
+        for st, r in zip(frame["status"], frame["reason"], strict=True)
+    ]
+    return frame
+
+
+def _forest(base: alt.Chart, x: alt.X, columns: tuple, y: alt.Y, color, *tooltip) -> list:
+    """Forest-plot marks: a bar from lo to hi and a diamond at the point, ``columns`` being
+    (point, lo, hi); the three numbers, and ``tooltip``, show on hover."""
+    point, lo, hi = columns
+    numbers = [alt.Tooltip(f"{c}:Q", format=".3f") for c in columns]
+    return [
+        base.mark_rule(strokeWidth=2).encode(x=alt.X(f"{lo}:Q"), x2=f"{hi}:Q", y=y, color=color),
+        base.mark_point(shape="diamond", size=110).encode(
+            x=x, y=y, color=color, tooltip=["scenario:N", *numbers, *tooltip]
+        ),
+    ]
+
+
+def figure(summary: pd.DataFrame, per_run: pd.DataFrame) -> tuple[alt.HConcatChart, str]:
+    """Two panels sharing one row per scenario: median throughput, and ratio to native.
+
+    Returns the chart and its caption (what points and bars mean, and what was not measured).
+    """
+    frame = _figure_frame(summary)
+    order = frame["row"].tolist()
+    conf = float(summary["confidence"].iloc[0])
+    n_boot = int(summary["n_boot"].iloc[0])
+    color = alt.Color("mode:N", scale=figures.mode_scale(frame["mode"]), legend=None)
+    y = alt.Y("row:N", sort=order, title=None)
+    y_bare = alt.Y("row:N", sort=order, title=None, axis=alt.Axis(labels=False, ticks=False))
+    measured = frame[frame["n_runs"] > 0]
+    not_measured = frame[frame["status"] != "ok"]
+
+    runs_frame = per_run.merge(
+        frame[["environment", "mode", "path", "row"]], on=["environment", "mode", "path"]
+    )
+    base = alt.Chart(measured)
+    tput_max = float(np.nanmax(np.r_[measured["median_hi_gbps"], runs_frame["value"], 1.0]))
+    x_tput = alt.X(
+        "median_gbps:Q", title="Throughput (Gbit/s)", scale=alt.Scale(domain=[0, tput_max * 1.05])
+    )
+    left = alt.layer(
+        alt.Chart(runs_frame)
+        .mark_circle(size=22, color="#9a9a9a", opacity=0.7)
+        .encode(x=alt.X("value:Q"), y=y, tooltip=["run:O", alt.Tooltip("value:Q", format=".3f")]),
+        *_forest(
+            base, x_tput, ("median_gbps", "median_lo_gbps", "median_hi_gbps"), y, color, "n_runs:Q"
+        ),
+        alt.Chart(not_measured)
+        .mark_text(align="left", dx=4, color="#b30000", fontStyle="italic", limit=300)
+        .encode(x=alt.datum(0), y=y, text="status_text:N"),
+    ).properties(title="Median throughput", width=340)
+
+    ratios = measured[measured["ratio_n_runs"] > 0]
+    lo = float(np.nanmin(np.r_[ratios["ratio_lo"], 1.0]))
+    hi = float(np.nanmax(np.r_[ratios["ratio_hi"], 1.0]))
+    pad = 0.05 * max(hi - lo, 0.1)
+    x_ratio = alt.X(
+        "ratio:Q",
+        title="Ratio to native on the same path",
+        scale=alt.Scale(domain=[max(0.0, lo - pad), hi + pad], zero=False),
+    )
+    rbase = alt.Chart(ratios)
+    right = alt.layer(
+        alt.Chart(pd.DataFrame({"one": [1.0]}))
+        .mark_rule(color="#555555", strokeDash=[4, 3])
+        .encode(x=alt.X("one:Q", scale=alt.Scale(domain=[max(0.0, lo - pad), hi + pad]))),
+        *_forest(rbase, x_ratio, ("ratio", "ratio_lo", "ratio_hi"), y_bare, color),
+    ).properties(title="Relative to native", width=260)
+
+    # A forest-plot text column: the bars are often narrower than the diamonds, the numbers not.
+    frame["ratio_text"] = [
+        "baseline"
+        if m == BASELINE and n
+        else ("n/a" if np.isnan(v) else f"{100 * v:.1f}% [{100 * a:.1f}, {100 * b:.1f}]")
+        for m, n, v, a, b in zip(
+            frame["mode"],
+            frame["n_runs"],
+            frame["ratio"],
+            frame["ratio_lo"],
+            frame["ratio_hi"],
+            strict=True,
+        )
+    ]
+    numbers = (
+        alt.Chart(frame)
+        .mark_text(align="left", fontSize=12)
+        .encode(y=alt.Y("row:N", sort=order, axis=None), text="ratio_text:N")
+        .properties(title=f"% of native [{conf:.0%} CI]", width=150)
+    )
+    numbers = numbers.encode(x=alt.X(datum=0, scale=alt.Scale(domain=[0, 1]), axis=None))
+
+    chart = (
+        alt.hconcat(left, right, numbers, spacing=12)
+        .resolve_scale(y="shared", color="shared", x="independent")
+        .properties(title="iperf3 TCP throughput by execution mode")
+    )
+    skipped = [f"{r.scenario} ({r.reason})" for r in frame.itertuples() if r.status != "ok"]
+    short_ci = [r.scenario for r in measured.itertuples() if not r.median_ci_reached]
+    caption = (
+        "iperf3 TCP throughput by execution mode. Left: diamonds are the median across runs of "
+        "the per-run throughput (receiver-side total of the measured window, warm-up excluded), "
+        f"bars its {conf:.0%} distribution-free order-statistic interval, grey dots the "
+        "individual runs. Right: ratio of medians to native on the same path (docker-proxy is "
+        "compared with native over localhost); diamonds are the ratio, bars its "
+        f"{conf:.0%} cluster-bootstrap percentile interval ({n_boot} replicates resampling "
+        "whole runs), the dashed line marks parity with native."
+    )
+    if short_ci:
+        caption += (
+            f" Where there are too few runs for a {conf:.0%} interval of the median (here: "
+            + ", ".join(short_ci)
+            + "), the bar spans all runs and the table gives its actual coverage."
+        )
+    if skipped:
+        caption += " Not measured: " + "; ".join(skipped) + "."
+    return chart, caption
+
+
+def _verdict_headline(r) -> str:
+    """The headline's verdict for a compared mode: ", verdict equivalent (90% [lo, hi], TOST p
+    0.000)"; nothing for native itself or a cell without a comparison."""
+    if r.mode == BASELINE or not as_text(r.verdict):
+        return ""
+    level = f"{r.equivalence_confidence:.0%}"
+    tost = "" if np.isnan(r.tost_p) else f", TOST p {r.tost_p:.3f}"
+    return f", verdict {r.verdict} ({level} [{r.ratio_eq_lo:.4f}, {r.ratio_eq_hi:.4f}]{tost})"
+
+
+def headline(summary: pd.DataFrame) -> str:
+    """Deterministic plain-text digest of the headline numbers (checked by nbval)."""
+    lines = []
+    for r in summary.itertuples():
+        if r.n_runs:
+            cov = "" if r.median_ci_reached else f" (coverage {r.median_coverage:.4f})"
+            lines.append(
+                f"{r.environment} {r.mode} {r.path}: {r.status}, {r.n_runs} runs, "
+                f"median {r.median_gbps:.3f} Gbit/s "
+                f"[{r.median_lo_gbps:.3f}, {r.median_hi_gbps:.3f}]{cov}, "
+                f"ratio {r.ratio:.4f} [{r.ratio_lo:.4f}, {r.ratio_hi:.4f}]" + _verdict_headline(r)
+            )
+        else:
+            lines.append(f"{r.environment} {r.mode} {r.path}: {r.status}, n/a ({r.reason})")
+    return "\n".join(lines)
+
+
+def findings(summary: pd.DataFrame) -> str:
+    """Markdown sentences that interpret the summary: which modes cost throughput, and how much.
+
+    An overhead is only called one when the whole interval of the ratio lies below 1; an interval
+    that contains 1 is "not distinguishable from native here", which is not a proof of no
+    overhead: that is the verdict's job (``stats.verdict``, against the margin fixed before the
+    data), given after each sentence.
+    """
+    out = []
+    for r in summary.itertuples():
+        if r.mode == BASELINE:
+            continue
+        label = f"**{r.scenario}**"
+        if r.status != "ok":
+            out.append(f"- {label}: not measured ({r.reason}).")
+            continue
+        if not r.ratio_n_runs:
+            out.append(
+                f"- {label}: no native baseline on the {PATH_LABELS.get(r.path, r.path)} path."
+            )
+            continue
+        span = f"{100 * r.ratio:.1f}% of native [{100 * r.ratio_lo:.1f}, {100 * r.ratio_hi:.1f}]"
+        if r.ratio_hi < 1.0:
+            verdict = f"costs {-r.impact_pct:.1f}% of throughput ({span})"
+        elif r.ratio_lo > 1.0:
+            verdict = f"is faster than native ({span})"
+        else:
+            verdict = f"is not distinguishable from native with {r.ratio_n_runs} runs ({span})"
+        said = tables.verdict_text(r.verdict, r.ratio_lo, r.ratio_hi, True)
+        tost = "" if np.isnan(r.tost_p) else f", TOST p {tables.p_text(r.tost_p)}"
+        margin = tables.margin_text(r.margin)
+        out.append(f"- {label} {verdict}; verdict: **{said}** (margin {margin}{tost}).")
+    return "\n".join(out)
+
+
+def _write(summary: pd.DataFrame, per_run: pd.DataFrame, out: Path, stem: str) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{stem}_summary.parquet", out / f"{stem}_summary.csv"]
+    paths.append(out / f"{stem}_per_run.parquet")
+    summary.to_parquet(paths[0], index=False)
+    summary.to_csv(paths[1], index=False, lineterminator="\n")
+    per_run.to_parquet(paths[2], index=False)
+    return paths
+
+
+def write_summary(
+    summary: pd.DataFrame, per_run: pd.DataFrame, processed_dir: Path | str
+) -> list[Path]:
+    """Write ``throughput_summary.parquet`` (+ ``.csv``) and ``throughput_per_run.parquet``."""
+    return _write(summary, per_run, Path(processed_dir), "throughput")
+
+
+# --- UDP -------------------------------------------------------------------------------------
+
+UDP_METRICS = {
+    "udp_throughput_received": ("received_gbps", 1e-9),
+    "udp_jitter": ("jitter_ms", 1.0),
+    "udp_loss": ("loss_pct", 1.0),
+}
+UDP_SUMMARY_COLUMNS = [
+    *CELL_COLUMNS,
+    *(
+        f"{name}{suffix}"
+        for name, _ in UDP_METRICS.values()
+        for suffix in ("", "_lo", "_hi", "_coverage", "_ci_reached")
+    ),
+    *RATIO_COLUMNS,
+    *VERDICT_COLUMNS,
+    *SETTINGS_COLUMNS,
+]
+
+
+def per_run_udp(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Per-run UDP values of runs with status ok, warm-ups excluded: environment, mode, path,
+    run, received_gbps, jitter_ms, loss_pct (the median over measured windows of each)."""
+    udp_samples = variant_rows(samples, UDP_VARIANT)
+    udp_runs = variant_rows(runs, UDP_VARIANT)
+    ok = udp_runs.loc[udp_runs["status"] == "ok", ["environment", "mode", "path", "run"]]
+    keys = ["environment", "mode", "path", "run"]
+    out = ok.drop_duplicates()
+    for metric, (name, factor) in UDP_METRICS.items():
+        one = stats.per_run_summary(udp_samples, metric, how="median")
+        one = one.rename(columns={"value": name})
+        one[name] = one[name] * factor
+        out = out.merge(one, on=keys, how="left")
+    measured = out[[name for name, _ in UDP_METRICS.values()]].notna().any(axis=1)
+    return out[measured].sort_values(keys, ignore_index=True)
+
+
+def summarise_udp(
+    samples: pd.DataFrame,
+    runs: pd.DataFrame,
+    confidence: float = 0.95,
+    n_boot: int = 4000,
+    seed: int = 20261121,
+    margin: float = 0.05,
+) -> pd.DataFrame:
+    """One row per (environment, mode, path) of the UDP variant (``UDP_SUMMARY_COLUMNS``).
+
+    Received throughput, jitter and loss: median across runs with a distribution-free interval
+    (the range and its actual coverage when there are too few runs). ``ratio*``: received
+    throughput as a ratio of medians to native on the same path, cluster-bootstrap interval
+    over the paired runs, as for TCP, with the same verdict columns against ``margin``. Empty
+    (with the columns) when no UDP run was recorded.
+    """
+    per_run = per_run_udp(samples, runs)
+    rows = []
+    for cell in _cells(per_run, variant_rows(runs, UDP_VARIANT)):
+        mine, run_rows = cell[3], cell[4]
+        row = _cell_row(cell, "udp_throughput_received", confidence, n_boot, seed)
+        row.update(n_runs=len(mine), n_runs_planned=int(max(run_rows["run"].nunique(), len(mine))))
+        for name, _ in UDP_METRICS.values():
+            q = stats.quantile_ci(mine[name].to_numpy(dtype=float), 0.5, confidence)
+            row.update(
+                {
+                    name: q.point,
+                    f"{name}_lo": q.lo,
+                    f"{name}_hi": q.hi,
+                    f"{name}_coverage": q.coverage,
+                    f"{name}_ci_reached": q.reached,
+                }
+            )
+        _add_ratio(row, per_run, len(mine), "received_gbps", n_boot, seed, margin)
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=UDP_SUMMARY_COLUMNS)
+    return out if out.empty else _finish(out)
+
+
+def udp_article_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Scenario | Path | Received Gbit/s | % of native | Verdict | TOST p | Jitter ms | Loss % |
+    Runs | Note."""
+    conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
+    ci = f"[{conf:.0%} CI]"
+    columns = {
+        f"Received Gbit/s {ci}": ("received_gbps", 2),
+        f"Jitter ms {ci}": ("jitter_ms", 3),
+        f"Loss % {ci}": ("loss_pct", 2),
+    }
+    table = pd.DataFrame(
+        {
+            "Scenario": summary["scenario"],
+            "Path": summary["path"].map(lambda p: PATH_LABELS.get(p, p)),
+        }
+    )
+    first = next(iter(columns))
+    for title, (name, digits) in columns.items():
+        table[title] = [
+            _fmt_ci(r[name], r[f"{name}_lo"], r[f"{name}_hi"], digits)
+            for _, r in summary.iterrows()
+        ]
+        if title == first:
+            table[f"% of native {ci}"] = _pct_of_native(summary)
+            verdicts, p_values = _verdict_cells(summary)
+            table[f"Verdict ({tables.margin_text(_margin(summary))})"] = verdicts
+            table["TOST p"] = p_values
+    table["Runs"] = _runs_text(summary)
+    table["Note"] = [
+        _note(row, "received_gbps", "intervals of the medians are") for _, row in summary.iterrows()
+    ]
+    if len(summary) and summary["environment"].nunique() > 1:
+        table.insert(0, "Environment", summary["environment"].to_numpy())
+    return table
+
+
+def udp_table_caption(summary: pd.DataFrame) -> str:
+    if summary.empty:
+        return "iperf3 UDP: no UDP variant was measured in this dataset."
+    conf = float(summary["confidence"].iloc[0])
+    n_boot = int(summary["n_boot"].iloc[0])
+    return (
+        "iperf3 UDP per execution mode (fixed offered rate; receiver-side values of each "
+        "measured window, warm-up excluded). Received throughput, jitter and loss: medians "
+        f"across runs with {conf:.0%} distribution-free (order-statistic) intervals. % of "
+        "native: ratio of the median received throughput to native's on the same path, "
+        f"{conf:.0%} cluster-bootstrap percentile interval ({n_boot} replicates resampling "
+        "whole runs). "
+        + tables.verdict_caption(
+            _margin(summary), conf, "bootstrap interval of the ratio", "per-run log ratios"
+        )
+        + " Modes that could not run are listed with n/a and their reason."
+    )
+
+
+def udp_headline(summary: pd.DataFrame) -> str:
+    """Deterministic digest of the UDP numbers (checked by nbval)."""
+    if summary.empty:
+        return "UDP: no UDP variant measured"
+    lines = []
+    for r in summary.itertuples():
+        head = f"UDP {r.environment} {r.mode} {r.path}: {r.status}"
+        if not r.n_runs:
+            lines.append(f"{head}, n/a ({r.reason})")
+            continue
+        lines.append(
+            f"{head}, {r.n_runs} runs, received {r.received_gbps:.3f} Gbit/s "
+            f"[{r.received_gbps_lo:.3f}, {r.received_gbps_hi:.3f}], "
+            f"ratio {r.ratio:.4f} [{r.ratio_lo:.4f}, {r.ratio_hi:.4f}], "
+            f"jitter {r.jitter_ms:.3f} ms, loss {r.loss_pct:.2f}%" + _verdict_headline(r)
+        )
+    return "\n".join(lines)
+
+
+def write_udp_summary(
+    summary: pd.DataFrame, per_run: pd.DataFrame, processed_dir: Path | str
+) -> list[Path]:
+    """Write ``throughput_udp_summary.parquet`` (+ ``.csv``) and ``throughput_udp_per_run``."""
+    return _write(summary, per_run, Path(processed_dir), "throughput_udp")

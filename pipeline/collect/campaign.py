@@ -1,0 +1,881 @@
+"""The campaign loop: every mode of a benchmark, in a seeded random order per run, resumable.
+
+For each run (block) 1..R the (mode, path, variant) triples are measured in a fresh random
+permutation, each with a flagged warm-up before its measured windows. Each finished triple is
+written at once as its own pair of parquet parts (samples, then the runs row that commits
+them), so an interrupted campaign resumes where it stopped and never measures a pair twice.
+Everything the campaign starts is labelled and removed on success, error and Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import shlex
+import signal
+import socket
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, replace
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.collect import hostfacts, images, inventory
+from pipeline.analysis import schema
+from pipeline.benchmarks import BENCHMARKS, Benchmark, Scenario, ToolOutputError, Window
+from pipeline.collect.modes import MODES, STUDY_MODES, Context, Mode, ModeUnavailable, Workload
+from pipeline.collect.modes.base import LABEL, PID_DIR, Deployment, cleanup_host, leftovers
+from pipeline.collect.remote import Pool, RemoteError, Session
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository, for shipped files
+WARMUP_CONNECT_BUDGET_S = 30.0  # a server that accepts nothing within this is a failed start
+
+
+class CampaignError(RuntimeError):
+    """The campaign stopped; what is saved stays saved and `dvc repro` resumes from it."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    runs: int
+    seconds: float  # measured window
+    omit_seconds: float  # discarded at the start of each window (TCP slow start)
+    warmup_seconds: float
+    reps: int = 1  # measured windows per (run, mode, path, variant)
+    count: int | None = None  # samples per measured window, for count-based tools (latency)
+    warmup_count: int | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    run: int
+    order: int
+    mode: str
+    path: str
+    variant: str
+
+    @property
+    def key(self) -> tuple[int, str, str, str]:
+        return (self.run, self.mode, self.path, self.variant)
+
+    @property
+    def stem(self) -> str:
+        return f"run-{self.run:03d}_{self.mode}_{self.path}_{self.variant}"
+
+
+def plan(
+    benchmark: Benchmark, modes: list[str], paths: tuple[str, ...] | None = None
+) -> list[tuple[str, str, str]]:
+    """Every (mode, path, variant) the benchmark measures, with a native baseline on every
+    path a mode uses, so each mode is compared with native on its own path. A host benchmark
+    runs on its one path ("host") in the modes it names, native among them; others are not
+    planned at all (they are not "skipped": the benchmark does not apply to them). Scenario
+    benchmarks are planned the same way. A control of the instrument (``Mode.control``) whose
+    paths include "host" is planned for a host benchmark that measures native, when named."""
+    wanted = [p for p in benchmark.paths if paths is None or p in paths]
+    if benchmark.kind in ("host", "scenario"):
+        chosen = [m for m in benchmark.modes or () if m in modes]
+        if benchmark.kind == "host" and "native" in chosen:
+            chosen += [m for m in modes if MODES[m].control and "host" in MODES[m].paths]
+        return [(m, p, v) for p in wanted for m in chosen for v in benchmark.variants]
+    pairs = [(m, p) for m in modes for p in MODES[m].paths if p in wanted]
+    baselines = [("native", p) for p in wanted if p in {p for _, p in pairs}]
+    pairs = baselines + [pair for pair in pairs if pair not in baselines]
+    return [(m, p, v) for m, p in pairs for v in benchmark.variants]
+
+
+def schedule(
+    triples: list[tuple[str, str, str]],
+    runs: int,
+    seed: int,
+    group: Callable[[tuple[str, str, str]], object] | None = None,
+) -> list[Step]:
+    """A seeded random order of the triples for each run; the same seed, the same order.
+
+    Triples with the same ``group(triple)`` share one server deployment (one mode's server
+    measured on each of its paths and variants, `Campaign._server_group`): each run measures
+    the groups in a random order and, inside a group, its triples in a random order, one after
+    the other, so the server starts once per group and run. Without groups (or with groups of
+    one) this is a plain random permutation of the triples per run."""
+    group = group or (lambda triple: triple)
+    members: dict[object, list[tuple[str, str, str]]] = {}
+    for triple in triples:
+        members.setdefault(group(triple), []).append(triple)
+    groups = list(members.values())
+    steps = []
+    for run in range(1, runs + 1):
+        rng = np.random.default_rng([seed, run])
+        ordered = []
+        for index in rng.permutation(len(groups)):
+            grouped = groups[index]
+            inner = rng.permutation(len(grouped)) if len(grouped) > 1 else [0]
+            ordered += [grouped[i] for i in inner]
+        steps += [Step(run, order, *triple) for order, triple in enumerate(ordered)]
+    return steps
+
+
+def campaign_id(environment: str, benchmark: str, profile: Profile, triples, seed: int) -> str:
+    key = json.dumps([environment, benchmark, asdict(profile), triples, seed], sort_keys=True)
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+class Dataset:
+    """The benchmark's raw directory for one environment: parts while collecting, then tables."""
+
+    def __init__(self, root: Path, campaign: str) -> None:
+        self.root = root
+        self.parts = root / "parts" / campaign
+        self.logs = root / "logs" / campaign
+
+    def done(self) -> set[tuple[int, str, str, str]]:
+        keys = set()
+        for f in self.parts.glob("run-*.runs.parquet"):
+            row = pq.read_table(f, columns=["run", "mode", "path", "variant"]).to_pylist()[0]
+            keys.add((row["run"], row["mode"], row["path"], row["variant"]))
+        return keys
+
+    def save(self, step: Step, samples: list[dict], run_row: dict) -> None:
+        # samples first: a runs part is the commit marker that makes them count
+        schema.write_table(
+            schema.to_table(samples, schema.SAMPLES), self.parts / f"{step.stem}.samples.parquet"
+        )
+        schema.write_table(
+            schema.to_table([run_row], schema.RUNS), self.parts / f"{step.stem}.runs.parquet"
+        )
+
+    def save_hosts(self, run: int, rows: list[dict]) -> None:
+        path = self.parts / f"hosts-run-{run:03d}.parquet"
+        schema.write_table(schema.to_table(rows, schema.HOSTS), path)
+
+    def has_hosts(self, run: int) -> bool:
+        return (self.parts / f"hosts-run-{run:03d}.parquet").exists()
+
+    def save_session(self, record: dict) -> None:
+        """One collection session (a `dvc repro`, or its resumption) and where its time went."""
+        self.parts.mkdir(parents=True, exist_ok=True)
+        path = self.parts / f"session-{record['started_at'].replace(':', '')}.json"
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
+        os.replace(tmp, path)
+
+    def sessions(self) -> list[dict]:
+        return [json.loads(f.read_text()) for f in sorted(self.parts.glob("session-*.json"))]
+
+    def consolidate(self) -> dict[str, int]:
+        """Write samples/runs/hosts.parquet for this campaign from its committed parts."""
+        runs_files = sorted(self.parts.glob("run-*.runs.parquet"))
+        sample_files = [f.with_name(f.name.replace(".runs.", ".samples.")) for f in runs_files]
+        counts = {}
+        for name, files in (
+            ("runs", runs_files),
+            ("samples", sample_files),
+            ("hosts", sorted(self.parts.glob("hosts-run-*.parquet"))),
+        ):
+            tables = [pq.read_table(f, schema=schema.TABLES[name]) for f in files]
+            table = pa.concat_tables(tables) if tables else schema.to_table([], schema.TABLES[name])
+            schema.write_table(table, self.root / f"{name}.parquet")
+            counts[name] = table.num_rows
+        summary = duty_cycle(self.sessions())
+        tmp = self.root / ".campaign.json.tmp"
+        tmp.write_text(json.dumps({"campaign": self.parts.name, **summary}, indent=1))
+        os.replace(tmp, self.root / "campaign.json")
+        return counts
+
+
+def duty_cycle(sessions: list[dict]) -> dict:
+    """Wall time of every collection session against the seconds spent inside load windows.
+
+    ``duty_cycle`` = window seconds / wall seconds over all sessions of the campaign (resumed
+    sessions add up). The rest of the wall time is split into where it went: preparation
+    (reachability, uploads, tool images, hashes), per-measurement overhead (deploying and
+    removing the mode, SSH round trips, the tools' own start-up, host facts) and clean-up.
+    """
+    keys = ("wall_s", "window_s", "prepare_s", "loop_s", "cleanup_s", "steps")
+    total = {k: float(sum(s.get(k, 0) for s in sessions)) for k in keys}
+    total["steps"] = int(total["steps"])
+    total["per_step_overhead_s"] = (
+        (total["loop_s"] - total["window_s"]) / total["steps"] if total["steps"] else None
+    )
+    # Inside the loop (sessions since these were recorded; None if any session lacks them):
+    # starting and stopping servers, client commands (their wall time beyond the window is SSH
+    # and the tool's own start-up, e.g. sockperf's fixed 2 s pause), the rest (host facts,
+    # parsing, saving).
+    for k in ("deploy_s", "stop_s", "client_s"):
+        known = sessions and all(k in s for s in sessions)
+        total[k] = float(sum(s[k] for s in sessions)) if known else None
+    if total["client_s"] is not None:
+        total["client_overhead_s"] = total["client_s"] - total["window_s"]
+        total["other_s"] = total["loop_s"] - total["client_s"] - total["deploy_s"] - total["stop_s"]
+    total["duty_cycle"] = total["window_s"] / total["wall_s"] if total["wall_s"] else None
+    total["sessions"] = len(sessions)
+    # The lab's CPU placement of each session that recorded one (pipeline/lab/cpus.py).
+    placements = [s["placement"] for s in sessions if s.get("placement")]
+    total["placements"] = [p for i, p in enumerate(placements) if p not in placements[:i]]
+    return total
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """DVC and papermill stop a stage with SIGTERM; clean up exactly as for Ctrl-C."""
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class HostLock:
+    """One campaign at a time on a set of hosts, held on the Swarm manager.
+
+    Two campaigns would perturb each other's measurements, and each one's cleanup removes the
+    other's containers. A lock left by a killed campaign on this controller is taken over.
+    """
+
+    PATH = f"{PID_DIR}/campaign.lock"
+
+    def __init__(self, session: Session, campaign: str) -> None:
+        self.session = session
+        self.owner = f"{socket.gethostname()} {os.getpid()} {campaign}"
+
+    def __enter__(self) -> HostLock:
+        for _ in range(2):
+            held = self._try()
+            if held is None:
+                return self
+            host, pid, *_ = (held.split() + ["", ""])[:3]
+            if host == socket.gethostname() and pid.isdigit() and not _alive(int(pid)):
+                self.session.run(["rm", "-rf", self.PATH])  # its campaign died: take over
+                continue
+            break
+        raise CampaignError(
+            f"another campaign holds {self.PATH} on {self.session.host.name} ({held!r}: "
+            "controller host, pid, campaign). Wait for it to finish; if it is dead, remove "
+            "that directory and run again."
+        )
+
+    def _try(self) -> str | None:
+        """None when acquired, else the current owner's line."""
+        script = (
+            f"mkdir -p {PID_DIR} && if mkdir {self.PATH} 2>/dev/null; then "
+            f"echo {shlex.quote(self.owner)} > {self.PATH}/owner; echo acquired; "
+            f"else cat {self.PATH}/owner 2>/dev/null || echo unknown; fi"
+        )
+        out = self.session.run(script, timeout=30).stdout.strip()
+        return None if out == "acquired" else out
+
+    def __exit__(self, *exc: object) -> None:
+        owner = shlex.quote(self.owner)
+        self.session.run(
+            f'[ "$(cat {self.PATH}/owner 2>/dev/null)" = {owner} ] && rm -rf {self.PATH}; true',
+            timeout=30,
+        )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _renumber(samples: list) -> list:
+    """Samples after a warm-up, indexed and timed from the first of them."""
+    t0 = samples[0].t_ns if samples and samples[0].t_ns is not None else None
+    return [
+        replace(s, sample=i, t_ns=None if t0 is None or s.t_ns is None else s.t_ns - t0)
+        for i, s in enumerate(samples)
+    ]
+
+
+def _server_cpus(ctx: Context, deployment: Deployment, workload: Workload) -> str:
+    """The CPUs the server's processes may run on (their affinity), as the kernel lists them,
+    distinct values space-separated: where the lab's placement put them, or any CPU. A container
+    engine may return a moment before the tool has replaced the runtime's init process: look
+    for up to 2 s."""
+    name = shlex.quote(Path(workload.argv[0]).name)
+    script = (
+        f"for i in $(seq 20); do pids=$(pgrep -x {name}) && break; sleep 0.1; done; "
+        "for p in $pids; do sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$p/status; "
+        "done | sort -u"
+    )
+    out = ctx.pool[deployment.server.name].run(script, check=False, timeout=30).stdout
+    return " ".join(out.split()) or f"no {name} process found"
+
+
+class _SessionClock:
+    """Where one collection session's wall time goes, for the campaign's duty cycle."""
+
+    def __init__(self) -> None:
+        self.started_at = pd.Timestamp.now(tz="UTC")
+        self.t0 = time.monotonic()
+        self.phases: dict[str, float] = {}
+        self.steps = 0
+        self.window_s = 0.0
+        self.placement: dict | None = None  # the lab's CPU placement (Campaign._place)
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        t = time.monotonic()
+        try:
+            yield
+        finally:
+            self.phases[name] = self.phases.get(name, 0.0) + time.monotonic() - t
+
+    def record(self) -> dict:
+        return {
+            "started_at": self.started_at.isoformat(),
+            "wall_s": time.monotonic() - self.t0,
+            "window_s": self.window_s,
+            "steps": self.steps,
+            **self.phases,
+            **({"placement": self.placement} if self.placement is not None else {}),
+        }
+
+
+def _fmt_duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+class Campaign:
+    def __init__(
+        self,
+        benchmark: Benchmark,
+        inv: inventory.Inventory,
+        profile: Profile,
+        out_dir: Path,
+        seed: int,
+        modes: list[str] | None = None,
+        log: Callable[[str], None] = print,
+        paths: tuple[str, ...] | None = None,
+        meta: dict | None = None,
+        placement: str = "shared",
+    ) -> None:
+        if placement not in ("split", "shared"):
+            raise CampaignError(f"placement must be 'split' or 'shared', got {placement!r}")
+        selected = modes or list(STUDY_MODES)  # the controls only where named
+        if inv.modes is not None:  # a control is native under another name: it goes with it
+            selected = [
+                m for m in selected
+                if m in inv.modes or (m in MODES and MODES[m].control and "native" in inv.modes)
+            ]  # fmt: skip
+        unknown = [m for m in selected if m not in MODES]
+        if unknown:
+            raise CampaignError(f"unknown mode(s) {unknown}; known: {sorted(MODES)}")
+        self.benchmark = benchmark
+        self.inv = inv
+        self.profile = profile
+        self.seed = seed
+        self.log = log
+        usable = tuple(
+            p
+            for p in benchmark.paths
+            if (paths is None or p in paths) and (p != "internet" or inv.internet_client)
+        )
+        self.triples = plan(benchmark, selected, usable)
+        # What shaped the measurement besides the profile (e.g. the lab's WAN profile): part of
+        # the campaign's identity and stored with every run.
+        self.meta = dict(meta or {})
+        if "internet" not in {p for _, p, _ in self.triples}:
+            self.meta.pop("wan", None)  # the WAN path is not measured: its profile is irrelevant
+        # The lab's CPU placement (pipeline/lab/cpus.py): "shared" (every host on every CPU, the
+        # default) or, for a network benchmark, "split" (the server's host and the clients'
+        # hosts on disjoint CPUs; not yet the default: see the README's CPU placement notes).
+        network = inv.lab and benchmark.kind == "network"
+        self.placement = placement if network else "shared"
+        if self.placement == "split":
+            self.meta["placement"] = "split"
+        # Shared deployments change how the servers were run: part of the campaign's identity.
+        groups = {t: self._server_group(*t) for t in self.triples}
+        shared = len(set(groups.values())) < len(groups)
+        identity: list = [self.triples, self.meta]
+        if shared:
+            identity.append({"servers": "one per run, mode and Benchmark.server_group"})
+        self.id = campaign_id(inv.environment, benchmark.name, profile, identity, seed)
+        self.data = Dataset(Path(out_dir), self.id)
+        self.steps = schedule(self.triples, profile.runs, seed, lambda t: groups[t])
+        # The server the last step left running because the next step shares it: (group, run)
+        # and the deployment; `_measure` reuses or stops it.
+        self._kept: tuple[tuple, Deployment] | None = None
+        self._clock: _SessionClock | None = None
+        # available() costs SSH round trips (docker info on two nodes, kernel probes): ask once
+        # per (mode, path) and campaign, not before every measurement.
+        self._availability: dict[tuple[str, str], str | None] = {}
+
+    def _server_group(self, mode: str, path: str, variant: str) -> tuple:
+        """The triples one server deployment serves within a run: a network benchmark's server
+        in one mode serves every path, and every variant of the same ``server_group``, so a
+        container starts once per mode and run, not once per measurement. The tool, its flags
+        and the client are those of a server started for the step alone. Host benchmarks
+        deploy per step; a scenario benchmark's steps share what its ``server_group`` says
+        (lb: one replica service for the balancers in front of it), per path."""
+        if self.benchmark.kind == "host":
+            return (mode, path, variant)
+        if self.benchmark.kind == "scenario":
+            return (mode, path, self.benchmark.server_group(variant))
+        return (mode, self.benchmark.server_group(variant))
+
+    def _workload(self, step: Step) -> Workload:
+        """The server of the step's group: one argv for all its variants, every protocol."""
+        bench = self.benchmark
+        if bench.kind == "host":  # no server: a quick run of the tool the mode may probe with
+            return Workload(f"{bench.name}-{step.variant}", tuple(bench.version_argv()),
+                            bench.port, scratch=bench.server_scratch)  # fmt: skip
+        group = bench.server_group(step.variant)
+        variants = [v for v in bench.variants if bench.server_group(v) == group]
+        argvs = {tuple(bench.server_argv(v)) for v in variants}
+        if len(argvs) != 1:
+            raise ValueError(f"{bench.name}: variants {variants} share server group {group!r} "
+                             f"but not a server argv: {sorted(argvs)}")  # fmt: skip
+        return Workload(
+            name=f"{bench.name}-{group}",
+            argv=argvs.pop(),
+            port=bench.port,
+            udp=any(bench.server_udp(v) for v in variants),
+            scratch=bench.server_scratch,
+        )
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def run(self) -> dict[str, int]:
+        done = self.data.done()
+        todo = [s for s in self.steps if s.key not in done]
+        self.log(
+            f"campaign {self.id}: {self.benchmark.name} on {self.inv.environment}, "
+            f"{self.profile.runs} runs x {len(self.triples)} (mode, path, variant); "
+            f"{len(self.steps) - len(todo)} already measured, {len(todo)} to go"
+        )
+        if todo:
+            with Pool(self.inv) as pool, _sigterm_as_interrupt():
+                ctx = Context(inventory=self.inv, pool=pool, campaign=self.id)
+                try:
+                    with HostLock(ctx.pool[self.inv.manager.name], self.id):
+                        clock = self._clock = _SessionClock()
+                        try:
+                            with clock.phase("prepare_s"):
+                                clock.placement = self._place()
+                                self._prepare(ctx)
+                            with clock.phase("loop_s"):
+                                self._measure_all(ctx, todo, clock)
+                        finally:
+                            with clock.phase("cleanup_s"):
+                                self._cleanup(ctx)
+                                self._unplace()
+                            self.data.save_session(clock.record())
+                except KeyboardInterrupt:
+                    self.log("interrupted: cleaned up; what was measured is saved")
+                    raise
+                except (RemoteError, OSError) as exc:
+                    saved = len(self.data.done())
+                    raise CampaignError(
+                        f"{exc}\n\nThe campaign stopped. {saved} of {len(self.steps)} "
+                        f"measurements are saved under {self.data.parts}; fix the problem above "
+                        "and run `dvc repro` again to resume (for the embedded lab, "
+                        "`python -m pipeline.lab up` repairs dead daemons)."
+                    ) from exc
+        counts = self.data.consolidate()
+        self.log(f"campaign {self.id}: wrote {counts} to {self.data.root}")
+        duty = duty_cycle(self.data.sessions())
+        if duty["steps"] and duty["wall_s"]:
+            self.log(
+                f"duty cycle {duty['duty_cycle']:.2f}: {duty['window_s']:.0f} s inside load "
+                f"windows of {duty['wall_s']:.0f} s wall ({duty['prepare_s']:.0f} s preparing, "
+                f"{duty['per_step_overhead_s']:.1f} s overhead per measurement)"
+            )
+            if duty.get("client_s") is not None:
+                self.log(
+                    f"  overhead: {duty['deploy_s'] + duty['stop_s']:.0f} s starting and "
+                    f"stopping servers, {duty['client_overhead_s']:.0f} s in client commands "
+                    f"outside their windows (SSH, tool start-up), {duty['other_s']:.0f} s other"
+                )
+        return counts
+
+    def _place(self) -> dict | None:
+        """Apply the campaign's CPU placement to the lab's hosts (None off the lab)."""
+        if not self.inv.lab:
+            return None
+        from pipeline.lab import cpus
+
+        placed = cpus.place(self.placement)
+        if placed["placement"] == "unavailable":
+            self.log(f"  CPU placement {self.placement!r} not applied: {placed['reason']}")
+        else:
+            self.log(f"  CPU placement {placed['placement']}: {placed['cpus']}")
+        return placed
+
+    def _unplace(self) -> None:
+        """After a split campaign, every host gets every CPU again (a person exploring the lab,
+        and whatever runs next without a placement of its own)."""
+        if self.inv.lab and self.placement == "split":
+            from pipeline.lab import cpus
+
+            cpus.place("shared")
+
+    def _prepare(self, ctx: Context) -> None:
+        hosts = self._hosts()
+        for host in hosts:  # fail early and clearly on an unreachable host
+            ctx.pool[host.name].run("true", timeout=30)
+        self._cleanup(ctx)  # leftovers of an earlier, killed campaign
+        self._upload(ctx, hosts)
+        # What the commands depend on on the server (CPU count, a toolchain's place) first:
+        # the image's contents may depend on it.
+        self.benchmark.prepare(ctx.pool[self.inv.servers[0].name])
+        ctx.image_paths = self.benchmark.image_paths()
+        for host in self.inv.servers:  # build before measuring, not inside the loop
+            self.log(f"  tool image on {host.name}: {ctx.image(host).tag}")
+        binaries = list(self.benchmark.binaries)
+        # Servers only: native servers run there, and clients need not have the server tool.
+        self.binary_sha = {
+            h.name: images.binary_hashes(ctx.pool[h.name], binaries) for h in self.inv.servers
+        }
+        version = ctx.pool[self.inv.servers[0].name].run(self.benchmark.version_argv())
+        self.tool_version = version.stdout.splitlines()[0].strip()
+
+    def _upload(self, ctx: Context, hosts: list[inventory.Host]) -> None:
+        """Ship the benchmark's files to every host, skipping hosts that already have them."""
+        for remote, local in self.benchmark.uploads.items():
+            path = ROOT / local
+            if not path.is_file():
+                raise CampaignError(f"{path} is missing: run `make setup` (it builds it)")
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            for host in hosts:
+                session = ctx.pool[host.name]
+                have = session.run(["sha256sum", remote], check=False).stdout.split()[:1]
+                if have != [digest]:
+                    session.run(["mkdir", "-p", str(Path(remote).parent)])
+                    session.put(path, remote)
+                    session.run(["chmod", "0755", remote])
+
+    def _hosts(self) -> list[inventory.Host]:
+        hosts = list(self.inv.servers) + [self.inv.dc_client]
+        if self.inv.internet_client is not None and "internet" in {p for _, p, _ in self.triples}:
+            hosts.append(self.inv.internet_client)
+        return hosts
+
+    def _measure_all(self, ctx: Context, todo: list[Step], clock: _SessionClock) -> None:
+        try:
+            self._measure_steps(ctx, todo, clock)
+        finally:
+            self._stop_kept()  # a server kept for a next step that never came
+
+    def _measure_steps(self, ctx: Context, todo: list[Step], clock: _SessionClock) -> None:
+        started = time.monotonic()
+        for index, step in enumerate(todo, start=1):
+            if not self.data.has_hosts(step.run):
+                self.data.save_hosts(step.run, self._host_rows(ctx, step.run))
+            following = todo[index] if index < len(todo) else None
+            keep = following is not None and self._shares_server(step, following)
+            samples, row = self._measure(ctx, step, keep=keep)
+            self.data.save(step, samples, row)
+            clock.steps += 1
+            clock.window_s += row.get("window_s") or 0.0
+            elapsed = time.monotonic() - started
+            left = elapsed / index * (len(todo) - index)
+            self.log(
+                f"[{index:>3}/{len(todo)}] run {step.run}/{self.profile.runs} "
+                f"{step.mode} ({step.path}, {step.variant}): {self._headline(row, samples)}   "
+                f"elapsed {_fmt_duration(elapsed)}, ~{_fmt_duration(left)} left"
+            )
+
+    def _headline(self, row: dict, samples: list[dict]) -> str:
+        if row["status"] != "ok":
+            return f"{row['status']}: {row['reason']}"
+        measured = [s for s in samples if not s["warmup"]]
+        metric = self.benchmark.summary_metric.format(variant=row["variant"])
+        if measured and not any(s["metric"] == metric for s in measured):
+            metric = measured[0]["metric"]  # a variant with its own metric (cpu's compile_s)
+        values = [s["value"] for s in measured if s["metric"] == metric]
+        return f"{metric} {self.benchmark.format_value(float(np.median(values)))}"
+
+    def _host_rows(self, ctx: Context, run: int) -> list[dict]:
+        rows = []
+        for host in self._hosts():
+            facts = hostfacts.gather(ctx.pool[host.name], host.address)
+            facts.update(
+                environment=self.inv.environment,
+                campaign=self.id,
+                run=run,
+                host=host.name,
+                role=self.inv.role_of(host.name),
+            )
+            rows.append(facts)
+        return rows
+
+    def _group_key(self, step: Step) -> tuple:
+        return (step.run, self._server_group(step.mode, step.path, step.variant))
+
+    def _shares_server(self, step: Step, other: Step) -> bool:
+        return self._group_key(step) == self._group_key(other)
+
+    def _stop_kept(self) -> None:
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            self._timed("stop_s", kept[1].stop)
+        if self.benchmark.kind == "scenario":  # it keeps its own (Scenario.keep)
+            self._timed("stop_s", self.benchmark.release)
+
+    def _timed(self, phase: str, call: Callable):
+        if self._clock is None:
+            return call()
+        with self._clock.phase(phase):
+            return call()
+
+    def _deploy(self, ctx: Context, mode: Mode, step: Step, group: tuple) -> Deployment:
+        """The step's server: the one the previous step kept when it is the same group's, or
+        a new one (stopping what was kept)."""
+        if self._kept is not None and self._kept[0] == group:
+            deployment = self._kept[1]
+            self._kept = None
+            return deployment
+        self._stop_kept()
+        workload = self._workload(step)
+        host_kind = self.benchmark.kind == "host"
+        start = partial(mode.foreground if host_kind else mode.start, ctx, workload)
+        deployment = self._timed("deploy_s", start)
+        if not host_kind:
+            try:
+                cpus = self._timed("deploy_s", partial(_server_cpus, ctx, deployment, workload))
+            except Exception:
+                self._timed("stop_s", deployment.stop)
+                raise
+            deployment.notes["server_cpus"] = cpus
+        return deployment
+
+    def _measure(self, ctx: Context, step: Step, keep: bool = False) -> tuple[list[dict], dict]:
+        """One step. ``keep``: the next step shares this step's server, so it stays running
+        (unless the step failed: a failed tool run may have left it broken)."""
+        mode: Mode = MODES[step.mode]
+        row = {
+            "environment": self.inv.environment,
+            "campaign": self.id,
+            "benchmark": self.benchmark.name,
+            "run": step.run,
+            "order": step.order,
+            "mode": step.mode,
+            "path": step.path,
+            "variant": step.variant,
+            "tool": self.benchmark.tool,
+            "tool_version": self.tool_version,
+            "started_at": pd.Timestamp.now(tz="UTC"),
+            "window_s": 0.0,
+        }
+        key = (step.mode, step.path)
+        if key not in self._availability:
+            self._availability[key] = mode.available(ctx, step.path)
+        reason = self._availability[key]
+        if reason:
+            return [], self._finish(row, "skipped", reason)
+        if self.benchmark.kind == "scenario":
+            return self._measure_scenario(ctx, mode, step, row, keep)
+        group = self._group_key(step)
+        try:
+            deployment = self._deploy(ctx, mode, step, group)
+        except ModeUnavailable as exc:
+            return [], self._finish(row, "skipped", str(exc))
+        samples: list[dict] = []
+        kept = False
+        try:
+            client = deployment.client_host(self.inv, step.path)
+            address = deployment.target(step.path)
+            row.update(server_host=deployment.server.name, client_host=client.name)
+            binary = self.benchmark.main_binary(step.variant)
+            if deployment.image is not None:
+                image = deployment.image
+                row.update(image=image.tag, image_digest=image.digest)
+                row["binary_sha256"] = image.sha256_of(binary)
+            else:
+                row["binary_sha256"] = self.binary_sha[deployment.server.name][binary]
+            run_client = partial(self._run_client, ctx, deployment, client, address, step, row)
+            measured = Window(self.profile.seconds, self.profile.omit_seconds, self.profile.count)
+            warmup = self.profile.warmup_count if self.benchmark.warmup_in_window else None
+            if warmup and measured.count:
+                # One client run holds the warm-up and the first window: its first `warmup`
+                # samples are flagged. Saves a tool start (sockperf idles 2 s at each).
+                both = Window(measured.seconds, 0.0, warmup + measured.count)
+                raw, command = run_client(both, retry=True)
+                row["raw_log"] = self._keep_log(step, 1, raw)
+                parsed = self.benchmark.parse(step.variant, raw, both)
+                samples += self._records(step, 0, parsed[:warmup])
+                samples += self._records(step, 1, _renumber(parsed[warmup:]))
+                first = 2
+            else:
+                warm = Window(
+                    self.profile.warmup_seconds, 0.0, self.profile.warmup_count, warmup=True
+                )
+                raw, command = run_client(warm, retry=True)
+                self._keep_log(step, 0, raw)
+                samples += self._records(step, 0, self.benchmark.parse(step.variant, raw, warm))
+                first = 1
+            for rep in range(first, self.profile.reps + 1):
+                raw, command = run_client(measured)
+                row["raw_log"] = self._keep_log(step, rep, raw)
+                samples += self._records(
+                    step, rep, self.benchmark.parse(step.variant, raw, measured)
+                )
+            row["command"] = command
+            if deployment.notes or self.meta:
+                row["notes"] = json.dumps({**self.meta, **deployment.notes}, sort_keys=True)
+            if keep:
+                self._kept, kept = (group, deployment), True
+        except ToolOutputError as exc:
+            return [], self._finish(row, "failed", str(exc))
+        finally:
+            if not kept:
+                self._timed("stop_s", deployment.stop)
+        return samples, self._finish(row, "ok", "")
+
+    def _measure_scenario(self, ctx: Context, mode: Mode, step: Step, row: dict, keep: bool):
+        """A scenario benchmark's step: the benchmark drives the mode's engine itself."""
+        host = self.inv.servers[0]
+        scenario = Scenario(
+            ctx=ctx,
+            mode=step.mode,
+            engine=mode.engine,
+            host=host,
+            variant=step.variant,
+            run=step.run,
+            window=Window(self.profile.seconds, self.profile.omit_seconds, self.profile.count),
+            warmup=Window(self.profile.warmup_seconds, 0.0, self.profile.warmup_count),
+            prefix=f"co-{self.id[:10]}-{self.benchmark.name}-{step.mode}",
+            labels=["--label", f"{LABEL}={self.id}"],
+            keep=keep,
+        )
+        row.update(server_host=host.name, client_host=host.name)
+        try:
+            binary = self.benchmark.main_binary(step.variant) if self.benchmark.binaries else ""
+            if mode.engine is not None and binary:
+                image = ctx.image(host, mode.engine)
+                row.update(image=image.tag, image_digest=image.digest)
+                row["binary_sha256"] = image.sha256_of(binary)
+            elif binary:
+                row["binary_sha256"] = self.binary_sha[host.name][binary]
+            outcome = self.benchmark.measure(scenario)
+        except ModeUnavailable as exc:
+            return [], self._finish(row, "skipped", str(exc))
+        except ToolOutputError as exc:
+            return [], self._finish(row, "failed", str(exc))
+        row["raw_log"] = self._keep_log(step, 1, outcome.raw)
+        row["command"] = outcome.command
+        row["window_s"] = outcome.window_s
+        if outcome.notes or self.meta:
+            row["notes"] = json.dumps({**self.meta, **outcome.notes}, sort_keys=True)
+        samples = self._records(step, 0, outcome.warmup) + self._records(step, 1, outcome.samples)
+        return samples, self._finish(row, "ok", "")
+
+    def _run_client(self, ctx, deployment, client, address, step, row, window, retry=False):
+        argv = self.benchmark.client_argv(step.variant, address, window, step.path)
+        command = deployment.client_command(argv)
+        timeout = self.benchmark.client_timeout(window, step.path, step.variant)
+        deadline = time.monotonic() + WARMUP_CONNECT_BUDGET_S
+        while True:
+            run = partial(ctx.pool[client.name].run, command, timeout=timeout, check=False)
+            result = self._timed("client_s", run)
+            raw = result.stdout
+            if not (retry and self.benchmark.is_connect_error(raw)):
+                break
+            if time.monotonic() > deadline:
+                raise ToolOutputError(
+                    f"server never accepted connections within {WARMUP_CONNECT_BUDGET_S:.0f} s"
+                )
+            time.sleep(0.3)
+        if result.status != 0 and not raw.strip():
+            raise ToolOutputError(
+                f"{self.benchmark.tool} on {client.name} exited {result.status}: "
+                f"{result.stderr.strip()[-400:]}"
+            )
+        row["window_s"] += self.benchmark.measured_seconds(step.variant, raw, window, step.path)
+        return raw, f"{client.name}$ {command}"
+
+    def _keep_log(self, step: Step, rep: int, raw: str) -> str:
+        """The tool's own output, gzip-compressed (a per-sample log is megabytes of text)."""
+        path = self.data.logs / f"{step.stem}_rep{rep}.log.gz"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(gzip.compress(raw.encode(), mtime=0))
+        return str(path.relative_to(self.data.root))
+
+    def _records(self, step: Step, rep: int, samples) -> list[dict]:
+        return [
+            {
+                "environment": self.inv.environment,
+                "campaign": self.id,
+                "benchmark": self.benchmark.name,
+                "metric": s.metric,
+                "unit": s.unit,
+                "mode": step.mode,
+                "path": step.path,
+                "variant": step.variant,
+                "run": step.run,
+                "rep": rep,
+                "sample": s.sample,
+                "value": s.value,
+                "warmup": rep == 0,
+                "t_ns": s.t_ns,
+            }
+            for s in samples
+        ]
+
+    @staticmethod
+    def _finish(row: dict, status: str, reason: str) -> dict:
+        return {**row, "status": status, "reason": reason, "ended_at": pd.Timestamp.now(tz="UTC")}
+
+    def _cleanup(self, ctx: Context) -> None:
+        for host in self._hosts():
+            try:
+                cleanup_host(ctx, host)
+            except RemoteError as exc:  # report, and go on cleaning the other hosts
+                self.log(f"cleanup on {host.name} failed: {exc}")
+
+    def leftovers(self, ctx: Context) -> dict[str, list[str]]:
+        return {h.name: leftovers(ctx, h) for h in self._hosts()}
+
+
+def collect(
+    benchmark: str,
+    inventory_file: str | Path,
+    raw_dir: str | Path,
+    profile: Profile,
+    seed: int,
+    modes: list[str] | None = None,
+    wan: dict | None = None,
+    log: Callable[[str], None] = print,
+    paths: tuple[str, ...] | None = None,
+    options: dict | None = None,
+) -> dict[str, int]:
+    """Run (or resume) one benchmark's campaign on one inventory; returns table row counts.
+    ``options`` are the benchmark's own settings (``Benchmark.options``)."""
+    inv = inventory.load(inventory_file, known_modes=MODES, check_files=False)
+    if inv.lab:
+        from pipeline import lab
+
+        log("bringing up the embedded lab (idempotent)")
+        lab.up(lab.WanProfile(**wan) if wan else None)
+    inv = inventory.load(inventory_file, known_modes=MODES)  # now the key files must exist
+    if benchmark not in BENCHMARKS:
+        raise CampaignError(f"unknown benchmark {benchmark!r}; known: {sorted(BENCHMARKS)}")
+    out_dir = Path(raw_dir) / benchmark / inv.environment
+    meta = {"wan": wan} if inv.lab and wan else {}
+    bench = BENCHMARKS[benchmark]()
+    if options:
+        bench.configure(options)
+        meta["options"] = dict(sorted(bench.options.items()))
+    campaign = Campaign(bench, inv, profile, out_dir, seed, modes, log, paths, meta)
+    return campaign.run()

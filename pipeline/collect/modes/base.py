@@ -1,0 +1,603 @@
+"""The mode contract and the pieces modes share.
+
+A mode is how the server side of a benchmark runs (a process, a container on some network, a
+Swarm task). It starts the server, says which host the client runs on and which address it
+dials, and stops everything it started. `available()` returns a reason when the mode cannot
+run on these hosts; the campaign records that as `skipped`, never drops it.
+
+Everything a mode creates carries the campaign label (containers, networks, services) or a
+pidfile under PID_DIR (native processes), so `cleanup()` can remove it after a crash too.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pipeline.collect import images
+from pipeline.collect.images import ToolImage
+from pipeline.collect.inventory import Host, Inventory
+from pipeline.collect.remote import Pool, RemoteError
+
+LABEL = "org.container-overhead.campaign"
+PID_DIR = "/tmp/container-overhead"
+# Test files benchmarks write on a host (disk's directory, bind-mount sources): every campaign
+# empties it at its start and end, so a crash leaves nothing there for long.
+SCRATCH_DIR = "/var/tmp/container-overhead"
+# Rootful podman with a store of its own whose overlay layers are mounted by fuse-overlayfs
+# (overlay.mount_program), so the default store (the podman mode's) is left as it is.
+FUSE_STORE = "/var/lib/container-overhead-fuse/storage"
+FUSE_RUNROOT = "/run/container-overhead-fuse"
+FUSE_OVERLAYFS = "/usr/bin/fuse-overlayfs"
+ENGINES = ("docker", "podman", "rootless-docker", "rootless-podman", "podman-fuse-overlayfs")
+# What the instrument's control modes (pipeline/collect/modes/controls.py) leave on a host while they
+# run: CPU cgroups named CGROUP_PREFIX* (v2 or v1 cpu hierarchy), a qdisc with TBF_HANDLE.
+CGROUP_PREFIX = "co-control-"
+CGROUP_ROOTS = ("/sys/fs/cgroup", "/sys/fs/cgroup/cpu")
+TBF_HANDLE = "c0de:"  # marks the study's qdisc, so clean-up never removes somebody else's
+USER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+@dataclass(frozen=True)
+class RootlessUser:
+    """The unprivileged user the rootless modes run as on one host (inventory: rootless.user)."""
+
+    name: str
+    uid: int
+    gid: int
+    home: str
+
+    @property
+    def runtime_dir(self) -> str:
+        return f"/run/user/{self.uid}"
+
+    @property
+    def docker_socket(self) -> str:
+        return f"{self.runtime_dir}/docker.sock"  # dockerd-rootless.sh's default
+
+    def command(self, argv: list[str]) -> list[str]:
+        """argv run as the user from a root session, with the environment rootless tools need."""
+        env = [f"HOME={self.home}", f"USER={self.name}", f"LOGNAME={self.name}",
+               f"XDG_RUNTIME_DIR={self.runtime_dir}", f"PATH={USER_PATH}"]  # fmt: skip
+        # setpriv execs (runuser forks and would stand between a pidfile and the process);
+        # -C: the root session's working directory (/root) is not readable by the user.
+        ids = [f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups"]
+        return ["setpriv", *ids, "env", "-C", self.home, "-i", *env, *argv]
+
+
+@dataclass
+class Context:
+    inventory: Inventory
+    pool: Pool
+    campaign: str
+    image_paths: list[str] = field(default_factory=list)  # what the tool image holds
+    images: dict[tuple[str, str], ToolImage] = field(default_factory=dict)
+    users: dict[str, RootlessUser] = field(default_factory=dict)
+
+    def image(self, host: Host, engine: str = "docker") -> ToolImage:
+        """The host's tool image for this engine (one of ENGINES), built or found on first use."""
+        key = (host.name, engine)
+        if key not in self.images:
+            cli = shlex.join(engine_cli(self, host, engine))
+            self.images[key] = images.ensure(self.pool[host.name], self.image_paths, engine, cli)
+        return self.images[key]
+
+    def rootless_user(self, host: Host) -> RootlessUser:
+        """The host's rootless user as it exists there; ModeUnavailable says what is missing."""
+        if host.name not in self.users:
+            problem = rootless_problem(self, host)
+            if problem:
+                raise ModeUnavailable(problem)
+        return self.users[host.name]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The server a benchmark needs: argv as run natively, the port, the protocols it serves."""
+
+    name: str
+    argv: tuple[str, ...]
+    port: int
+    udp: bool = False
+    scratch: tuple[str, ...] = ()  # files the server leaves on the host (Benchmark.server_scratch)
+
+
+@dataclass
+class Deployment:
+    """A running server and how to reach it."""
+
+    server: Host
+    address: str  # dialled from another host (dc, internet paths)
+    stop: Callable[[], None]
+    local_address: str = "127.0.0.1"  # dialled from the server host itself (local path)
+    client: Host | None = None  # the mode insists on a client host (swarm-overlay)
+    wrap_client: Callable[[list[str]], str] | None = None  # run the client argv differently
+    notes: dict[str, str] = field(default_factory=dict)
+    image: ToolImage | None = None  # the image the server runs from (None: native)
+
+    def client_host(self, inventory: Inventory, path: str) -> Host:
+        if self.client is not None:
+            return self.client
+        if path == "local":
+            return self.server
+        if path == "internet":
+            if inventory.internet_client is None:
+                raise ValueError("the inventory has no internet_client")
+            return inventory.internet_client
+        return inventory.dc_client
+
+    def target(self, path: str) -> str:
+        return self.local_address if path == "local" else self.address
+
+    def client_command(self, argv: list[str]) -> str:
+        return self.wrap_client(argv) if self.wrap_client else shlex.join(argv)
+
+
+class ModeUnavailable(RuntimeError):
+    """Raised by start() when a mode turns out not to be runnable here; recorded as skipped."""
+
+
+class Mode:
+    name: str = ""
+    paths: tuple[str, ...] = ("dc", "internet")
+    # The container engine (one of ENGINES) a scenario benchmark drives in this mode; None for
+    # native and for modes no scenario benchmark runs in.
+    engine: str | None = None
+    # A control of the instrument (pipeline/collect/modes/controls.py): never part of "all", planned
+    # only where a campaign names it.
+    control: bool = False
+
+    def available(self, ctx: Context, path: str) -> str | None:
+        """None when the mode can run on this path here, else the reason it cannot."""
+        return None
+
+    def start(self, ctx: Context, workload: Workload) -> Deployment:  # pragma: no cover
+        raise NotImplementedError
+
+    def foreground(self, ctx: Context, workload: Workload) -> Deployment:  # pragma: no cover
+        """A Deployment whose client host is the server host and whose ``wrap_client`` runs a
+        tool's argv to completion in this mode there (host benchmarks: cpu, memory). Nothing
+        runs yet; ``workload.argv`` is a quick run of the tool a mode may use as a probe."""
+        raise NotImplementedError(f"mode {self.name} cannot run a tool in the foreground")
+
+
+def server_host(ctx: Context) -> Host:
+    return ctx.inventory.servers[0]
+
+
+# `docker run` exits 125 when the daemon could not run the container at all (the tool never
+# started). Attaching a container to an attachable overlay network on a worker sometimes fails
+# that way ("attaching to network failed ... context deadline exceeded", moby/moby#41841):
+# the overlay modes' client containers try up to this many times, 2 s apart.
+ATTACH_ATTEMPTS = 3
+
+
+def overlay_client(ctx: Context, network: str, image: str) -> Callable[[list[str]], str]:
+    """``wrap_client`` for a client container on an overlay network: ``docker run --rm``,
+    run again (bounded) when Docker itself failed to start it, never when the tool ran."""
+
+    def in_container(argv: list[str]) -> str:
+        run = shlex.join(["docker", "run", "--rm", "--network", network,
+                          "--label", f"{LABEL}={ctx.campaign}", image, *argv])  # fmt: skip
+        return (  # a subshell: the command composes like a simple one (`... 2>&1`)
+            f"(i=1; while :; do {run}; rc=$?; "
+            f'if [ "$rc" -ne 125 ] || [ "$i" -ge {ATTACH_ATTEMPTS} ]; then exit "$rc"; fi; '
+            "i=$((i + 1)); sleep 2; done)"
+        )
+
+    return in_container
+
+
+def container_name(ctx: Context, mode: str, workload: Workload) -> str:
+    return f"co-{ctx.campaign[:10]}-{workload.name}-{mode}"
+
+
+def docker_run(
+    ctx: Context, host: Host, name: str, options: list[str], argv: tuple[str, ...]
+) -> str:
+    """Start a labelled, detached container of the host's tool image; returns its name."""
+    return engine_run(ctx, host, "docker", name, options, argv)
+
+
+def engine_cli(ctx: Context, host: Host, engine: str) -> list[str]:
+    """The command line that talks to ``engine`` on ``host`` from a root SSH session."""
+    if engine in ("docker", "podman"):
+        return [engine]
+    if engine == "rootless-docker":
+        return ["docker", "-H", f"unix://{ctx.rootless_user(host).docker_socket}"]
+    if engine == "rootless-podman":
+        return ctx.rootless_user(host).command(["podman"])
+    if engine == "podman-fuse-overlayfs":
+        return fuse_podman_cli()
+    raise ValueError(f"unknown engine {engine!r}; known: {ENGINES}")
+
+
+def fuse_podman_cli() -> list[str]:
+    """Rootful podman on its fuse-overlayfs store (no argument may contain a space: the tool
+    image builder splits the command line on spaces)."""
+    return ["podman", "--root", FUSE_STORE, "--runroot", FUSE_RUNROOT,
+            "--storage-driver", "overlay",
+            "--storage-opt", f"overlay.mount_program={FUSE_OVERLAYFS}"]  # fmt: skip
+
+
+def engine_run(
+    ctx: Context,
+    host: Host,
+    engine: str,
+    name: str,
+    options: list[str],
+    argv: tuple[str, ...],
+) -> str:
+    """`docker run` for any engine: a labelled, detached container of the engine's tool image."""
+    cli = engine_cli(ctx, host, engine)
+    session = ctx.pool[host.name]
+    session.run([*cli, "rm", "-f", name], check=False, timeout=60)
+    label = ["--label", f"{LABEL}={ctx.campaign}"]
+    image = ctx.image(host, engine).tag
+    session.run([*cli, "run", "--detach", "--name", name, *label, *options, image, *argv],
+                timeout=120)  # fmt: skip
+    return name
+
+
+def foreground_container(
+    ctx: Context,
+    host: Host,
+    engine: str,
+    name: str,
+    options: list[str] | None = None,
+    notes: dict[str, str] | None = None,
+) -> Deployment:
+    """A host benchmark's Deployment on ``host``: its ``wrap_client`` runs a tool to completion
+    in a labelled ``--rm`` container of the engine's tool image, its ``stop`` removes a
+    container a crash or a timeout left under that name (--rm has normally removed it)."""
+    cli = engine_cli(ctx, host, engine)
+    label = ["--label", f"{LABEL}={ctx.campaign}"]
+    image = ctx.image(host, engine)
+    remove = f"{shlex.join([*cli, 'rm', '--force', name])} >/dev/null 2>&1"
+
+    def wrap(argv: list[str]) -> str:
+        run = [*cli, "run", "--rm", "--name", name, *label, *(options or []), image.tag, *argv]
+        return f"{remove}; {shlex.join(run)}"
+
+    return Deployment(
+        server=host,
+        address=host.address,
+        stop=lambda: ctx.pool[host.name].run(remove, check=False, timeout=60),
+        client=host,
+        wrap_client=wrap,
+        image=image,
+        notes=dict(notes or {}),
+    )
+
+
+def remove_engine_container(ctx: Context, host: Host, engine: str, name: str) -> Callable[[], None]:
+    cli = engine_cli(ctx, host, engine)
+    return lambda: ctx.pool[host.name].run([*cli, "rm", "--force", name], timeout=60)
+
+
+def rootless_problem(ctx: Context, host: Host) -> str | None:
+    """Why the host has no usable rootless user (and caches it when it has one)."""
+    if host.rootless is None:
+        return (
+            f"no rootless user configured for {host.name} in the inventory "
+            f"(hosts.{host.name}.rootless.user)"
+        )
+    name = host.rootless.user
+    entry = ctx.pool[host.name].run(["getent", "passwd", name], check=False)
+    if entry.status != 0:
+        return f"rootless user {name!r} does not exist on {host.name} (useradd it; see README)"
+    fields = entry.stdout.strip().split(":")
+    user = RootlessUser(name=name, uid=int(fields[2]), gid=int(fields[3]), home=fields[5])
+    probe = f"[ -d {user.runtime_dir} ] && grep -q '^{name}:' /etc/subuid /etc/subgid"
+    if ctx.pool[host.name].run(probe, check=False).status != 0:
+        return (
+            f"rootless user {name!r} on {host.name} lacks {user.runtime_dir} (loginctl "
+            "enable-linger) or /etc/subuid + /etc/subgid ranges"
+        )
+    ctx.users[host.name] = user
+    return None
+
+
+def missing_tool(ctx: Context, host: Host, *tools: str) -> str | None:
+    """A reason naming the first of ``tools`` not on the host's PATH, else None."""
+    for tool in tools:
+        if ctx.pool[host.name].run(["sh", "-c", f"command -v {tool}"], check=False).status:
+            return f"{tool} is not installed on {host.name}"
+    return None
+
+
+# ---- which network backend actually runs -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Proc:
+    pid: int
+    ppid: int
+    uid: int
+    netns: str
+    comm: str
+    args: str
+
+
+PS_FORMAT = "pid=,ppid=,uid=,netns=,comm=,args="
+_USERS_RE = re.compile(r'\("([^"]+)",pid=(\d+),fd=\d+\)')
+
+
+def parse_ps(text: str) -> dict[int, Proc]:
+    """`ps -eo pid=,ppid=,uid=,netns=,comm=,args=` -> processes by pid."""
+    table = {}
+    for line in text.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) < 5 or not parts[0].isdigit():
+            continue
+        args = parts[5] if len(parts) == 6 else ""
+        proc = Proc(int(parts[0]), int(parts[1]), int(parts[2]), parts[3], parts[4], args)
+        table[proc.pid] = proc
+    return table
+
+
+def parse_ss_listeners(text: str) -> list[tuple[str, int]]:
+    """`ss -Htlnp` lines -> (process name, pid) of every socket holder, in order, no repeats."""
+    found: list[tuple[str, int]] = []
+    for comm, pid in _USERS_RE.findall(text):
+        if (comm, int(pid)) not in found:
+            found.append((comm, int(pid)))
+    return found
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What runs on the server host: the published port's listeners and the process table."""
+
+    listeners: list[tuple[str, int]]
+    table: dict[int, Proc]
+    netns: str  # the SSH session's (= the host's) network namespace inode
+
+    def ancestry(self, pid: int) -> list[Proc]:
+        chain, seen = [], set()
+        while pid in self.table and pid not in seen:
+            seen.add(pid)
+            chain.append(self.table[pid])
+            pid = self.table[pid].ppid
+        return chain
+
+    def children(self, pid: int) -> list[Proc]:
+        return [p for p in self.table.values() if p.ppid == pid]
+
+    def matching(self, text: str) -> list[Proc]:
+        return [p for p in self.table.values() if text in p.args]
+
+
+def snapshot(ctx: Context, host: Host, port: int) -> Snapshot:
+    out = (
+        ctx.pool[host.name]
+        .run(
+            f"ss -Htlnp 'sport = :{port}'; echo ---; ps -eo {PS_FORMAT}; echo ---; "
+            "stat -L -c %i /proc/self/ns/net",
+            timeout=30,
+        )
+        .stdout
+    )
+    ss_text, ps_text, netns = out.split("\n---\n")
+    return Snapshot(parse_ss_listeners(ss_text), parse_ps(ps_text), netns.strip())
+
+
+def describe(proc: Proc) -> str:
+    return f"{proc.comm} (pid {proc.pid}, uid {proc.uid})"
+
+
+def publish_options(workload: Workload) -> list[str]:
+    port = workload.port
+    options = ["--publish", f"{port}:{port}/tcp"]
+    return options + (["--publish", f"{port}:{port}/udp"] if workload.udp else [])
+
+
+def container_address(ctx: Context, host: Host, name: str, network: str | None = None) -> str:
+    template = (
+        f'{{{{(index .NetworkSettings.Networks "{network}").IPAddress}}}}'
+        if network
+        else "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}"
+    )
+    out = ctx.pool[host.name].run(["docker", "inspect", "--format", template, name]).stdout
+    addresses = out.split()
+    if not addresses:
+        raise RemoteError(host.name, f"docker inspect {name}", 0, "container has no IP address")
+    return addresses[0]
+
+
+def remove_container(ctx: Context, host: Host, name: str) -> Callable[[], None]:
+    return lambda: ctx.pool[host.name].run(["docker", "rm", "--force", name], timeout=60)
+
+
+def ensure_network(ctx: Context, host: Host, name: str, create_args: list[str]) -> None:
+    """Create a labelled docker network once per campaign (it is removed by cleanup)."""
+    session = ctx.pool[host.name]
+    if session.run(["docker", "network", "inspect", name], check=False).status == 0:
+        return
+    session.run(
+        ["docker", "network", "create", "--label", f"{LABEL}={ctx.campaign}", *create_args, name],
+        timeout=120,
+    )
+
+
+def start_process(
+    ctx: Context, host: Host, name: str, argv: tuple[str, ...], scratch: tuple[str, ...] = ()
+) -> Callable[[], None]:
+    """Start argv as a detached native process; the pidfile lets cleanup find it after a crash.
+    ``scratch`` paths the server writes on the host are removed before the start and after
+    the stop."""
+    stem = f"{PID_DIR}/{ctx.campaign}/{host.name}-{name}"
+    remove = f"rm -rf -- {shlex.join(scratch)}" if scratch else "true"
+    # Separate statements: `a && b &` would background the list, holding the SSH channel open.
+    script = (
+        f"{remove}\n"
+        f"mkdir -p {shlex.quote(PID_DIR + '/' + ctx.campaign)}\n"
+        f"setsid {shlex.join(argv)} > {shlex.quote(stem + '.log')} 2>&1 < /dev/null &\n"
+        f"echo $! > {shlex.quote(stem + '.pid')}"
+    )
+    ctx.pool[host.name].run(script, timeout=30)
+    stop = f"{_kill_pidfiles(shlex.quote(stem + '.pid'))}\n{remove}"
+    return lambda: ctx.pool[host.name].run(stop, timeout=30)
+
+
+def _kill_pidfiles(pattern: str) -> str:
+    """Shell text: TERM the processes named in the pidfiles, KILL what is left after 5 s."""
+    return (
+        f'for f in {pattern}; do [ -f "$f" ] || continue; p=$(cat "$f"); '
+        'kill "$p" 2>/dev/null; i=0; '
+        'while kill -0 "$p" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; '
+        'kill -9 "$p" 2>/dev/null; rm -f "$f" "${f%.pid}.log"; done; true'
+    )
+
+
+def remove_cgroups(pattern: str = f"{CGROUP_PREFIX}*") -> str:
+    """Shell text: remove the control modes' CPU cgroups in either hierarchy. A tool an
+    interrupted campaign left running in one is killed first, and the removal is retried for
+    up to 5 s while the kernel empties the group (rmdir fails on a busy cgroup)."""
+    dirs = " ".join(f"{root}/{pattern}" for root in CGROUP_ROOTS)
+    return (
+        f'for d in {dirs}; do [ -d "$d" ] || continue; '
+        'kill -9 $(cat "$d/cgroup.procs" 2>/dev/null) 2>/dev/null; i=0; '
+        'while ! rmdir "$d" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; '
+        "done; true"
+    )
+
+
+def _tbf_interfaces(action: str) -> str:
+    """Shell text running ``action`` (with ``$i``) for each interface with the study's qdisc."""
+    find = f"tc qdisc show 2>/dev/null | awk '$3 == \"{TBF_HANDLE}\" {{print $5}}'"
+    return f"for i in $({find}); do {action}; done; true"
+
+
+def cleanup_host(ctx: Context, host: Host) -> str:
+    """Remove everything any campaign labelled on this host; returns what was removed."""
+    label = shlex.quote(f"label={LABEL}")
+    script = "\n".join(
+        [
+            _kill_pidfiles(f"{PID_DIR}/*/{shlex.quote(host.name)}-*.pid"),
+            f"rmdir {PID_DIR}/*/ 2>/dev/null",  # campaign directories left empty
+            f"rm -rf -- {SCRATCH_DIR}/* 2>/dev/null",  # benchmarks' test files (disk)
+            remove_cgroups(),  # control modes: CPU quota cgroups
+            _tbf_interfaces(f'tc qdisc del dev "$i" root handle {TBF_HANDLE} 2>/dev/null'),
+            "if docker info >/dev/null 2>&1; then",
+            f'  c=$(docker ps -aq --filter {label}); [ -z "$c" ] || docker rm -f $c >/dev/null',
+            f"  s=$(docker service ls -q --filter {label} 2>/dev/null); "
+            '[ -z "$s" ] || docker service rm $s >/dev/null',
+            f"  n=$(docker network ls -q --filter {label})",
+            '  [ -z "$n" ] || docker network rm $n >/dev/null',
+            f"  v=$(docker volume ls -q --filter {label})",
+            '  [ -z "$v" ] || docker volume rm -f $v >/dev/null',
+            "  echo containers=$(echo $c | wc -w) services=$(echo $s | wc -w)"
+            " networks=$(echo $n | wc -w) volumes=$(echo $v | wc -w)",
+            "fi",
+            *[_engine_cleanup(cli, guard, name) for name, cli, guard in _other_engines(ctx, host)],
+        ]
+    )
+    return ctx.pool[host.name].run(script, timeout=180).stdout.strip()
+
+
+def _other_engines(ctx: Context, host: Host) -> list[tuple[str, str, str]]:
+    """(engine, command line, shell guard) of the engines besides docker a mode may have used
+    on this host. Guards keep cleanup quiet where an engine is absent and never create a
+    store: running rootful podman once creates /var/lib/containers."""
+    found = []
+    if host.name == ctx.inventory.servers[0].name:
+        # Only the first server: in the lab all nodes share one rootful store (one file system).
+        guard = "command -v podman >/dev/null 2>&1 && [ -d /var/lib/containers/storage ]"
+        found.append(("podman", "podman", guard))
+        fuse = shlex.join(engine_cli(ctx, host, "podman-fuse-overlayfs"))
+        guard = f"command -v podman >/dev/null 2>&1 && [ -d {FUSE_STORE} ]"
+        found.append(("podman-fuse-overlayfs", fuse, guard))
+    if host.rootless is not None and rootless_problem(ctx, host) is None:
+        user = ctx.users[host.name]
+        docker = shlex.join(engine_cli(ctx, host, "rootless-docker"))
+        found.append(("rootless-docker", docker, f"[ -S {user.docker_socket} ]"))
+        podman = shlex.join(engine_cli(ctx, host, "rootless-podman"))
+        found.append(("rootless-podman", podman, "command -v podman >/dev/null 2>&1"))
+    return found
+
+
+def _engine_cleanup(cli: str, guard: str, engine: str) -> str:
+    label = shlex.quote(f"label={LABEL}")
+    return "\n".join(
+        [
+            f"if {guard}; then",
+            f"  c=$({cli} ps -aq --filter {label} 2>/dev/null); "
+            f'[ -z "$c" ] || {cli} rm -f $c >/dev/null 2>&1',
+            f"  n=$({cli} network ls -q --filter {label} 2>/dev/null); "
+            f'[ -z "$n" ] || {cli} network rm $n >/dev/null 2>&1',
+            f"  v=$({cli} volume ls -q --filter {label} 2>/dev/null); "
+            f'[ -z "$v" ] || {cli} volume rm -f $v >/dev/null 2>&1',
+            f"  echo {engine}: containers=$(echo $c | wc -w) networks=$(echo $n | wc -w)"
+            " volumes=$(echo $v | wc -w)",
+            "fi",
+        ]
+    )
+
+
+def leftovers(ctx: Context, host: Host) -> list[str]:
+    """Labelled objects, pidfiles and test files still on a host (empty when clean)."""
+    label = shlex.quote(f"label={LABEL}")
+    script = (
+        f"ls {PID_DIR}/*/{shlex.quote(host.name)}-*.pid 2>/dev/null; "
+        f"ls -d {SCRATCH_DIR}/* 2>/dev/null; "
+        + " ".join(f"ls -d {root}/{CGROUP_PREFIX}* 2>/dev/null;" for root in CGROUP_ROOTS)
+        + _tbf_interfaces('echo "tbf:$i"')
+        + "; if docker info >/dev/null 2>&1; then "
+        f"docker ps -aq --filter {label}; docker network ls -q --filter {label}; "
+        f"docker volume ls -q --filter {label}; "
+        f"docker service ls -q --filter {label} 2>/dev/null; fi; "
+    )
+    for engine, cli, guard in _other_engines(ctx, host):
+        script += (
+            f"if {guard}; then for i in $({cli} ps -aq --filter {label} 2>/dev/null) "
+            f"$({cli} network ls -q --filter {label} 2>/dev/null) "
+            f"$({cli} volume ls -q --filter {label} 2>/dev/null); do echo {engine}:$i; done; fi; "
+        )
+    return ctx.pool[host.name].run(script + "true", timeout=60).stdout.split()
+
+
+@dataclass(frozen=True)
+class Interface:
+    """The server's NIC that carries its inventory address."""
+
+    name: str
+    mtu: int
+    network: str  # e.g. 10.77.0.0/24
+    gateway: str | None  # the default route's gateway on that NIC, if there is one
+
+
+def parse_interface(addr_text: str, mtu_text: str, route_text: str) -> Interface:
+    """`ip -o addr show to ADDR`, the NIC's sysfs mtu and `ip route show default dev NIC`."""
+    fields = addr_text.split()
+    if len(fields) < 4:
+        raise ValueError(f"no interface carries the address: {addr_text!r}")
+    network = str(ipaddress.ip_interface(fields[3]).network)
+    via = route_text.split()
+    gateway = via[via.index("via") + 1] if "via" in via else None
+    return Interface(fields[1].split("@")[0], int(mtu_text), network, gateway)
+
+
+def host_interface(ctx: Context, host: Host) -> Interface:
+    session = ctx.pool[host.name]
+    addr = session.run(["ip", "-o", "addr", "show", "to", host.address], timeout=30).stdout
+    name = addr.split()[1].split("@")[0] if len(addr.split()) > 1 else ""
+    if not name:
+        raise RemoteError(host.name, "ip addr", 0, f"no interface carries {host.address}")
+    mtu = session.run(["cat", f"/sys/class/net/{name}/mtu"], timeout=30).stdout
+    route = session.run(["ip", "route", "show", "default", "dev", name], timeout=30).stdout
+    return parse_interface(addr, mtu, route)
+
+
+def pidfile_stem(ctx: Context, host: Host, name: str) -> str:
+    """start_process's pidfile path without `.pid`: extra pidfiles `<stem>.<what>.pid` next to
+    it are found by cleanup_host too."""
+    return f"{PID_DIR}/{ctx.campaign}/{host.name}-{name}"
+
+
+def kill_pidfiles(ctx: Context, host: Host, pidfiles: list[str]) -> None:
+    ctx.pool[host.name].run(_kill_pidfiles(" ".join(shlex.quote(p) for p in pidfiles)),
+                            timeout=60)  # fmt: skip
