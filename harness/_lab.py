@@ -10,12 +10,13 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from harness._proc import ROOT
-from pipeline.collect import inventory
 from pipeline import lab
 from pipeline.analysis import schema
 from pipeline.benchmarks import Benchmark
+from pipeline.collect import inventory
 from pipeline.collect.campaign import Campaign, Profile
 from pipeline.collect.modes import MODES
+from pipeline.lab import cpus
 
 INVENTORY = ROOT / "inventory" / "lab.yaml"
 
@@ -51,7 +52,7 @@ def measured_samples(
     """Run one campaign on the dc path into ``out``; its measured (not warm-up) samples of
     ``metric``. A failed step fails the bench: a comparison with a hole is no comparison."""
     Campaign(bench, inv, profile, out, seed, modes, lambda _: None, ("dc",),
-             placement=placement).run()  # fmt: skip
+             placement=placement, placer=cpus.place).run()  # fmt: skip
     runs = pq.read_table(out / "runs.parquet").to_pandas()
     failed = runs[runs["status"] != "ok"]
     if len(failed):

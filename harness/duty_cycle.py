@@ -2,7 +2,8 @@
 
 Every collection session records its wall time and the seconds its tools spent inside load
 windows (warm-up, omitted start and measured window; a tool's own start-up excluded) in
-`data/raw/<benchmark>/<environment>/campaign.json` (see `pipeline.collect.campaign.duty_cycle`). This
+`data/raw/<benchmark>/<environment>/campaign.json` (see `pipeline.collect.campaign.duty_cycle`).
+This
 prints them per campaign and overall, with where the rest of the time went.
 
 Datasets collected before that record existed are estimated from their run rows instead (each

@@ -1,6 +1,7 @@
 """Does the harness perturb what it measures? The pipeline against the same tool run by hand.
 
-Arm "pipeline": a one-step campaign through `pipeline.collect.campaign.Campaign` (SSH, the native mode's
+Arm "pipeline": a one-step campaign through `pipeline.collect.campaign.Campaign` (SSH, the native
+mode's
 server start, the campaign's warm-up, parsing, parquet). Arm "by hand": the same server and
 client argv, on the same lab hosts, started directly in their network namespaces with
 `nsenter`, no SSH and no Python in the loop; its output goes through the same parser (the
@@ -70,10 +71,10 @@ sys.path.insert(0, str(ROOT))
 
 from harness._lab import cases_on_the_lab, measured_samples, one_variant  # noqa: E402
 from pipeline.analysis import stats  # noqa: E402
-from pipeline.collect import inventory  # noqa: E402
 from pipeline.benchmarks.base import Window  # noqa: E402
 from pipeline.benchmarks.latency import Latency  # noqa: E402
 from pipeline.benchmarks.throughput import Throughput  # noqa: E402
+from pipeline.collect import inventory  # noqa: E402
 from pipeline.collect.campaign import Profile  # noqa: E402
 from pipeline.lab import cpus  # noqa: E402
 

@@ -10,14 +10,12 @@ zero delay and to each configured delay (jitter and loss off). The added round t
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 
-from pipeline.collect import campaign, inventory
-from pipeline.analysis import latency as latency_analysis, stats
-from pipeline.collect.modes import MODES
+from pipeline.analysis import latency as latency_analysis
+from pipeline.analysis import stats
 
 METRICS = {"udp": "udp_rtt", "tcp": "tcp_rtt"}
 QUANTILES = (0.5, 0.99)
@@ -29,42 +27,6 @@ COLUMNS = [
 
 def label(delay_ms: float) -> str:
     return f"delay_{delay_ms:g}ms"
-
-
-def collect(
-    inventory_file: str | Path,
-    raw_dir: str | Path,
-    delays_ms: list[float],
-    profile: campaign.Profile,
-    seed: int,
-    wan: dict,
-    log: Callable[[str], None] = print,
-) -> dict[str, dict[str, int]]:
-    """One native latency campaign per configured delay, dc and Internet paths; the lab's WAN
-    profile is put back to ``wan`` afterwards. Only the embedded lab has an emulator to
-    calibrate: for real hosts the reason is written instead of data."""
-    raw = Path(raw_dir)
-    inv = inventory.load(inventory_file, known_modes=MODES, check_files=False)
-    if not inv.lab:
-        raw.mkdir(parents=True, exist_ok=True)
-        reason = f"{inv.environment} is not the embedded lab: its Internet path is not emulated"
-        (raw / "skipped.json").write_text(json.dumps({"reason": reason}))
-        log(reason)
-        return {}
-    counts = {}
-    try:
-        for delay in delays_ms:
-            log(f"WAN calibration: one-way delay {delay:g} ms, no jitter, no loss")
-            calibrated = {**wan, "delay_ms": float(delay), "jitter_ms": 0.0, "loss_pct": 0.0}
-            counts[label(delay)] = campaign.collect(
-                "latency", inventory_file, raw / label(delay), profile, seed, ["native"],
-                calibrated, log, paths=("dc", "internet"),
-            )  # fmt: skip
-    finally:
-        from pipeline import lab
-
-        lab.up(lab.WanProfile(**wan))
-    return counts
 
 
 def summarise(

@@ -12,40 +12,30 @@ collection and analysis (issue 5; stages ``collect-instrument`` and ``summarise-
   gains 2 x the one-way delay). Each is reported as injected, expected, recovered with its
   interval, and whether the interval holds the expected value.
 
-The controls are in ``pipeline/collect/modes/controls.py``; a new check is a benchmark in ``CHECKS``.
+The controls are in ``pipeline/collect/modes/controls.py``; a new check is a benchmark in
+``pipeline.collect.instrument.CHECKS``.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from pipeline.analysis import calibration, schema, tables
-from pipeline.collect import campaign
 from pipeline.analysis import host as host
 from pipeline.analysis import latency as latency
 from pipeline.analysis import throughput as throughput
 from pipeline.benchmarks.throughput import UDP_LENGTH
-from pipeline.collect.modes.controls import CPU_QUOTA, TBF_RATE_MBIT
 
 AA = "native-aa"
-# benchmark -> the modes its check campaign measures (native and its A/A twin first)
-CHECKS: dict[str, tuple[str, ...]] = {
-    "throughput": ("native", AA, "native-tbf"),
-    "latency": ("native", AA),
-    "cpu": ("native", AA, "native-cpuquota"),
-    "memory": ("native", AA),
-    "disk": ("native", AA),
-}
-HOST_BENCHMARKS = ("cpu", "memory", "disk")
-NETWORK_PATHS = ("dc",)  # the network checks run on the datacenter path only
+# the benchmarks whose check data this analysis decides, with their margin in common.margins
 MARGIN_KEY = {"throughput": "network", "latency": "network", "cpu": "cpu", "memory": "memory",
               "disk": "disk"}  # fmt: skip
+CHECKS = tuple(MARGIN_KEY)
 DIFFERENCES = ("overhead", "faster")
 CONTROL_NAMES = {"native-cpuquota": "CPU quota", "native-tbf": "tbf rate cap",
                  "wan-delay": "WAN delay"}  # fmt: skip
@@ -59,39 +49,6 @@ INJECTED_COLUMNS = [
     "recovered_lo", "recovered_hi", "coverage", "interval_kind", "n_runs", "recovered_within",
     "error_pct",
 ]  # fmt: skip
-
-
-def parse_benchmarks(text: str) -> list[str]:
-    """``"throughput,cpu"`` -> the checks to run, in ``CHECKS`` order; unknown names are an
-    error that names the known ones."""
-    wanted = [b.strip() for b in text.split(",") if b.strip()]
-    unknown = [b for b in wanted if b not in CHECKS]
-    if unknown or not wanted:
-        known = list(CHECKS)
-        raise ValueError(f"instrument check benchmarks {unknown or wanted}: pick from {known}")
-    return [b for b in CHECKS if b in wanted]
-
-
-def collect(
-    inventory_file: str | Path,
-    raw_dir: str | Path,
-    profiles: dict[str, campaign.Profile],
-    seed: int,
-    wan: dict | None = None,
-    options: dict[str, dict] | None = None,
-    log: Callable[[str], None] = print,
-) -> dict[str, dict[str, int]]:
-    """One campaign per benchmark in ``profiles`` (its window settings), with the modes of
-    ``CHECKS``, into ``<raw_dir>/<benchmark>/<environment>/``; ``options`` per benchmark."""
-    counts = {}
-    for benchmark, profile in profiles.items():
-        log(f"instrument check: {benchmark} in {', '.join(CHECKS[benchmark])}")
-        paths = None if benchmark in HOST_BENCHMARKS else NETWORK_PATHS
-        counts[benchmark] = campaign.collect(
-            benchmark, inventory_file, raw_dir, profile, seed, list(CHECKS[benchmark]), wan,
-            log, paths=paths, options=(options or {}).get(benchmark),
-        )  # fmt: skip
-    return counts
 
 
 # ---- the A/A comparisons -----------------------------------------------------------------
@@ -171,6 +128,10 @@ def quota_rows(summary: pd.DataFrame, runs: pd.DataFrame) -> list[dict]:
     """cpu under the quota: expected ratio to native ``min(1, CPU_QUOTA / threads)`` (sysbench
     variants; the compile's parallelism varies over the build, so it has no known answer)."""
     rows = []
+    quotas = _notes(runs, "native-cpuquota", "cpu_quota")  # what the control recorded
+    if len(quotas) != 1:
+        return rows
+    cpu_quota = float(quotas.pop())
     quota = (summary["mode"] == "native-cpuquota") & (summary["metric"] == "cpu_events_per_s")
     mine = summary[quota]
     for r in mine.itertuples():
@@ -182,8 +143,8 @@ def quota_rows(summary: pd.DataFrame, runs: pd.DataFrame) -> list[dict]:
         rows.append({
             "environment": r.environment, "control": "native-cpuquota", "benchmark": "cpu",
             "variant": r.variant,
-            "injected": f"CFS quota {CPU_QUOTA:g} CPU, {t} thread(s)", "unit": "ratio to native",
-            "expected": min(1.0, CPU_QUOTA / t), "recovered": r.ratio, "recovered_lo": r.ratio_lo,
+            "injected": f"CFS quota {cpu_quota:g} CPU, {t} thread(s)", "unit": "ratio to native",
+            "expected": min(1.0, cpu_quota / t), "recovered": r.ratio, "recovered_lo": r.ratio_lo,
             "recovered_hi": r.ratio_hi, "coverage": r.confidence,
             "interval_kind": "cluster bootstrap over runs", "n_runs": r.ratio_n_runs,
         })  # fmt: skip
@@ -215,9 +176,10 @@ def _notes(runs: pd.DataFrame, mode: str, key: str) -> set[str]:
 def tbf_rows(tcp: pd.DataFrame, udp: pd.DataFrame, runs: pd.DataFrame) -> list[dict]:
     """iperf3 through the rate cap: received Mbit/s (median over runs, with its interval)."""
     mtus = _notes(runs, "native-tbf", "mtu")
-    if len(mtus) != 1:
+    rates = _notes(runs, "native-tbf", "tbf_rate_mbit")  # what the control recorded
+    if len(mtus) != 1 or len(rates) != 1:
         return []
-    mtu = int(mtus.pop())
+    mtu, rate = int(mtus.pop()), float(rates.pop())
     rows = []
     for variant, frame, col in (("tcp", tcp, "median"), ("udp", udp, "received")):
         r = frame[(frame["mode"] == "native-tbf") & (frame["path"] == "dc")]
@@ -231,8 +193,8 @@ def tbf_rows(tcp: pd.DataFrame, udp: pd.DataFrame, runs: pd.DataFrame) -> list[d
         rows.append({
             "environment": r["environment"], "control": "native-tbf", "benchmark": "throughput",
             "variant": variant,
-            "injected": f"tbf rate {TBF_RATE_MBIT} Mbit/s (MTU {mtu})", "unit": "Mbit/s received",
-            "expected": tbf_goodput_mbit(TBF_RATE_MBIT, mtu, variant),
+            "injected": f"tbf rate {rate:g} Mbit/s (MTU {mtu})", "unit": "Mbit/s received",
+            "expected": tbf_goodput_mbit(rate, mtu, variant),
             "recovered": r[base] * 1e3, "recovered_lo": r[lo] * 1e3, "recovered_hi": r[hi] * 1e3,
             "coverage": r[cov], "interval_kind": "distribution-free, across runs",
             "n_runs": r["n_runs"],

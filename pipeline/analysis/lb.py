@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 
 from pipeline.analysis import figures, schema, stats, tables
-from pipeline.benchmarks.lb import BALANCERS, parse_variant
 from pipeline.analysis.latency import as_text, cell_status, status_text
+from pipeline.benchmarks.lb import BALANCERS, parse_variant
 
 BASELINE = "direct-r1"
 # The study mode the baseline stands for: one container on the default bridge, dialled at its

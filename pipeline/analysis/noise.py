@@ -19,7 +19,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline.analysis import host as host_analysis, latency as latency_analysis, network as network_analysis, schema, stats
+from pipeline.analysis import host as host_analysis
+from pipeline.analysis import latency as latency_analysis
+from pipeline.analysis import network as network_analysis
+from pipeline.analysis import schema, stats
 from pipeline.analysis import throughput as throughput
 
 BASELINE = "native"

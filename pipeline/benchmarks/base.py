@@ -2,8 +2,9 @@
 
 A benchmark knows nothing about modes or hosts. For each of its variants (e.g. `tcp`, `udp`) it
 gives argv lists (run as they are natively, or inside the tool image by a mode) and turns the
-client's raw output into tidy samples. A new benchmark is a subclass in its own module and one
-line in `pipeline/benchmarks/__init__.py`.
+client's raw output into tidy samples. A new benchmark is a subclass in its own module (with
+the declarations below), its name in `pipeline/benchmarks/__init__.py` and its entry in each
+profile (conf/profiles/*.yaml).
 """
 
 from __future__ import annotations
@@ -76,6 +77,12 @@ class Outcome:
 
 class Benchmark:
     name: str = ""
+    # What the rest of the study reads about a benchmark (the stage generator, the params check,
+    # the analysis and the article), declared once here.
+    title: str = ""  # as a section heading says it
+    analysis: str = ""  # the analysis that summarises it (pipeline/stages.py ANALYSES)
+    tables: tuple[str, ...] = ()  # the tables its analysis writes: reports/tables/<stem>.*
+    margin: str | None = None  # its key in params.yaml's common.margins (equivalence verdicts)
     tool: str = ""
     binaries: tuple[str, ...] = ()  # what the tool image must contain, as absolute host paths
     trees: tuple[str, ...] = ()  # directories the tool image holds whole (a source tree)

@@ -7,8 +7,9 @@ as a distribution over many starts, per mode: `docker-bridge` (plain `docker run
 benchmark's nginx with its shipped config (port 8080), the same binary natively and in the
 engine's tool image.
 
-The timer runs on the server host (pipeline/collect/host_scripts/coldstart.py, shipped with ``uploads``): per
-start it takes a monotonic timestamp, runs the engine's `run -d` (native: nginx itself), and
+The timer runs on the server host (pipeline/collect/host_scripts/coldstart.py, shipped with
+``uploads``): per start it takes a monotonic timestamp, runs the engine's `run -d` (native: nginx
+itself), and
 once that has returned probes ``<host address>:8080`` every ~1 ms until `GET /` is answered:
 the published port at the host's address, through whatever forwards it there (iptables DNAT,
 rootlesskit, rootlessport), which is what a user waits for. Removal and the wait for the port
@@ -30,16 +31,15 @@ from dataclasses import dataclass, field
 
 from pipeline.benchmarks.base import Benchmark, Outcome, Sample, Scenario, ToolOutputError
 from pipeline.benchmarks.http import CONF, NGINX, PORT
-from pipeline.collect.modes.base import LABEL, PID_DIR, engine_cli, kill_pidfiles, pidfile_stem
-from pipeline.collect.modes.podman import probe_ulimits
-from pipeline.collect.remote import RemoteError
+from pipeline.hosts import LABEL, PID_DIR, RemoteError
 
 SCRIPT = f"{PID_DIR}/bin/co-coldstart.py"
 FORMAT = 1  # the first field after "coldstart" in the script's header
 TIMEOUT_S = 30.0  # a start not answered within this failed
 INTERVAL_MS = 1.0  # between probes
 KILLED_SETTLE_S = 5.0  # after a killed timer, look for late containers that long
-# nginx's own files outside the image (pid and temp paths named in pipeline/collect/tool_conf/nginx-1k.conf)
+# nginx's own files outside the image (pid and temp paths named in
+# pipeline/collect/tool_conf/nginx-1k.conf)
 SCRATCH = tuple(
     f"/tmp/co-nginx-1k{s}" for s in (".pid", "-body", "-proxy", "-fastcgi", "-uwsgi", "-scgi")
 )
@@ -120,6 +120,9 @@ def parse_coldstart(raw: str) -> ColdstartLog:
 
 
 class Coldstart(Benchmark):
+    title = "Cold start"
+    analysis = "coldstart"
+    tables = ("coldstart",)
     name = "coldstart"
     tool = "nginx"
     kind = "scenario"
@@ -130,7 +133,10 @@ class Coldstart(Benchmark):
     modes = ("native", "docker-bridge", "podman", "rootless-docker", "rootless-podman")
     variants = ("nginx",)
     summary_metric = "coldstart_s"
-    uploads = {CONF: "pipeline/collect/tool_conf/nginx-1k.conf", SCRIPT: "pipeline/collect/host_scripts/coldstart.py"}
+    uploads = {
+        CONF: "pipeline/collect/tool_conf/nginx-1k.conf",
+        SCRIPT: "pipeline/collect/host_scripts/coldstart.py",
+    }
     server_scratch = SCRATCH
     options = {"starts": 30, "warmup_starts": 2}
 
@@ -177,11 +183,11 @@ class Coldstart(Benchmark):
         }
         args = self.timer_args(scenario)
         if engine is None:
-            stem = pidfile_stem(ctx, host, f"{self.name}-native")
+            stem = ctx.pidfile_stem(host, f"{self.name}-native")
             args += ["--start", json.dumps(self.server_argv()), "--pidfile-stem", stem]
             notes["engine"] = "none (nginx started as a plain process)"
         else:
-            cli = engine_cli(ctx, host, engine)
+            cli = ctx.engine_cli(host, engine)
             image = ctx.image(host, engine).tag
             extra = self._podman_ulimits(scenario, notes) if engine == "podman" else []
             args += self.container_args(scenario, cli, image, extra)
@@ -224,7 +230,7 @@ class Coldstart(Benchmark):
         key = (ctx.campaign, host.name)
         if key not in self._ulimits:
             name = f"{scenario.prefix}-ulimits"
-            self._ulimits[key] = probe_ulimits(ctx, host, name, (NGINX, "-v"))
+            self._ulimits[key] = ctx.probe_ulimits(host, name, (NGINX, "-v"))
         options, notes["ulimits"] = self._ulimits[key]
         return options
 
@@ -236,13 +242,13 @@ class Coldstart(Benchmark):
         ctx, host, engine = scenario.ctx, scenario.host, scenario.engine
         session = ctx.pool[host.name]
         if engine is None:
-            stem = pidfile_stem(ctx, host, f"{self.name}-native")
+            stem = ctx.pidfile_stem(host, f"{self.name}-native")
             found = session.run(f"ls {shlex.quote(stem)}-*.pid 2>/dev/null; true").stdout.split()
             if found:
-                kill_pidfiles(ctx, host, found)
+                ctx.kill_pidfiles(host, found)
             session.run(["rm", "-rf", "--", *SCRATCH], timeout=30)
             return
-        cli = shlex.join(engine_cli(ctx, host, engine))
+        cli = shlex.join(ctx.engine_cli(host, engine))
         label = shlex.quote(f"label={LABEL}={ctx.campaign}")
         name = shlex.quote(f"name={scenario.prefix}-")
         remove = f'c=$({cli} ps -aq --filter {label} --filter {name}); '

@@ -41,6 +41,10 @@ COMPILE_TIMEOUT_S = 1200
 
 
 class Cpu(SysbenchBenchmark):
+    title = "CPU"
+    analysis = "host"
+    tables = ("cpu",)
+    margin = "cpu"
     name = "cpu"
     variants = ("1thread", "allthreads", "compile")
     summary_metric = "cpu_events_per_s"

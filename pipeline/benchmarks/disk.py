@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass
 
 from pipeline.benchmarks.base import Benchmark, Sample, ToolOutputError, Window
-from pipeline.collect.modes.storage import STORAGE_DIR
+from pipeline.hosts import STORAGE_DIR
 
 FIO = "/usr/bin/fio"
 # The test directory, the same path in every mode. Under a directory the campaign's cleanup
@@ -77,6 +77,10 @@ def run_seconds(window: Window) -> int:
 
 
 class Disk(Benchmark):
+    title = "Disk I/O"
+    analysis = "host"
+    tables = ("disk",)
+    margin = "disk"
     name = "disk"
     tool = "fio"
     kind = "host"

@@ -49,8 +49,7 @@ import time
 from dataclasses import dataclass, field
 
 from pipeline.benchmarks.base import Benchmark, Outcome, Sample, Scenario, ToolOutputError
-from pipeline.collect.modes.base import ModeUnavailable, engine_cli
-from pipeline.collect.remote import RemoteError, UnreachableHost
+from pipeline.hosts import ModeUnavailable, RemoteError, UnreachableHost
 
 SLEEP = "/usr/bin/sleep"
 KINDS = ("daemon", "containerd", "shim", "conmon", "helper")
@@ -281,7 +280,7 @@ class EngineHandle:
         self.scenario = scenario
         self.engine = scenario.engine
         ctx, host = scenario.ctx, scenario.host
-        self.cli = engine_cli(ctx, host, self.engine)  # ModeUnavailable without a rootless user
+        self.cli = ctx.engine_cli(host, self.engine)  # ModeUnavailable without a rootless user
         rootless = self.engine.startswith("rootless-")
         self.uid = ctx.rootless_user(host).uid if rootless else 0
         self.session = ctx.pool[host.name]
@@ -291,10 +290,8 @@ class EngineHandle:
         self.options: list[str] = []
         if self.engine == "podman":
             # rootful podman raises rlimits runc may not set here: probe what works, once
-            from pipeline.collect.modes.podman import probe_ulimits
-
             probe = f"{scenario.prefix}-probe"
-            self.options, ulimits = probe_ulimits(ctx, host, probe, self.argv[:1] + ("0",))
+            self.options, ulimits = ctx.probe_ulimits(host, probe, self.argv[:1] + ("0",))
             self.log.append(f"# podman ulimits: {ulimits}")
 
     def run(self, command: str, timeout: float, check: bool = True):
@@ -500,6 +497,9 @@ class Footprint(ContainerRamp):
     """``footprint``: readings at 0, step, 2*step, ... ``max_containers`` containers; any
     failed start fails the step (a regression needs the whole ramp)."""
 
+    title = "Engine memory footprint"
+    analysis = "footprint"
+    tables = ("footprint", "footprint_processes", "density")
     name = "footprint"
     summary_metric = "footprint_pss_kib_total"
     options = {"max_containers": 20, "step": 5, "settle_seconds": 5.0, "max_seconds": 600.0}
@@ -525,6 +525,8 @@ class Density(ContainerRamp):
     ``density_engine_pss_mib`` (the engine's processes' total PSS) and
     ``density_engine_pss_per_container_mib`` (its growth since idle / count)."""
 
+    title = "Container density"
+    analysis = "footprint"  # summarised with footprint (one stage, one notebook)
     name = "density"
     summary_metric = "density_containers_reached"
     failure_is_error = False

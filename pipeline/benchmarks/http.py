@@ -38,6 +38,10 @@ FORMAT = 1  # co-loadgen's output format this parser reads
 
 
 class Http(Benchmark):
+    title = "HTTP serving"
+    analysis = "http"
+    tables = ("http",)
+    margin = "network"
     name = "http"
     tool = "nginx"  # the client, co-loadgen, names its own sha256 in every raw log
     binaries = (NGINX,)

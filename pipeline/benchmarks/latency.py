@@ -51,6 +51,10 @@ INTERLEAVED_MESSAGE = re.compile(r"sockperf: [^\n]*\n")
 
 
 class Latency(Benchmark):
+    title = "Network latency"
+    analysis = "latency"
+    tables = ("latency",)
+    margin = "network"
     name = "latency"
     tool = "sockperf"
     binaries = (BINARY,)

@@ -7,8 +7,9 @@ Variants are `<balancer>-r<replicas>` (the replica counts come from the ``replic
 - `haproxy-rN`, `nginx-rN`: N replicas as a Swarm service on an attachable overlay
   (spread over the nodes by the scheduler; placement recorded), and HAProxy 2.6 or nginx as one
   container on the first server, on its default bridge (dialled there, like `direct`) and on the
-  overlay. Its config (pipeline/collect/tool_conf/haproxy-lb.cfg, nginx-lb.conf) lists the tasks' overlay
-  addresses read from the Docker API, and is copied into the container (`docker cp` of a tar
+  overlay. Its config (pipeline/collect/tool_conf/haproxy-lb.cfg, nginx-lb.conf) lists the
+  tasks' overlay addresses read from the Docker API, and is copied into the container (`docker cp`
+  of a tar
   on stdin, so no file is left on a host). Same policy for both: one worker/thread, keep-alive
   on both sides, per-request round robin, no health checks, no retries.
 - `dnsrr-rN`: the service with `--endpoint-mode dnsrr`: there is no balancer, Docker's DNS
@@ -60,7 +61,7 @@ from importlib.resources import files
 from typing import Any
 
 from pipeline.benchmarks.base import Benchmark, Outcome, Sample, Scenario, ToolOutputError, Window
-from pipeline.collect.modes.base import ModeUnavailable, missing_tool
+from pipeline.hosts import ModeUnavailable
 
 PORT = 8080  # the replicas' (nginx-1k.conf), the balancers' and the published port
 FILES = "/tmp/container-overhead/files"
@@ -257,6 +258,9 @@ def wrk_samples(result: WrkResult) -> list[Sample]:
 
 
 class Lb(Benchmark):
+    title = "Load balancing"
+    analysis = "lb"
+    tables = ("lb",)
     name = "lb"
     tool = "wrk"
     kind = "scenario"
@@ -265,7 +269,10 @@ class Lb(Benchmark):
     modes = ("swarm-overlay",)
     paths = ("dc",)
     summary_metric = "lb_requests_per_s"
-    uploads = {BACKEND_CONF: "pipeline/collect/tool_conf/nginx-1k.conf", WRK_SCRIPT: "pipeline/collect/tool_conf/lb-wrk.lua"}
+    uploads = {
+        BACKEND_CONF: "pipeline/collect/tool_conf/nginx-1k.conf",
+        WRK_SCRIPT: "pipeline/collect/tool_conf/lb-wrk.lua",
+    }
     options = {"replicas": "1,2", "connections": 24}
 
     def __init__(self) -> None:
@@ -421,7 +428,7 @@ class _Step:
                         "not set): no Swarm service VIP and no routing mesh"
                     )
         if self.balancer != "dnsrr":
-            problem = missing_tool(self.s.ctx, self.client, WRK, "curl")
+            problem = self.s.ctx.missing_tool(self.client, WRK, "curl")
             if problem:
                 raise ModeUnavailable(f"the dc client needs wrk and curl: {problem}")
 

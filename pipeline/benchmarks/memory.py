@@ -20,6 +20,10 @@ _RATE = re.compile(r"^([0-9.]+) MiB/sec")
 
 
 class Memory(SysbenchBenchmark):
+    title = "Memory bandwidth"
+    analysis = "host"
+    tables = ("memory",)
+    margin = "memory"
     name = "memory"
     variants = ("write", "read")
     summary_metric = "memory_bandwidth"

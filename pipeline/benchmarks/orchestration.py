@@ -12,8 +12,9 @@ probe container on it, and services running ``iperf3 -s`` from the tool image (o
 server that accepts; the image must exist with the same tag on every Swarm node). The lab's
 kernel has no IPVS, so the Swarm VIP and routing mesh do not work: services use
 ``--endpoint-mode dnsrr`` and the probe dials every task address Docker's DNS gives for
-``tasks.<service>``. The probe (pipeline/collect/host_scripts/orchestration_probe.py, shipped to the hosts) runs
-with the host's python3 inside the probe container's network namespace, starts the clock,
+``tasks.<service>``. The probe (pipeline/collect/host_scripts/orchestration_probe.py, shipped to
+the hosts) runs with the host's python3 inside the probe container's network namespace, starts the
+clock,
 runs the docker command and polls every 10 ms; every wait is bounded (TIMEOUT_S -> failed).
 
 A sample is the seconds from just before the command to the moment the last of the wanted
@@ -36,8 +37,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from pipeline.benchmarks.base import Benchmark, Outcome, Sample, Scenario, ToolOutputError
-from pipeline.collect.modes.base import LABEL, ModeUnavailable
-from pipeline.collect.remote import RemoteError
+from pipeline.hosts import LABEL, ModeUnavailable, RemoteError
 
 IPERF3 = "/usr/bin/iperf3"
 PROBE = "/tmp/container-overhead/files/orchestration_probe.py"
@@ -123,6 +123,9 @@ def placement(text: str) -> str:
 
 
 class Orchestration(Benchmark):
+    title = "Swarm orchestration"
+    analysis = "orchestration"
+    tables = ("orchestration",)
     name = "orchestration"
     tool = "docker swarm"
     kind = "scenario"

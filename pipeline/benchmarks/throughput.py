@@ -28,6 +28,10 @@ UDP_LENGTH = 1400
 
 
 class Throughput(Benchmark):
+    title = "Network throughput"
+    analysis = "throughput"
+    tables = ("throughput", "throughput_udp")
+    margin = "network"
     name = "throughput"
     tool = "iperf3"
     binaries = ("/usr/bin/iperf3",)

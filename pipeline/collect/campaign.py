@@ -22,21 +22,31 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.collect import hostfacts, images, inventory
+from pipeline import imports
 from pipeline.analysis import schema
 from pipeline.benchmarks import BENCHMARKS, Benchmark, Scenario, ToolOutputError, Window
+from pipeline.collect import hostfacts, images, inventory
 from pipeline.collect.modes import MODES, STUDY_MODES, Context, Mode, ModeUnavailable, Workload
 from pipeline.collect.modes.base import LABEL, PID_DIR, Deployment, cleanup_host, leftovers
 from pipeline.collect.remote import Pool, RemoteError, Session
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository, for shipped files
 WARMUP_CONNECT_BUDGET_S = 30.0  # a server that accepts nothing within this is a failed start
+
+
+class Provider(Protocol):
+    """What provides an inventory's hosts (the embedded lab): makes them ready, places CPUs."""
+
+    def ready(self, wan: dict | None, log: Callable[[str], None]) -> None: ...
+
+    def place(self, placement: str) -> dict: ...
 
 
 class CampaignError(RuntimeError):
@@ -122,6 +132,24 @@ def schedule(
     return steps
 
 
+# What a campaign's measurements depend on besides the benchmark's and the modes' own modules.
+MEASURING_FILES = ("pipeline/collect/host_scripts/build_tool_image.sh",)
+
+
+def code_digest(benchmark: Benchmark, modes: list[str]) -> dict:
+    """The code that measures: the benchmark's module, the planned modes' modules and the
+    campaign, with what they import (registries aside), the tool-image recipe and the files the
+    benchmark ships to the hosts. Part of a campaign's identity, so that a changed parser or
+    mode measures again instead of resuming parts the old code made."""
+    modules = [type(benchmark).__module__, __name__, *(type(MODES[m]).__module__ for m in modes)]
+    files = [f for f in imports.files(imports.own_closure(modules)) if f != "pipeline/imports.py"]
+    files += [f for f in (*MEASURING_FILES, *benchmark.uploads.values()) if (ROOT / f).is_file()]
+    digest = hashlib.sha256()
+    for name in sorted(set(files)):
+        digest.update(name.encode() + b"\0" + (ROOT / name).read_bytes() + b"\0")
+    return {"digest": digest.hexdigest()[:16], "files": sorted(set(files))}
+
+
 def campaign_id(environment: str, benchmark: str, profile: Profile, triples, seed: int) -> str:
     key = json.dumps([environment, benchmark, asdict(profile), triples, seed], sort_keys=True)
     return hashlib.sha256(key.encode()).hexdigest()[:12]
@@ -130,10 +158,19 @@ def campaign_id(environment: str, benchmark: str, profile: Profile, triples, see
 class Dataset:
     """The benchmark's raw directory for one environment: parts while collecting, then tables."""
 
-    def __init__(self, root: Path, campaign: str) -> None:
+    def __init__(self, root: Path, campaign: str, code: dict | None = None) -> None:
         self.root = root
+        self.code = code or {}
         self.parts = root / "parts" / campaign
         self.logs = root / "logs" / campaign
+
+    def superseded(self) -> list[str]:
+        """Earlier campaigns in this directory (other settings or other code): their parts stay
+        under parts/<campaign>/, apart, and are not part of this dataset."""
+        parts = self.root / "parts"
+        if not parts.is_dir():
+            return []
+        return sorted(p.name for p in parts.iterdir() if p.is_dir() and p.name != self.parts.name)
 
     def done(self) -> set[tuple[int, str, str, str]]:
         keys = set()
@@ -185,7 +222,8 @@ class Dataset:
             counts[name] = table.num_rows
         summary = duty_cycle(self.sessions())
         tmp = self.root / ".campaign.json.tmp"
-        tmp.write_text(json.dumps({"campaign": self.parts.name, **summary}, indent=1))
+        record = {"campaign": self.parts.name, "code": self.code, **summary}
+        tmp.write_text(json.dumps(record, indent=1))
         os.replace(tmp, self.root / "campaign.json")
         return counts
 
@@ -369,7 +407,10 @@ class Campaign:
         paths: tuple[str, ...] | None = None,
         meta: dict | None = None,
         placement: str = "shared",
+        placer: Callable[[str], dict] | None = None,
     ) -> None:
+        """``placer`` is the environment's CPU placement (the embedded lab has one; separate
+        machines do not share CPUs): called with "split" or "shared", it returns what it did."""
         if placement not in ("split", "shared"):
             raise CampaignError(f"placement must be 'split' or 'shared', got {placement!r}")
         selected = modes or list(STUDY_MODES)  # the controls only where named
@@ -400,18 +441,20 @@ class Campaign:
         # The lab's CPU placement (pipeline/lab/cpus.py): "shared" (every host on every CPU, the
         # default) or, for a network benchmark, "split" (the server's host and the clients'
         # hosts on disjoint CPUs; not yet the default: see the README's CPU placement notes).
-        network = inv.lab and benchmark.kind == "network"
+        self.placer = placer
+        network = placer is not None and benchmark.kind == "network"
         self.placement = placement if network else "shared"
         if self.placement == "split":
             self.meta["placement"] = "split"
         # Shared deployments change how the servers were run: part of the campaign's identity.
         groups = {t: self._server_group(*t) for t in self.triples}
         shared = len(set(groups.values())) < len(groups)
-        identity: list = [self.triples, self.meta]
+        self.code = code_digest(benchmark, sorted({m for m, _, _ in self.triples}))
+        identity: list = [self.triples, self.meta, {"code": self.code["digest"]}]
         if shared:
             identity.append({"servers": "one per run, mode and Benchmark.server_group"})
         self.id = campaign_id(inv.environment, benchmark.name, profile, identity, seed)
-        self.data = Dataset(Path(out_dir), self.id)
+        self.data = Dataset(Path(out_dir), self.id, self.code)
         self.steps = schedule(self.triples, profile.runs, seed, lambda t: groups[t])
         # The server the last step left running because the next step shares it: (group, run)
         # and the deployment; `_measure` reuses or stops it.
@@ -464,6 +507,12 @@ class Campaign:
             f"{self.profile.runs} runs x {len(self.triples)} (mode, path, variant); "
             f"{len(self.steps) - len(todo)} already measured, {len(todo)} to go"
         )
+        if len(todo) == len(self.steps) and self.data.superseded():
+            self.log(
+                f"  measuring afresh: the settings or the code that measures (digest "
+                f"{self.code['digest']}) differ from the earlier campaign(s) "
+                f"{', '.join(self.data.superseded())}, whose parts stay apart under parts/"
+            )
         if todo:
             with Pool(self.inv) as pool, _sigterm_as_interrupt():
                 ctx = Context(inventory=self.inv, pool=pool, campaign=self.id)
@@ -510,12 +559,10 @@ class Campaign:
         return counts
 
     def _place(self) -> dict | None:
-        """Apply the campaign's CPU placement to the lab's hosts (None off the lab)."""
-        if not self.inv.lab:
+        """Apply the campaign's CPU placement to the hosts (None where nothing places them)."""
+        if self.placer is None:
             return None
-        from pipeline.lab import cpus
-
-        placed = cpus.place(self.placement)
+        placed = self.placer(self.placement)
         if placed["placement"] == "unavailable":
             self.log(f"  CPU placement {self.placement!r} not applied: {placed['reason']}")
         else:
@@ -525,10 +572,8 @@ class Campaign:
     def _unplace(self) -> None:
         """After a split campaign, every host gets every CPU again (a person exploring the lab,
         and whatever runs next without a placement of its own)."""
-        if self.inv.lab and self.placement == "split":
-            from pipeline.lab import cpus
-
-            cpus.place("shared")
+        if self.placer is not None and self.placement == "split":
+            self.placer("shared")
 
     def _prepare(self, ctx: Context) -> None:
         hosts = self._hosts()
@@ -859,15 +904,15 @@ def collect(
     log: Callable[[str], None] = print,
     paths: tuple[str, ...] | None = None,
     options: dict | None = None,
+    provider: Provider | None = None,
 ) -> dict[str, int]:
     """Run (or resume) one benchmark's campaign on one inventory; returns table row counts.
-    ``options`` are the benchmark's own settings (``Benchmark.options``)."""
+    ``options`` are the benchmark's own settings (``Benchmark.options``). ``provider`` makes the
+    inventory's hosts ready first and may place their CPUs (``pipeline.environments``); an
+    inventory of real hosts needs none."""
     inv = inventory.load(inventory_file, known_modes=MODES, check_files=False)
-    if inv.lab:
-        from pipeline import lab
-
-        log("bringing up the embedded lab (idempotent)")
-        lab.up(lab.WanProfile(**wan) if wan else None)
+    if provider is not None:
+        provider.ready(wan, log)
     inv = inventory.load(inventory_file, known_modes=MODES)  # now the key files must exist
     if benchmark not in BENCHMARKS:
         raise CampaignError(f"unknown benchmark {benchmark!r}; known: {sorted(BENCHMARKS)}")
@@ -877,5 +922,6 @@ def collect(
     if options:
         bench.configure(options)
         meta["options"] = dict(sorted(bench.options.items()))
-    campaign = Campaign(bench, inv, profile, out_dir, seed, modes, log, paths, meta)
+    placer = provider.place if provider is not None else None
+    campaign = Campaign(bench, inv, profile, out_dir, seed, modes, log, paths, meta, placer=placer)
     return campaign.run()

@@ -51,75 +51,14 @@ from paramiko.common import cMSG_CHANNEL_REQUEST
 from paramiko.message import Message
 
 from pipeline.collect.inventory import Host, Inventory
+from pipeline.hosts import RemoteError, UnreachableHost
 
 __all__ = ["Pool", "RemoteError", "Result", "Session", "UnreachableHost"]
 
-STDERR_TAIL_LINES = 20
-MAX_COMMAND_CHARS = 2000  # in error messages; the full command stays on the exception
 ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 LAB_HINT = "for the embedded lab run `python -m pipeline.lab up`"
 RUN_ID_VAR = "PIPELINE_RUN_ID"
 KILL_TIMEOUT_S = 10.0
-
-
-def _tail(text: str, lines: int = STDERR_TAIL_LINES) -> str:
-    return "\n".join(text.rstrip("\n").splitlines()[-lines:])
-
-
-def _short(command: str) -> str:
-    if len(command) <= MAX_COMMAND_CHARS:
-        return command
-    return command[:MAX_COMMAND_CHARS] + f"... [{len(command) - MAX_COMMAND_CHARS} more chars]"
-
-
-class RemoteError(RuntimeError):
-    """A remote command failed: nonzero exit, timeout, or a failed transfer."""
-
-    def __init__(
-        self,
-        host: str,
-        command: str,
-        status: int | None,
-        stderr: str = "",
-        *,
-        stdout: str = "",
-        reason: str | None = None,
-    ):
-        self.host = host
-        self.command = command
-        self.status = status
-        self.stderr = stderr
-        self.stdout = stdout
-        self.reason = reason or f"exited with status {status}"
-        super().__init__(self._render())
-
-    def _render(self) -> str:
-        msg = f"on host {self.host}: command {self.reason}:\n  $ {_short(self.command)}"
-        tail = _tail(self.stderr)
-        if tail:
-            indented = "\n".join("    " + line for line in tail.splitlines())
-            msg += f"\n  stderr (last {STDERR_TAIL_LINES} lines):\n{indented}"
-        return msg
-
-
-class UnreachableHost(RemoteError):
-    """Cannot connect or authenticate to a host, or the connection died."""
-
-    def __init__(
-        self, host: str, address: str, cause: str, fix: str, *, command: str = ""
-    ):
-        self.address = address
-        self.cause = cause
-        self.fix = fix
-        RuntimeError.__init__(
-            self, f"cannot reach host {host} ({address}): {cause}. Fix: {fix}"
-        )
-        self.host = host
-        self.command = command
-        self.status = None
-        self.stderr = ""
-        self.stdout = ""
-        self.reason = cause
 
 
 @dataclass

@@ -21,8 +21,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from pipeline.collect import inventory
 from pipeline.analysis import schema
+from pipeline.collect import inventory
 from pipeline.collect.campaign import Profile
 from pipeline.collect.inventory import Inventory
 from pipeline.collect.modes import MODES, Context

@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from pipeline.collect import inventory
 from pipeline.benchmarks import BENCHMARKS, Scenario, ToolOutputError, Window
 from pipeline.benchmarks.coldstart import parse_coldstart
+from pipeline.collect import inventory
 from pipeline.collect.campaign import Campaign
 from pipeline.collect.modes import MODES, Context
 from pipeline.collect.modes.base import LABEL

@@ -19,8 +19,9 @@ import pytest
 
 from pipeline.analysis import schema
 from pipeline.benchmarks.http import RATE
-from pipeline.collect.campaign import Profile, collect
+from pipeline.collect.campaign import Profile
 from pipeline.collect.modes.base import PID_DIR
+from pipeline.environments import collect
 
 ROOT = Path(__file__).resolve().parents[2]
 LOADGEN = ROOT / ".make/bin/co-loadgen"

@@ -18,14 +18,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.collect import inventory
 from pipeline.analysis import schema
 from pipeline.benchmarks import ToolOutputError, Window
 from pipeline.benchmarks.latency import Latency
-from pipeline.collect.campaign import Profile, collect
+from pipeline.collect import inventory
+from pipeline.collect.campaign import Profile
 from pipeline.collect.modes import MODES
 from pipeline.collect.modes.base import PID_DIR
 from pipeline.collect.remote import Pool
+from pipeline.environments import collect
 
 ROOT = Path(__file__).resolve().parents[2]
 INVENTORY = ROOT / "inventory/lab.yaml"

@@ -7,13 +7,14 @@ import os
 import pandas as pd
 import pytest
 
-from pipeline.collect import inventory
 from pipeline.analysis import schema
-from pipeline.collect.campaign import Profile, collect
-from pipeline.lab import cpus
+from pipeline.collect import inventory
+from pipeline.collect.campaign import Profile
 from pipeline.collect.modes import MODES, Context
 from pipeline.collect.modes.base import leftovers
 from pipeline.collect.remote import Pool
+from pipeline.environments import collect
+from pipeline.lab import cpus
 
 pytestmark = pytest.mark.lab
 

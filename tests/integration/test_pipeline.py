@@ -25,9 +25,9 @@ import pytest
 from pipeline.analysis import schema
 from pipeline.benchmarks.throughput import Throughput
 from pipeline.collect.campaign import plan
-from pipeline.lab import cpus
 from pipeline.collect.modes import MODES, NETWORK_MODES, STUDY_MODES
 from pipeline.collect.modes.base import LABEL, PID_DIR
+from pipeline.lab import cpus
 from tests.integration.lab_campaign import (
     ctrl_c_reaches_the_child,
     dvc,
@@ -293,8 +293,8 @@ def test_interrupted_campaign_resumes_without_loss_or_duplicates(workdir):
 def test_one_campaign_at_a_time_and_stale_locks_are_taken_over(workdir):
     from pipeline.collect import inventory
     from pipeline.collect.campaign import CampaignError, HostLock
-    from pipeline.lab import up
     from pipeline.collect.remote import Pool
+    from pipeline.lab import up
 
     up()
     inv = inventory.load(ROOT / "inventory" / "lab.yaml", known_modes=MODES)

@@ -7,11 +7,19 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipeline.collect import hostfacts, images
 from pipeline.benchmarks.base import Window
 from pipeline.benchmarks.cpu import Cpu
 from pipeline.benchmarks.throughput import Throughput
-from pipeline.collect.campaign import Dataset, Profile, Step, campaign_id, duty_cycle, plan, schedule
+from pipeline.collect import hostfacts, images
+from pipeline.collect.campaign import (
+    Dataset,
+    Profile,
+    Step,
+    campaign_id,
+    duty_cycle,
+    plan,
+    schedule,
+)
 from pipeline.collect.modes import MODES, NETWORK_MODES, STUDY_MODES
 
 
@@ -120,9 +128,11 @@ def test_network_servers_are_shared_by_paths_and_by_variants_with_one_server():
     cpu = Campaign(Cpu(), inv, Profile(2, 1, 0, 1), Path("/nonexistent"), **kw)
     assert len({cpu._server_group(*t) for t in cpu.triples}) == len(cpu.triples)
     # sharing is part of the campaign's identity; per-step benchmarks keep theirs
+    code = {"code": iperf.code["digest"]}
     assert iperf.id != campaign_id("lab", "throughput", iperf.profile,
-                                   [iperf.triples, iperf.meta], 1)  # fmt: skip
-    assert cpu.id == campaign_id("lab", "cpu", cpu.profile, [cpu.triples, cpu.meta], 1)
+                                   [iperf.triples, iperf.meta, code], 1)  # fmt: skip
+    code = {"code": cpu.code["digest"]}
+    assert cpu.id == campaign_id("lab", "cpu", cpu.profile, [cpu.triples, cpu.meta, code], 1)
 
 
 class _CannedClients:
@@ -384,3 +394,66 @@ def test_an_inventory_that_allows_native_allows_its_controls(tmp_path):
     campaign = Campaign(Throughput(), no_native, Profile(1, 1, 0, 1), tmp_path, seed=1,
                         modes=named, log=lambda _: None)  # fmt: skip
     assert "native-aa" not in {m for m, _, _ in campaign.triples}
+
+
+# ---- provenance: the code that measures is part of a campaign's identity -------------------
+
+
+@pytest.fixture
+def code_copy(tmp_path, monkeypatch):
+    """A copy of the repository's code the campaign reads its measuring code from."""
+    import shutil
+
+    from pipeline import imports
+    from pipeline.collect import campaign
+
+    root = tmp_path / "repo"
+    shutil.copytree(Path(__file__).parents[2] / "pipeline", root / "pipeline",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    monkeypatch.setattr(imports, "ROOT", root)
+    monkeypatch.setattr(campaign, "ROOT", root)
+    imports.direct.cache_clear()
+    yield root
+    imports.direct.cache_clear()
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    from pipeline import imports
+
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+    imports.direct.cache_clear()
+
+
+def test_a_parser_change_measures_again_and_keeps_the_old_parts_apart(code_copy, tmp_path):
+    profile = Profile(1, 1, 0, 1)
+    out = tmp_path / "raw"
+    first = _throughput_campaign(out, ["native", "docker-host"], profile)
+    step = first.steps[0]
+    first.data.save(step, [], {"run": step.run, "mode": step.mode, "path": step.path,
+                               "variant": step.variant})  # fmt: skip
+    again = _throughput_campaign(out, ["native", "docker-host"], profile)
+    assert again.id == first.id and again.data.done() == {step.key}  # unchanged code resumes
+
+    # code that does not measure throughput in these modes leaves the identity alone
+    _edit(code_copy / "pipeline/benchmarks/lb.py", "def parse_variant(", "def parse_variant(  ")
+    _edit(code_copy / "pipeline/analysis/stats.py", '"""', '""" ')
+    _edit(code_copy / "pipeline/collect/modes/swarm_overlay.py", "class SwarmOverlay(",
+          "class SwarmOverlay(  ")
+    assert _throughput_campaign(out, ["native", "docker-host"], profile).id == first.id
+
+    # the benchmark's parser, one of its modes, the campaign: each measures again
+    seen = {first.id}
+    for path, old in (("pipeline/benchmarks/throughput.py", "def parse("),
+                      ("pipeline/collect/modes/docker_host.py", "class DockerHost("),
+                      ("pipeline/collect/campaign.py", "class Dataset:")):  # fmt: skip
+        _edit(code_copy / path, old, old.replace("(", " (", 1) if "(" in old else old + " ")
+        changed = _throughput_campaign(out, ["native", "docker-host"], profile)
+        assert changed.id not in seen, path
+        assert changed.data.done() == set()  # nothing resumed from parts the old code made
+        assert first.id in changed.data.superseded()  # the old parts stay, apart
+        assert (out / "parts" / first.id / f"{step.stem}.runs.parquet").exists()
+        seen.add(changed.id)
+    assert changed.code["files"] and "pipeline/benchmarks/throughput.py" in changed.code["files"]
+    assert "pipeline/benchmarks/lb.py" not in changed.code["files"]

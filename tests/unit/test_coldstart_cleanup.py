@@ -8,6 +8,7 @@ import subprocess
 from types import SimpleNamespace
 
 from pipeline.benchmarks.coldstart import Coldstart
+from pipeline.collect.modes import Context
 
 FAKE_DOCKER = """#!/bin/bash
 state="$FAKE_STATE"
@@ -48,7 +49,7 @@ def _scenario(tmp_path):
     (bin_dir / "docker").chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_STATE": str(state)}
     host = SimpleNamespace(name="node1")
-    ctx = SimpleNamespace(campaign="c0eb6e4d977f", pool={"node1": _LocalSession(env)})
+    ctx = Context(inventory=None, pool={"node1": _LocalSession(env)}, campaign="c0eb6e4d977f")
     return SimpleNamespace(ctx=ctx, host=host, engine="docker", prefix="co-x-killed"), state
 
 

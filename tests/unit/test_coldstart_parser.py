@@ -1,4 +1,5 @@
-"""The coldstart benchmark without hosts: its timer's verbatim output (pipeline/collect/host_scripts/coldstart.py,
+"""The coldstart benchmark without hosts: its timer's verbatim output
+(pipeline/collect/host_scripts/coldstart.py,
 captured on the lab) parsed into samples, failed and truncated reports refused, the commands
 it builds per mode, the campaign step around it, and the collection stage's wiring."""
 
@@ -11,9 +12,9 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from pipeline.collect import inventory
 from pipeline.benchmarks import BENCHMARKS, ToolOutputError
 from pipeline.benchmarks.coldstart import SCRIPT, Coldstart, parse_coldstart
+from pipeline.collect import inventory
 from pipeline.collect.campaign import Campaign, Profile, Step, plan
 from pipeline.collect.images import ToolImage
 from pipeline.collect.modes import MODES, STUDY_MODES, Context
@@ -119,7 +120,7 @@ def test_coldstart_is_a_scenario_benchmark_in_the_five_engine_modes():
     assert bench.kind == "scenario" and bench.paths == ("host",)
     assert plan(bench, STUDY_MODES) == [(m, "host", "nginx") for m in MODES_ENGINES]
     assert {m: MODES[m].engine for m in bench.modes} == MODES_ENGINES
-    assert SCRIPT in bench.uploads and bench.uploads[SCRIPT] == "pipeline/collect/host_scripts/coldstart.py"
+    assert bench.uploads.get(SCRIPT) == "pipeline/collect/host_scripts/coldstart.py"
     assert SCRIPT not in bench.image_paths()  # the timer runs on the host only
     assert bench.binaries[0] in bench.image_paths()
     with pytest.raises(ValueError, match="no option"):
@@ -230,19 +231,15 @@ def test_a_failed_start_fails_the_step(tmp_path):
 # ---- wiring ---------------------------------------------------------------------------------
 
 
-def test_collect_stage_passes_every_notebook_parameter():
-    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    notebook = ROOT / "notebooks/collect/17-measure-coldstart.ipynb"
-    cells = json.loads(notebook.read_text())["cells"]
-    cell = next(c for c in cells if "parameters" in c.get("metadata", {}).get("tags", []))
-    names = {line.split("=")[0].strip() for line in "".join(cell["source"]).splitlines()}
-    cmd = stages["collect-coldstart"]["do"]["cmd"]
-    assert {n for n in names if n} == set(re.findall(r"-p (\w+) ", cmd))
-    assert all(not c.get("outputs") for c in cells if c["cell_type"] == "code")
+def _profiles() -> dict:
+    return {p: yaml.safe_load((ROOT / f"conf/profiles/{p}.yaml").read_text())
+            for p in ("smoke", "quick", "full")}
+
+
+def test_profiles_size_the_starts():
+    profiles = _profiles()
     for name in ("smoke", "quick", "full"):
-        profile = params["profiles"][name]["coldstart"]
+        profile = profiles[name]["coldstart"]
         assert profile["starts"] >= 5 and profile["warmup_starts"] >= 1
-    assert params["profiles"]["full"]["coldstart"]["starts"] == 200
-    assert params["profiles"]["quick"]["coldstart"]["starts"] == 30
-    assert params["collect_coldstart"] == {"modes": "all"}
+    assert profiles["full"]["coldstart"]["starts"] == 200
+    assert profiles["quick"]["coldstart"]["starts"] == 30

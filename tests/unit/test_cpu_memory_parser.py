@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from pipeline.collect import inventory
 from pipeline.analysis import stats
 from pipeline.benchmarks import BENCHMARKS, ToolOutputError, Window
 from pipeline.benchmarks.cpu import Cpu
 from pipeline.benchmarks.memory import Memory
+from pipeline.collect import inventory
 from pipeline.collect.campaign import Campaign, Profile, Step, plan
 from pipeline.collect.images import ToolImage
 from pipeline.collect.modes import MODES, STUDY_MODES, Context
@@ -294,19 +294,15 @@ def _parameters(notebook: Path) -> set[str]:
     return {line.split("=")[0].strip() for line in "".join(cell["source"]).splitlines()}
 
 
-@pytest.mark.parametrize(("name", "number"), [("cpu", 14), ("memory", 15)])
-def test_collect_stage_passes_every_notebook_parameter(name, number):
-    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    notebook = ROOT / f"notebooks/collect/{number}-measure-{name}.ipynb"
-    cmd = stages[f"collect-{name}"]["do"]["cmd"]
-    assert str(notebook.relative_to(ROOT)) in cmd
-    assert set(re.findall(r"-p (\w+) ", cmd)) == _parameters(notebook)
-    code = "".join("".join(c["source"]) for c in json.loads(notebook.read_text())["cells"])
-    assert f'collect("{name}", inventory_file, raw_dir, profile,' in code
-    for profile in ("smoke", "quick", "full"):
-        section = params["profiles"][profile][name]
+def _profiles() -> dict:
+    return {p: yaml.safe_load((ROOT / f"conf/profiles/{p}.yaml").read_text())
+            for p in ("smoke", "quick", "full")}
+
+
+@pytest.mark.parametrize("name", ["cpu", "memory"])
+def test_profiles_give_a_window_per_host_benchmark(name):
+    for profile in _profiles().values():
+        section = profile[name]
         extra = {"compile_packages"} if name == "cpu" else set()
         assert set(section) == {"seconds", "omit_seconds", "warmup_seconds", *extra}
         assert section["seconds"] > section["omit_seconds"] >= 0
-    assert params[f"collect_{name}"] == {"modes": "all"}

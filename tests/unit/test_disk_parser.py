@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipeline.collect import inventory
 from pipeline.benchmarks import BENCHMARKS, ToolOutputError, Window
 from pipeline.benchmarks.disk import TEST_FILE, Disk
+from pipeline.collect import inventory
 from pipeline.collect.images import ToolImage
 from pipeline.collect.modes import MODES, NETWORK_MODES, Context, Workload
 from pipeline.collect.modes.base import LABEL, SCRATCH_DIR, cleanup_host, leftovers
@@ -220,21 +220,13 @@ def test_cleanup_and_leftovers_cover_volumes_and_test_files():
     assert "--storage-opt overlay.mount_program=/usr/bin/fuse-overlayfs volume rm -f" in clean
 
 
-def test_collect_stage_passes_every_notebook_parameter():
+def test_profiles_give_disk_its_runs_window_and_file():
     import yaml
 
-    notebook = ROOT / "notebooks/collect/16-measure-disk.ipynb"
-    cells = json.loads(notebook.read_text())["cells"]
-    (parameters,) = [c for c in cells if "parameters" in c["metadata"].get("tags", [])]
-    names = set(re.findall(r"^(\w+) = ", "".join(parameters["source"]), re.M))
-    cmd = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["collect-disk"]["do"]["cmd"]
-    assert str(notebook.relative_to(ROOT)) in cmd
-    assert set(re.findall(r"-p (\w+) ", cmd)) == names
-    assert all(c.get("outputs", []) == [] for c in cells)  # committed without outputs
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    for profile in ("smoke", "quick", "full"):
-        section = params["profiles"][profile]["disk"]
+    profiles = {p: yaml.safe_load((ROOT / f"conf/profiles/{p}.yaml").read_text())
+                for p in ("smoke", "quick", "full")}
+    for profile in profiles.values():
+        section = profile["disk"]
         assert set(section) == {"runs", "seconds", "omit_seconds", "warmup_seconds", "file_mib"}
         assert section["seconds"] > section["omit_seconds"] >= 0 and section["runs"] >= 1
-    assert params["profiles"]["smoke"]["disk"]["file_mib"] <= 64  # bounded: CI writes it often
-    assert params["collect_disk"] == {"modes": "all"}
+    assert profiles["smoke"]["disk"]["file_mib"] <= 64  # bounded: CI writes it often

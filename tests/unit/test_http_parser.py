@@ -1,7 +1,8 @@
 """The `http` benchmark: co-loadgen's report parser on verbatim captured output, its argv,
 the nginx conf it ships, and the generator's own Go tests.
 
-Captures (tests/unit/data/loadgen-*), co-loadgen against nginx with pipeline/collect/tool_conf/nginx-1k.conf
+Captures (tests/unit/data/loadgen-*), co-loadgen against nginx with
+pipeline/collect/tool_conf/nginx-1k.conf
 on 127.0.0.1, 2-core VM:
 - nginx-1000rps-1s: -rate 1000 -duration 1s -warmup 0.2s -connections 16 -timeout 2s
 - nginx-stall: -rate 1000 -duration 1s -connections 4 -max-connections 8 -timeout 150ms, the

@@ -1,4 +1,5 @@
-"""Known-answer tests for the latency statistics in pipeline.analysis.stats: pooled percentiles with a
+"""Known-answer tests for the latency statistics in pipeline.analysis.stats: pooled percentiles
+with a
 cluster bootstrap over runs, paired percentile shifts, the mixed-model variance decomposition."""
 
 from __future__ import annotations

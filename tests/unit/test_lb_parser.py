@@ -1,4 +1,5 @@
-"""The `lb` benchmark without hosts: wrk 4.1 output (with pipeline/collect/tool_conf/lb-wrk.lua's line)
+"""The `lb` benchmark without hosts: wrk 4.1 output (with pipeline/collect/tool_conf/lb-wrk.lua's
+line)
 captured verbatim, the balancer configs it renders, its variants and how the campaign plans it."""
 
 import re
@@ -249,8 +250,8 @@ class _FakeDocker:
 def _lb_step(docker, bench, variant, keep, run=1):
     from types import SimpleNamespace
 
-    from pipeline.collect import inventory
     from pipeline.benchmarks.base import Scenario, Window
+    from pipeline.collect import inventory
     from pipeline.collect.modes import MODES
 
     inv = inventory.load(Path(__file__).parents[2] / "inventory" / "lab.yaml", MODES,

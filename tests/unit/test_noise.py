@@ -10,7 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.analysis import article, host as host_analysis, noise, throughput as throughput_analysis
+from pipeline.analysis import article, noise
+from pipeline.analysis import host as host_analysis
+from pipeline.analysis import throughput as throughput_analysis
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "raw"
 

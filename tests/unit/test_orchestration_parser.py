@@ -1,5 +1,6 @@
 """The orchestration probe's output (captured verbatim on the lab from
-pipeline/collect/host_scripts/orchestration_probe.py) parsed into timed results; timeouts and failed docker
+pipeline/collect/host_scripts/orchestration_probe.py) parsed into timed results; timeouts and
+failed docker
 commands are failures, not numbers."""
 
 import struct

@@ -9,7 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.analysis import latency as latency_analysis, schema, stats
+from pipeline.analysis import latency as latency_analysis
+from pipeline.analysis import schema, stats
 
 PING_MEDIAN_NS, INTERNET_NS = 55_000, 42_000_000
 

@@ -1,4 +1,5 @@
-"""pipeline.analysis.tables, pipeline.analysis.figures and the table/figure builders of throughput_analysis."""
+"""pipeline.analysis.tables, pipeline.analysis.figures and the table/figure builders of
+throughput_analysis."""
 
 from __future__ import annotations
 

@@ -21,20 +21,16 @@ from pipeline.collect import images
 from pipeline.collect.images import ToolImage
 from pipeline.collect.inventory import Host, Inventory
 from pipeline.collect.remote import Pool, RemoteError
+from pipeline.hosts import LABEL, PID_DIR, SCRATCH_DIR, ModeUnavailable
 
-LABEL = "org.container-overhead.campaign"
-PID_DIR = "/tmp/container-overhead"
-# Test files benchmarks write on a host (disk's directory, bind-mount sources): every campaign
-# empties it at its start and end, so a crash leaves nothing there for long.
-SCRATCH_DIR = "/var/tmp/container-overhead"
 # Rootful podman with a store of its own whose overlay layers are mounted by fuse-overlayfs
 # (overlay.mount_program), so the default store (the podman mode's) is left as it is.
 FUSE_STORE = "/var/lib/container-overhead-fuse/storage"
 FUSE_RUNROOT = "/run/container-overhead-fuse"
 FUSE_OVERLAYFS = "/usr/bin/fuse-overlayfs"
 ENGINES = ("docker", "podman", "rootless-docker", "rootless-podman", "podman-fuse-overlayfs")
-# What the instrument's control modes (pipeline/collect/modes/controls.py) leave on a host while they
-# run: CPU cgroups named CGROUP_PREFIX* (v2 or v1 cpu hierarchy), a qdisc with TBF_HANDLE.
+# What the instrument's control modes (pipeline/collect/modes/controls.py) leave on a host while
+# they run: CPU cgroups named CGROUP_PREFIX* (v2 or v1 cpu hierarchy), a qdisc with TBF_HANDLE.
 CGROUP_PREFIX = "co-control-"
 CGROUP_ROOTS = ("/sys/fs/cgroup", "/sys/fs/cgroup/cpu")
 TBF_HANDLE = "c0de:"  # marks the study's qdisc, so clean-up never removes somebody else's
@@ -85,6 +81,25 @@ class Context:
             self.images[key] = images.ensure(self.pool[host.name], self.image_paths, engine, cli)
         return self.images[key]
 
+    # The engine operations a scenario benchmark needs, offered on the context so a benchmark
+    # module never imports the modes.
+    def engine_cli(self, host: Host, engine: str) -> list[str]:
+        return engine_cli(self, host, engine)
+
+    def missing_tool(self, host: Host, *tools: str) -> str | None:
+        return missing_tool(self, host, *tools)
+
+    def pidfile_stem(self, host: Host, name: str) -> str:
+        return pidfile_stem(self, host, name)
+
+    def kill_pidfiles(self, host: Host, pidfiles: list[str]) -> None:
+        kill_pidfiles(self, host, pidfiles)
+
+    def probe_ulimits(self, host: Host, name: str, argv: tuple[str, ...]) -> tuple[list[str], str]:
+        from pipeline.collect.modes.podman import probe_ulimits
+
+        return probe_ulimits(self, host, name, argv)
+
     def rootless_user(self, host: Host) -> RootlessUser:
         """The host's rootless user as it exists there; ModeUnavailable says what is missing."""
         if host.name not in self.users:
@@ -134,10 +149,6 @@ class Deployment:
 
     def client_command(self, argv: list[str]) -> str:
         return self.wrap_client(argv) if self.wrap_client else shlex.join(argv)
-
-
-class ModeUnavailable(RuntimeError):
-    """Raised by start() when a mode turns out not to be runnable here; recorded as skipped."""
 
 
 class Mode:

@@ -1,6 +1,13 @@
 """native: the server is a plain process on the host, no container. The baseline."""
 
-from pipeline.collect.modes.base import Context, Deployment, Mode, Workload, server_host, start_process
+from pipeline.collect.modes.base import (
+    Context,
+    Deployment,
+    Mode,
+    Workload,
+    server_host,
+    start_process,
+)
 
 
 class Native(Mode):

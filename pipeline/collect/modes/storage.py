@@ -32,7 +32,6 @@ from pipeline.collect.images import ToolImage
 from pipeline.collect.modes.base import (
     FUSE_OVERLAYFS,
     LABEL,
-    SCRATCH_DIR,
     Context,
     Deployment,
     Host,
@@ -46,8 +45,8 @@ from pipeline.collect.modes.base import (
 )
 from pipeline.collect.modes.podman import with_ulimit_fallback
 from pipeline.collect.modes.rootless_docker import RootlessDocker
+from pipeline.hosts import STORAGE_DIR  # noqa: E402  (the test directory, in every mode)
 
-STORAGE_DIR = f"{SCRATCH_DIR}/disk"  # the test directory's path, in every mode
 PROBE_MIB = 16  # size of the direct-I/O probe's file
 
 

@@ -1,0 +1,40 @@
+"""Where an inventory's hosts come from. An inventory of real hosts is measured as it is; the
+embedded lab's inventory (``lab: true``) has a provider that brings the lab up (idempotent, with
+the WAN profile of params.yaml) and places its hosts' CPUs. Collection receives the provider and
+never imports the lab."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from pipeline.collect import campaign, inventory
+from pipeline.collect.modes import MODES
+
+
+class EmbeddedLab:
+    """The provider of the embedded lab's hosts (pipeline/lab)."""
+
+    def ready(self, wan: dict | None, log: Callable[[str], None] = print) -> None:
+        from pipeline import lab
+
+        log("bringing up the embedded lab (idempotent)")
+        lab.up(lab.WanProfile(**wan) if wan else None)
+
+    def place(self, placement: str) -> dict:
+        from pipeline.lab import cpus
+
+        return cpus.place(placement)
+
+
+def provider(inventory_file: str | Path) -> campaign.Provider | None:
+    """The provider an inventory names (None for real hosts)."""
+    inv = inventory.load(inventory_file, known_modes=MODES, check_files=False)
+    return EmbeddedLab() if inv.lab else None
+
+
+def collect(benchmark: str, inventory_file: str | Path, *args, **kwargs) -> dict[str, int]:
+    """``pipeline.collect.campaign.collect`` with the inventory's own provider."""
+    return campaign.collect(
+        benchmark, inventory_file, *args, provider=provider(inventory_file), **kwargs
+    )

@@ -1,0 +1,403 @@
+"""params.yaml and its profiles: read safely, checked as a whole, resolved per stage.
+
+Every problem is reported at once, one line each, naming the key, what it must be and how to fix
+it; a value is quoted only briefly (a pasted secret must not land in a log or an executed
+notebook). The profile is a file of its own, ``conf/profiles/<profile>.yaml``, so that
+``dvc exp run -S profile=smoke`` switches it and ``dvc exp show`` lists the chosen profile's
+values once.
+
+    python -m pipeline.params            # check params.yaml and its profile; exit 1 on problems
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pipeline.benchmarks import BENCHMARKS, Benchmark
+
+ROOT = Path(__file__).resolve().parent.parent
+PARAMS_FILE = "params.yaml"
+PROFILES_DIR = "conf/profiles"
+# A name the stage commands and the file system may carry as it is (no quoting needed).
+NAME = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
+# A repository-relative path without characters a shell or YAML would read specially.
+REL_PATH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._/-]*$")
+TOP_KEYS = ("profile", "common", "environments", "lab", "modes", "analysis", "wan_calibration")
+MARGINS = ("network", "cpu", "memory", "disk")
+WINDOW_KEYS = ("runs", "seconds", "omit_seconds", "warmup_seconds", "count", "warmup_count")
+INSTRUMENT_KEYS = ("runs", "benchmarks", "compile_packages")
+JITTER_DISTS = ("normal", "uniform")
+MAX_YAML_BYTES = 1 << 20
+
+
+class ParamsError(ValueError):
+    """params.yaml or its profile is wrong; the message lists every problem with its fix."""
+
+    def __init__(self, source: str, problems: list[str]):
+        self.problems = problems
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"{source}: {len(problems)} problem(s):\n{lines}")
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """Safe YAML without anchors and aliases: the study's settings need none, and nested
+    aliases can make a small file expand without bound."""
+
+    def compose_node(self, parent, index):  # type: ignore[override]
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not allowed here: write the value out",
+                event.start_mark,
+            )  # fmt: skip
+        return super().compose_node(parent, index)
+
+
+def read_yaml(path: Path) -> Any:
+    """A YAML file's content; a clear ParamsError for a missing, oversized or malformed file."""
+    if not path.is_file():
+        raise ParamsError(str(path), [f"{path} does not exist"])
+    if path.stat().st_size > MAX_YAML_BYTES:
+        too_big = f"{path} is over {MAX_YAML_BYTES} bytes: not a settings file"
+        raise ParamsError(str(path), [too_big])
+    try:
+        return yaml.load(path.read_text(), Loader=_NoAliasLoader)  # noqa: S506 (safe loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ParamsError(str(path), [f"not valid YAML{where}: {what}"]) from None
+
+
+def _brief(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return (_is_int(value) or isinstance(value, float)) and math.isfinite(value)
+
+
+def _suggest(word: str, choices) -> str:
+    close = difflib.get_close_matches(str(word), list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+class _Check:
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def add(self, key: str, text: str) -> None:
+        self.problems.append(f"{key}: {text}")
+
+    def mapping(self, value: Any, key: str) -> dict | None:
+        if not isinstance(value, dict):
+            self.add(key, f"must be a mapping (key: value lines), got {_brief(value)}")
+            return None
+        return value
+
+    def keys(self, value: dict, key: str, known) -> None:
+        for k in value:
+            if k not in known:
+                self.add(f"{key}.{k}", f"unknown setting{_suggest(k, known)}; known: "
+                                       f"{', '.join(known)}")  # fmt: skip
+
+    def number(
+        self, value: Any, key: str, lo: float, hi: float = math.inf, *,
+        lo_open: bool = False, hi_open: bool = False, integer: bool = False,
+    ) -> None:  # fmt: skip
+        kind = "a whole number" if integer else "a number"
+        ok = _is_int(value) if integer else _is_number(value)
+        if ok:
+            above = value > lo if lo_open else value >= lo
+            below = value < hi if hi_open else value <= hi
+            ok = above and below
+        if not ok:
+            left, right = "(" if lo_open else "[", ")" if hi_open or hi == math.inf else "]"
+            span = f"{left}{lo:g}, {'inf' if hi == math.inf else f'{hi:g}'}{right}"
+            self.add(key, f"must be {kind} in {span}, got {_brief(value)}")
+
+
+def _check_window(check: _Check, entry: dict, key: str, bench: Benchmark) -> None:
+    if "runs" in entry:
+        check.number(entry["runs"], f"{key}.runs", 1, 1000, integer=True)
+    timed = bench.kind in ("network", "host") or "seconds" in entry
+    if timed:
+        if "seconds" not in entry:
+            check.add(f"{key}.seconds", "missing: the measured window's length in seconds")
+        else:
+            check.number(entry["seconds"], f"{key}.seconds", 0, 86400, lo_open=True)
+    for name in ("omit_seconds", "warmup_seconds"):
+        if name in entry:
+            check.number(entry[name], f"{key}.{name}", 0, 86400)
+    seconds, omit = entry.get("seconds"), entry.get("omit_seconds", 0)
+    if _is_number(seconds) and _is_number(omit) and omit >= seconds > 0:
+        check.add(f"{key}.omit_seconds", f"must be shorter than the window ({seconds:g} s): "
+                                         f"got {omit:g}")  # fmt: skip
+    if bench.warmup_in_window:
+        for name in ("count", "warmup_count"):
+            if name not in entry:
+                check.add(f"{key}.{name}", "missing: samples per window (a count-based tool)")
+        if "count" in entry:
+            check.number(entry["count"], f"{key}.count", 1, 10**9, integer=True)
+        if "warmup_count" in entry:
+            check.number(entry["warmup_count"], f"{key}.warmup_count", 0, 10**9, integer=True)
+
+
+def _check_options(check: _Check, entry: dict, key: str, bench: Benchmark) -> None:
+    for name, default in bench.options.items():
+        if name not in entry:
+            continue
+        value = entry[name]
+        if isinstance(default, str):
+            if not isinstance(value, str) or not value.strip():
+                check.add(f"{key}.{name}", f"must be a non-empty text, got {_brief(value)}")
+        elif isinstance(default, bool):
+            if not isinstance(value, bool):
+                check.add(f"{key}.{name}", f"must be true or false, got {_brief(value)}")
+        elif _is_int(default):
+            check.number(value, f"{key}.{name}", 1, 10**9, integer=True)
+        else:
+            check.number(value, f"{key}.{name}", 0, 10**9, lo_open=True)
+
+
+def check_profile(profile: Any, source: str) -> list[str]:
+    """Every problem of one profile file (``source`` names it in the messages)."""
+    check = _Check()
+    doc = check.mapping(profile, source)
+    if doc is None:
+        return check.problems
+    known = ("runs", "reps", *BENCHMARKS, "instrument")
+    check.keys(doc, source, known)
+    for name in ("runs", "reps"):
+        if name not in doc:
+            check.add(f"{source}.{name}", "missing")
+        else:
+            check.number(doc[name], f"{source}.{name}", 1, 1000, integer=True)
+    for name, cls in BENCHMARKS.items():
+        key = f"{source}.{name}"
+        if name not in doc:
+            check.add(key, f"missing: every benchmark needs its entry (its window and options); "
+                           f"see {PROFILES_DIR}/smoke.yaml")  # fmt: skip
+            continue
+        entry = check.mapping(doc[name], key)
+        if entry is None:
+            continue
+        bench = cls()
+        check.keys(entry, key, (*WINDOW_KEYS, *bench.options))
+        _check_window(check, entry, key, bench)
+        _check_options(check, entry, key, bench)
+    inst = doc.get("instrument")
+    if inst is None:
+        check.add(f"{source}.instrument", "missing: the instrument check's runs and benchmarks")
+    elif (inst := check.mapping(inst, f"{source}.instrument")) is not None:
+        check.keys(inst, f"{source}.instrument", INSTRUMENT_KEYS)
+        check.number(inst.get("runs"), f"{source}.instrument.runs", 1, 1000, integer=True)
+        from pipeline.collect.instrument import CHECKS
+
+        wanted = inst.get("benchmarks")
+        names = [b.strip() for b in wanted.split(",")] if isinstance(wanted, str) else []
+        if not names or any(b not in CHECKS for b in names):
+            check.add(f"{source}.instrument.benchmarks", f"must be a comma-separated list from "
+                      f"{', '.join(CHECKS)}, got {_brief(wanted)}")  # fmt: skip
+        if not isinstance(inst.get("compile_packages"), str):
+            check.add(f"{source}.instrument.compile_packages", "must be a text, e.g. errors")
+    return check.problems
+
+
+def check_params(params: Any, root: Path | None = None) -> list[str]:
+    """Every problem of params.yaml itself (the profile file is checked by check_profile)."""
+    root = root or ROOT
+    check = _Check()
+    doc = check.mapping(params, PARAMS_FILE)
+    if doc is None:
+        return check.problems
+    check.keys(doc, PARAMS_FILE, TOP_KEYS)
+    for key in TOP_KEYS:
+        if key not in doc and key != "modes":
+            check.add(key, "missing")
+    profile = doc.get("profile")
+    if not isinstance(profile, str) or not NAME.match(profile):
+        check.add("profile", f"must be a profile name (a file {PROFILES_DIR}/<name>.yaml), "
+                             f"got {_brief(profile)}")  # fmt: skip
+    elif not (root / PROFILES_DIR / f"{profile}.yaml").is_file():
+        have = sorted(p.stem for p in (root / PROFILES_DIR).glob("*.yaml"))
+        check.add("profile", f"no file {PROFILES_DIR}/{profile}.yaml{_suggest(profile, have)}; "
+                             f"profiles: {', '.join(have)}")  # fmt: skip
+    common = check.mapping(doc.get("common"), "common") if "common" in doc else None
+    if common is not None:
+        check.keys(common, "common", ("seed", "margins"))
+        check.number(common.get("seed"), "common.seed", 0, 2**32 - 1, integer=True)
+        margins = check.mapping(common.get("margins"), "common.margins")
+        if margins is not None:
+            check.keys(margins, "common.margins", MARGINS)
+            for name in MARGINS:
+                check.number(margins.get(name), f"common.margins.{name}", 0, 1,
+                             lo_open=True, hi_open=True)  # fmt: skip
+    envs = check.mapping(doc.get("environments"), "environments") if "environments" in doc else None
+    if envs is not None:
+        if not envs:
+            check.add("environments", "must name at least one environment, e.g. "
+                                      "lab: inventory/lab.yaml")  # fmt: skip
+        for name, path in envs.items():
+            if not isinstance(name, str) or not NAME.match(name):
+                check.add(f"environments.{_brief(name)}", "an environment name is lowercase "
+                          "letters, digits and '-', starting with a letter (it names stages "
+                          "and directories)")  # fmt: skip
+            if not isinstance(path, str) or not REL_PATH.match(path) or ".." in path.split("/"):
+                check.add(f"environments.{name}", f"must be a relative path inside the "
+                          f"repository (letters, digits, . _ - /), got {_brief(path)}")  # fmt: skip
+            elif not (root / path).is_file():
+                check.add(f"environments.{name}", f"{path} does not exist (start from "
+                          "inventory/example-hosts.yaml)")  # fmt: skip
+    lab = check.mapping(doc.get("lab"), "lab") if "lab" in doc else None
+    wan = check.mapping(lab.get("wan"), "lab.wan") if lab is not None else None
+    if lab is not None:
+        check.keys(lab, "lab", ("wan",))
+    if wan is not None:
+        check.keys(wan, "lab.wan", ("delay_ms", "jitter_ms", "jitter_dist", "loss_pct", "seed"))
+        check.number(wan.get("delay_ms"), "lab.wan.delay_ms", 0, 10000)
+        check.number(wan.get("jitter_ms"), "lab.wan.jitter_ms", 0, 10000)
+        check.number(wan.get("loss_pct"), "lab.wan.loss_pct", 0, 100, hi_open=True)
+        check.number(wan.get("seed"), "lab.wan.seed", 0, 2**32 - 1, integer=True)
+        if wan.get("jitter_dist") not in JITTER_DISTS:
+            check.add("lab.wan.jitter_dist", f"must be one of {', '.join(JITTER_DISTS)}, got "
+                                             f"{_brief(wan.get('jitter_dist'))}")  # fmt: skip
+    modes = doc.get("modes", {})
+    if check.mapping(modes, "modes") is not None:
+        _check_modes(check, modes)
+    analysis = check.mapping(doc.get("analysis"), "analysis") if "analysis" in doc else None
+    if analysis is not None:
+        check.keys(analysis, "analysis", ("confidence", "n_boot", "n_sim", "predict_at"))
+        check.number(analysis.get("confidence"), "analysis.confidence", 0.5, 1, hi_open=True)
+        check.number(analysis.get("n_boot"), "analysis.n_boot", 100, 10**6, integer=True)
+        check.number(analysis.get("n_sim"), "analysis.n_sim", 10, 10**5, integer=True)
+        check.number(analysis.get("predict_at"), "analysis.predict_at", 1, 10**5, integer=True)
+    cal = check.mapping(doc.get("wan_calibration"), "wan_calibration") if (
+        "wan_calibration" in doc) else None  # fmt: skip
+    if cal is not None:
+        check.keys(cal, "wan_calibration", ("delays_ms",))
+        try:
+            delays = parse_floats(cal.get("delays_ms"))
+            if not delays or min(delays) < 0:
+                raise ValueError
+        except (TypeError, ValueError):
+            check.add("wan_calibration.delays_ms", "must be comma-separated delays in ms (>= 0), "
+                      f"e.g. \"0,20\", got {_brief(cal.get('delays_ms'))}")  # fmt: skip
+    return check.problems
+
+
+def _check_modes(check: _Check, modes: dict) -> None:
+    from pipeline.collect.modes import MODES
+
+    for name, value in modes.items():
+        if name not in BENCHMARKS:
+            check.add(f"modes.{name}", f"not a benchmark{_suggest(name, BENCHMARKS)}; "
+                                       f"benchmarks: {', '.join(BENCHMARKS)}")  # fmt: skip
+            continue
+        if value == "all":
+            continue
+        names = [m.strip() for m in value.split(",")] if isinstance(value, str) else []
+        unknown = [m for m in names if m not in MODES]
+        if not names or unknown or "" in names:
+            check.add(f"modes.{name}", f"must be \"all\" or comma-separated mode names; "
+                      f"unknown: {', '.join(map(_brief, unknown or [value]))}; modes: "
+                      f"{', '.join(MODES)}")  # fmt: skip
+
+
+def parse_floats(text: Any) -> list[float]:
+    if not isinstance(text, str):
+        raise TypeError("not a text")
+    values = [float(v) for v in text.split(",")]
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError("not finite")
+    return values
+
+
+@dataclass(frozen=True)
+class Params:
+    """params.yaml with its profile, checked."""
+
+    raw: dict
+    profile: dict  # conf/profiles/<raw["profile"]>.yaml
+
+    @property
+    def environments(self) -> dict[str, str]:
+        return dict(self.raw["environments"])
+
+    def wan(self) -> dict:
+        return dict(self.raw["lab"]["wan"])
+
+    def modes(self, benchmark: str) -> list[str] | None:
+        """The benchmark's planned modes (None: every mode it applies to)."""
+        value = self.raw.get("modes", {}).get(benchmark, "all")
+        return None if value == "all" else [m.strip() for m in value.split(",")]
+
+    def window(self, benchmark: str, entry: dict | None = None) -> dict:
+        """The campaign's window settings (``pipeline.collect.campaign.Profile``'s fields)."""
+        entry = self.profile[benchmark] if entry is None else entry
+        window = {
+            "runs": int(entry.get("runs", self.profile["runs"])),
+            "reps": int(self.profile["reps"]),
+            "seconds": float(entry.get("seconds", 0.0)),
+            "omit_seconds": float(entry.get("omit_seconds", 0.0)),
+            "warmup_seconds": float(entry.get("warmup_seconds", 0.0)),
+        }
+        if "count" in entry:
+            window["count"] = int(entry["count"])
+            window["warmup_count"] = int(entry.get("warmup_count", 0))
+        return window
+
+    def options(self, benchmark: str) -> dict:
+        """The benchmark's own settings (``Benchmark.options``) the profile sets."""
+        return {k: v for k, v in self.profile[benchmark].items() if k not in WINDOW_KEYS}
+
+
+def load(params_file: str | Path = PARAMS_FILE, root: Path | None = None) -> Params:
+    """params.yaml and its profile, checked; ParamsError lists every problem of both."""
+    root = root or ROOT
+    path = Path(params_file) if Path(params_file).is_absolute() else root / params_file
+    raw = read_yaml(path)
+    problems = check_params(raw, root)
+    profile: Any = None
+    if isinstance(raw, dict) and isinstance(raw.get("profile"), str) and NAME.match(raw["profile"]):
+        profile_path = root / PROFILES_DIR / f"{raw['profile']}.yaml"
+        if profile_path.is_file():
+            try:
+                profile = read_yaml(profile_path)
+            except ParamsError as exc:
+                problems += [f"{PROFILES_DIR}/{raw['profile']}.yaml: {p}" for p in exc.problems]
+            else:
+                problems += check_profile(profile, f"{PROFILES_DIR}/{raw['profile']}.yaml")
+    if problems:
+        raise ParamsError(str(params_file), problems)
+    return Params(raw=raw, profile=profile)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    params_file = args[0] if args else PARAMS_FILE
+    try:
+        params = load(params_file)
+    except ParamsError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(f"{params_file}: valid (profile {params.raw['profile']}, environments "
+          f"{', '.join(params.environments)})")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""params.yaml and its profiles are checked before any stage runs: every problem at once, one
+line each, naming the key and the fix; values quoted briefly."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline import params
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    """A copy of the settings: params.yaml, the profiles, the inventories."""
+    for name in ("params.yaml", "conf", "inventory"):
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
+    return tmp_path
+
+
+def _edit(path: Path, change) -> None:
+    doc = yaml.safe_load(path.read_text())
+    change(doc)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+def _problems(repo: Path) -> list[str]:
+    with pytest.raises(params.ParamsError) as caught:
+        params.load("params.yaml", root=repo)
+    return caught.value.problems
+
+
+def test_the_committed_settings_are_valid_for_every_profile(repo):
+    for profile in ("smoke", "quick", "full"):
+        _edit(repo / "params.yaml", lambda d, p=profile: d.update(profile=p))
+        loaded = params.load("params.yaml", root=repo)
+        assert loaded.profile["runs"] >= 1
+
+
+def test_every_problem_at_once_with_key_and_rule(repo):
+    def broken(d):
+        d["common"]["margins"]["cpu"] = "two percent"
+        d["common"]["margins"]["disk"] = 1.5
+        d["analysis"]["confidence"] = 95
+        d["lab"]["wan"]["jitter_dist"] = "pareto"
+        d["modes"] = {"throughput": "native,docker-hots", "thruput": "all"}
+        d["analysiss"] = {}
+
+    _edit(repo / "params.yaml", broken)
+    problems = _problems(repo)
+    assert "common.margins.cpu: must be a number in (0, 1), got 'two percent'" in problems
+    assert "common.margins.disk: must be a number in (0, 1), got 1.5" in problems
+    assert "analysis.confidence: must be a number in [0.5, 1), got 95" in problems
+    assert any(p.startswith("lab.wan.jitter_dist: must be one of normal, uniform")
+               for p in problems)
+    assert any(p.startswith("modes.throughput:") and "'docker-hots'" in p for p in problems)
+    assert any(p.startswith("modes.thruput: not a benchmark (did you mean 'throughput'?)")
+               for p in problems)
+    assert any(p.startswith("params.yaml.analysiss: unknown setting (did you mean 'analysis'?)")
+               for p in problems)
+    assert len(problems) == 7
+
+
+def test_profile_windows_runs_and_options(repo):
+    def broken(d):
+        d["runs"] = 0
+        d["throughput"]["seconds"] = -3
+        d["http"]["omit_seconds"] = 9
+        d["latency"].pop("count")
+        d["cpu"]["compile_packages"] = ""
+        d["coldstart"]["starts"] = 2.5
+        d["lb"]["wrk_threads"] = 4
+
+    _edit(repo / "conf/profiles/quick.yaml", broken)
+    problems = _problems(repo)
+    src = "conf/profiles/quick.yaml"
+    assert f"{src}.runs: must be a whole number in [1, 1000], got 0" in problems
+    assert f"{src}.throughput.seconds: must be a number in (0, 86400], got -3" in problems
+    assert f"{src}.http.omit_seconds: must be shorter than the window (4 s): got 9" in problems
+    assert f"{src}.latency.count: missing: samples per window (a count-based tool)" in problems
+    assert f"{src}.cpu.compile_packages: must be a non-empty text, got ''" in problems
+    assert f"{src}.coldstart.starts: must be a whole number in [1, 1e+09], got 2.5" in problems
+    assert any(p.startswith(f"{src}.lb.wrk_threads: unknown setting") for p in problems)
+
+
+def test_a_missing_benchmark_entry_and_an_unknown_profile(repo):
+    _edit(repo / "conf/profiles/quick.yaml", lambda d: d.pop("memory"))
+    assert any(p.startswith("conf/profiles/quick.yaml.memory: missing") for p in _problems(repo))
+    _edit(repo / "params.yaml", lambda d: d.update(profile="quik"))
+    assert any("no file conf/profiles/quik.yaml (did you mean 'quick'?)" in p
+               for p in _problems(repo))
+
+
+def test_names_and_paths_that_reach_a_command_line_are_plain(repo):
+    _edit(repo / "params.yaml", lambda d: d["environments"].update({
+        "lab; touch /tmp/x": "inventory/lab.yaml", "other": "inventory/$(id).yaml",
+        "far": "../outside.yaml"}))
+    problems = _problems(repo)
+    starts = [
+        "environments.'lab; touch /tmp/x': an environment name is",
+        "environments.other: must be a relative path inside",
+        "environments.far: must be a relative path inside",
+    ]
+    for start in starts:
+        assert any(p.startswith(start) for p in problems), (start, problems)
+
+
+def test_yaml_aliases_and_bad_yaml_are_refused_clearly(repo):
+    text = (repo / "params.yaml").read_text()
+    (repo / "params.yaml").write_text(text + "\nx: &a [*a]\n")
+    line = text.count("\n") + 2
+    assert _problems(repo) == [
+        f"not valid YAML (line {line}, column 8): aliases (*name) are not allowed here: write "
+        "the value out"]
+    (repo / "params.yaml").write_text("common: [unclosed\n")
+    (problem,) = _problems(repo)
+    assert problem.startswith("not valid YAML (line ")
+
+
+def test_long_values_are_quoted_briefly(repo):
+    secret = "-----BEGIN OPENSSH PRIVATE KEY-----" + "A" * 400
+    _edit(repo / "params.yaml", lambda d: d["common"].update(seed=secret))
+    (problem,) = _problems(repo)
+    assert "AAAA" * 20 not in problem and problem.endswith("...")
+
+
+def test_the_command_line_check(repo, monkeypatch, capsys):
+    monkeypatch.setattr(params, "ROOT", repo)
+    assert params.main([]) == 0
+    _edit(repo / "conf/profiles/quick.yaml", lambda d: d.update(runs=-1))
+    assert params.main([]) == 1
+    assert "conf/profiles/quick.yaml.runs: must be a whole number" in capsys.readouterr().err

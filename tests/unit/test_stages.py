@@ -1,0 +1,102 @@
+"""dvc.yaml is what the benchmarks and params.yaml give, its code deps are the notebooks' import
+closures, and every stage hands its notebook exactly the parameters the notebook declares."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline import params as params_mod
+from pipeline import stages
+from pipeline.benchmarks import BENCHMARKS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def params() -> params_mod.Params:
+    return params_mod.load()
+
+
+def _declared(notebook: Path) -> set[str]:
+    cells = json.loads(notebook.read_text())["cells"]
+    (cell,) = [c for c in cells if "parameters" in c["metadata"].get("tags", [])]
+    return set(re.findall(r"^(\w+)(?:: [\w\[\], ]+)? = ", "".join(cell["source"]), re.M))
+
+
+def test_dvc_yaml_is_generated_from_the_benchmarks(params):
+    assert (ROOT / "dvc.yaml").read_text() == stages.render(params), (
+        "dvc.yaml is out of date: run `python -m pipeline.stages`")
+
+
+def drift(dvc: dict) -> list[str]:
+    """The stages whose deps lack a file their notebook's code imports."""
+    problems = []
+    for name, spec in dvc["stages"].items():
+        body = spec.get("do", spec)
+        notebook = body["deps"][0]
+        missing = set(stages.code_deps(notebook)) - set(body["deps"])
+        problems += [f"{name}: {m} is imported but not a dep" for m in sorted(missing)]
+    return problems
+
+
+def test_every_stage_depends_on_the_code_it_imports():
+    assert drift(yaml.safe_load((ROOT / "dvc.yaml").read_text())) == []
+
+
+def test_the_drift_check_fails_when_a_dep_is_dropped():
+    dvc = yaml.safe_load((ROOT / "dvc.yaml").read_text())
+    broken = copy.deepcopy(dvc)
+    deps = broken["stages"]["summarise-throughput"]["deps"]
+    deps.remove("pipeline/analysis/latency.py")  # throughput's analysis imports it
+    assert drift(broken) == [
+        "summarise-throughput: pipeline/analysis/latency.py is imported but not a dep"]
+
+
+def test_a_collection_stage_per_benchmark_and_environment(params):
+    dvc = yaml.safe_load(stages.render(params))["stages"]
+    for name in BENCHMARKS:
+        stage = dvc[f"collect-{name}"]
+        assert stage["foreach"] == params.environments
+        assert stage["do"]["cmd"] == f"python -m pipeline.stages run collect-{name} ${{key}}"
+        assert {f"data/raw/{name}/${{key}}": {"persist": True}} in stage["do"]["outs"]
+
+
+def test_no_stage_command_carries_a_params_value(params):
+    for name, spec in yaml.safe_load(stages.render(params))["stages"].items():
+        cmd = spec.get("do", spec)["cmd"]
+        assert re.fullmatch(rf"python -m pipeline\.stages run {re.escape(name)}( \$\{{key\}})?",
+                            cmd), cmd
+
+
+@pytest.mark.parametrize("environment", ["lab"])
+def test_every_stage_passes_exactly_the_notebooks_parameters(params, environment):
+    for stage in stages.all_stages(params):
+        env = environment if stage.per_environment else None
+        given = set(stages.parameters(stage, params, env))
+        assert given == _declared(ROOT / stage.notebook), stage.name
+
+
+def test_collection_parameters_come_from_the_profile(params):
+    stage = stages.find("collect-cpu", params)
+    values = stages.parameters(stage, params, "lab")
+    entry = params.profile["cpu"]
+    assert values["window"]["seconds"] == entry["seconds"]
+    assert values["window"]["runs"] == params.profile["runs"]
+    assert values["options"] == {"compile_packages": entry["compile_packages"]}
+    assert values["inventory_file"] == params.environments["lab"]
+    latency = stages.parameters(stages.find("collect-latency", params), params, "lab")["window"]
+    assert latency["count"] == params.profile["latency"]["count"]
+
+
+def test_a_new_environment_needs_its_stages(tmp_path, params, capsys):
+    raw = copy.deepcopy(params.raw)
+    raw["environments"]["bare-metal"] = "inventory/example-hosts.yaml"
+    other = params_mod.Params(raw=raw, profile=params.profile)
+    assert stages.render(other) != (ROOT / "dvc.yaml").read_text()
+    assert "bare-metal: inventory/example-hosts.yaml" in stages.render(other)
