@@ -8,9 +8,10 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # inside the containers built from them).
 APT_PACKAGES := docker.io iperf3 sockperf nginx openssh-server openssh-client iproute2 \
 	iptables kmod procps psmisc util-linux iputils-ping python3-venv ca-certificates golang-go \
-	podman slirp4netns passt rootlesskit uidmap fuse-overlayfs sysbench fio wrk haproxy curl
+	podman slirp4netns passt rootlesskit uidmap fuse-overlayfs sysbench fio wrk haproxy curl \
+	linux-perf
 
-.PHONY: setup demo test test-unit test-lab lint lab-up lab-down lab-status jupyter clean-data bench
+.PHONY: setup demo test test-fast test-unit lint lab-up lab-down lab-status jupyter clean-data bench
 
 setup: .make/apt.stamp .make/venv.stamp .make/bin/co-loadgen ## install everything (idempotent)
 
@@ -42,21 +43,26 @@ LOADGEN_SRC := $(filter-out %_test.go,$(wildcard tools/loadgen/*.go)) tools/load
 	  GOCACHE=$(CURDIR)/.make/go-cache go build -trimpath -o $(CURDIR)/$@ .
 
 demo: setup ## install, bring up the lab, run the pipeline on params.yaml's profile (quick)
+	$(PY) -m pipeline.params
+	$(PY) -m pipeline.stages --check
 	$(PY) -m pipeline.lab up
 	dvc repro
 	@echo
 	@echo "Figures (svg, png):    $$(ls -d figures/*/ | tr '\n' ' ')"
 	@echo "Tables (md, csv, tex): $$(ls reports/tables/*.md | tr '\n' ' ')"
+	@echo "Article:               reports/article.md, reports/article.html   Verdicts: dvc metrics show"
 	@echo "Executed notebooks:    reports/executed/   Raw data: data/raw/"
 
 test: setup ## the whole suite, as CI runs it (needs root: it brings the lab up and down)
 	$(PY) -m pytest tests
 
-test-unit: setup
+test-fast: setup ## everything but the lab: parsers, statistics, notebooks on fixtures, layering
 	$(PY) -m pytest tests -m "not lab"
 
+test-unit: test-fast
+
 lint: setup
-	$(PY) -m ruff check pipeline tests
+	$(PY) -m ruff check pipeline tests harness
 
 lab-up: setup
 	$(PY) -m pipeline.lab up
@@ -67,7 +73,7 @@ lab-down: setup
 lab-status: setup
 	$(PY) -m pipeline.lab status
 
-bench: setup ## the pipeline measuring itself : every harness/*.py, one summary
+bench: setup ## the pipeline measuring itself: every harness/*.py, one summary
 	$(PY) -m harness
 
 jupyter: setup ## JupyterLab on the study with the project's kernel

@@ -1,4 +1,4 @@
-"""Issue 6, item 1: the latency analysis at 1M, 10M and 100M samples, against naive pandas.
+"""The latency analysis at 1M, 10M and 100M samples, against naive pandas.
 
 For each size a synthetic dataset (harness/_synth.py: 10 modes x 2 paths x 10 runs, warm-up
 windows flagged) is written under a temporary directory and analysed in a fresh process:

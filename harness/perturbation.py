@@ -26,10 +26,10 @@ p50 of a 0.55 s stretch of one continuous sockperf run moves by ~11% (SD of the 
 stretches 5 s apart, no harness anywhere: harness/window_noise.py), so the quick window would need
 ~350 paired rounds to resolve 2%; 10 s stretches of the same run differ by ~4% (~40 rounds). Why
 10 s for throughput: a new iperf3 connection here now and then runs at about half its rate for
-its first ~3 s (a 90 s run by hand, session 12: 10.0, 9.6, 9.2, then 17-18.6 Gbit/s), which a 3
-s window after 1 s omitted takes whole (session 12, quick window: 10 of 80 rounds under 13
+its first ~3 s (a 90 s run by hand: 10.0, 9.6, 9.2, then 17-18.6 Gbit/s), which a 3
+s window after 1 s omitted takes whole (with the quick window: 10 of 80 rounds under 13
 Gbit/s, round-to-round CV 15-18%); the median of ten intervals after two omitted takes it far
-less often (session 12: 2 of 80 rounds under 13 Gbit/s, CV 9%). The full profile's windows
+less often (2 of 80 rounds under 13 Gbit/s, CV 9%). The full profile's windows
 (1,000,000 round trips, ~55 s; 20 s after 2 s omitted) are longer still. The figure is the ratio
 of the arms' medians over rounds, with bootstrap intervals over rounds; the verdict is the
 study's own rule (`pipeline.analysis.stats.verdict`) against a 2% margin: "equivalent" means the 90%
@@ -44,7 +44,7 @@ processes on the first half of the CPUs, the client host's on the rest, so the s
 puts sockperf's client and server on one CPU by chance (that round's p50 would fall from ~55 us
 to ~6 us and decide the comparison). Throughput runs "shared", as the campaigns run: "split"
 does not spare it the half-rate windows (harness/placement.py: 5 of 96 windows under split, 1 of
-96 under shared; session 12, quick window: 14 of 80 rounds under split). The harness itself
+96 under shared; with the quick window: 14 of 80 rounds under split). The harness itself
 (Python, the SSH client) stays free on every CPU, so whatever it takes from the measurement
 still shows.
 

@@ -1,4 +1,4 @@
-"""Issue 6, item 4: bytes per latency sample in the raw parquet, before and after the stored layout.
+"""Bytes per latency sample in the raw parquet, before and after the stored layout.
 
 The same synthetic windows (harness/_synth.py, 10 modes x 2 paths x 10 runs, warm-up included in
 the file) are written twice: as the writer did before (the SAMPLES columns, zstd only) and as

@@ -48,20 +48,24 @@ class Analysis:
 
     notebook: str
     settings: tuple[str, ...]  # of: confidence, n_boot, n_sim, predict_at, margin, seed
+    figures: tuple[str, ...]  # the figures' stems (figures/<stage>/<stem>.png: DVC plots)
     per_benchmark: bool = False  # one stage per benchmark (its name is a notebook parameter)
 
 
 _VERDICTS = ("confidence", "n_boot", "margin", "seed")  # summaries with verdicts against margins
 ANALYSES: dict[str, Analysis] = {
-    "throughput": Analysis("20-summarise-throughput.ipynb", _VERDICTS),
-    "latency": Analysis("21-summarise-latency.ipynb", _VERDICTS),
-    "http": Analysis("22-summarise-http.ipynb", _VERDICTS),
-    "host": Analysis("26-summarise-host.ipynb", _VERDICTS, per_benchmark=True),
-    "coldstart": Analysis("27-summarise-coldstart.ipynb", ("confidence", "n_boot", "seed")),
+    "throughput": Analysis("20-summarise-throughput.ipynb", _VERDICTS, ("throughput",)),
+    "latency": Analysis("21-summarise-latency.ipynb", _VERDICTS,
+                        ("latency_ecdf", "latency_percentiles")),
+    "http": Analysis("22-summarise-http.ipynb", _VERDICTS, ("http_ecdf", "http_percentiles")),
+    "host": Analysis("26-summarise-host.ipynb", _VERDICTS, ("{benchmark}",), per_benchmark=True),
+    "coldstart": Analysis("27-summarise-coldstart.ipynb", ("confidence", "n_boot", "seed"),
+                          ("coldstart",)),
     "footprint": Analysis("28-summarise-footprint.ipynb",
-                          ("confidence", "n_boot", "predict_at", "seed")),
-    "orchestration": Analysis("30-summarise-orchestration.ipynb", ("confidence",)),
-    "lb": Analysis("31-summarise-lb.ipynb", ("confidence", "n_boot", "seed")),
+                          ("confidence", "n_boot", "predict_at", "seed"), ("footprint", "density")),
+    "orchestration": Analysis("30-summarise-orchestration.ipynb", ("confidence",),
+                              ("orchestration",)),
+    "lb": Analysis("31-summarise-lb.ipynb", ("confidence", "n_boot", "seed"), ("lb",)),
 }  # fmt: skip
 
 
@@ -76,6 +80,7 @@ class Stage:
     outs: list = field(default_factory=list)
     per_environment: bool = False
     metrics: list[str] = field(default_factory=list)
+    figures: list[str] = field(default_factory=list)  # PNG paths, shown by `dvc plots show`
 
 
 def _tables(stems) -> list:
@@ -115,6 +120,7 @@ def summary_stages() -> list[Stage]:
             params=sorted({"common.seed" if s == "seed" else f"common.margins.{margin}"
                            if s == "margin" else f"analysis.{s}" for s in spec.settings}),
             outs=[f"data/processed/{key}", f"figures/{key}", *_tables(tables)],
+            figures=[f"figures/{key}/{s.format(benchmark=name)}.png" for s in spec.figures],
         )  # fmt: skip
         stages.append(stage)
     return stages
@@ -172,13 +178,16 @@ def fixed_stages(params: Params) -> list[Stage]:
                       "analysis.n_boot"],
               outs=["data/processed/instrument", "figures/instrument",
                     *_tables(["instrument_aa", "instrument_injected"]),
-                    *_sentences(["instrument_sentence"])]),
+                    *_sentences(["instrument_sentence"])],
+              figures=["figures/instrument/instrument.png"]),
         Stage("compare-internet-datacenter",
               "notebooks/analysis/23-compare-internet-datacenter.ipynb",
               f"{EXECUTED}/compare-internet-datacenter.ipynb", deps=["data/raw/latency"],
               params=["common.seed", "analysis.confidence", "analysis.n_sim"],
               outs=["data/processed/internet_vs_dc", "figures/internet_vs_dc",
-                    *_tables(["internet_vs_dc"]), *_sentences(["internet_vs_dc_sentences"])]),
+                    *_tables(["internet_vs_dc"]), *_sentences(["internet_vs_dc_sentences"])],
+              figures=[f"figures/internet_vs_dc/internet_vs_dc_{s}.png"
+                       for s in ("components", "runs")]),
         Stage("summarise-noise", "notebooks/analysis/32-summarise-noise.ipynb",
               f"{EXECUTED}/summarise-noise.ipynb", deps=["data/raw"],
               params=["common.seed", "analysis.confidence", "analysis.n_sim"],
@@ -252,7 +261,9 @@ _Dumper.add_representer(list, _flow_list)
 
 def render(params: Params) -> str:
     stages = {s.name: _dvc_stage(s, params.environments) for s in all_stages(params)}
-    doc = {"stages": stages, "plots": [{"figures": {}}]}
+    # The figures as DVC plots (images): `dvc plots show` and `dvc plots diff` render them.
+    plots = [f for s in all_stages(params) for f in s.figures]
+    doc = {"stages": stages, "plots": plots}
     text = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=100, default_flow_style=False)
     return HEADER + text
 
@@ -329,7 +340,7 @@ def parameters(stage: Stage, params: Params, environment: str | None) -> dict:
                       seed=raw["common"]["seed"])  # fmt: skip
     elif stage.name == "assemble-article":
         values.update(processed_dir="data/processed", raw_dir="data/raw", tables_dir=TABLES,
-                      figures_dir="figures", out_dir="reports",
+                      figures_dir="figures", out_dir="reports", metrics_file=stage.metrics[0],
                       **{f"margin_{k}": v for k, v in raw["common"]["margins"].items()},
                       confidence=raw["analysis"]["confidence"])  # fmt: skip
     return values

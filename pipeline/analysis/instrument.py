@@ -1,5 +1,5 @@
 """Proof that the instrument is right: controls with known answers, run through the study's own
-collection and analysis (issue 5; stages ``collect-instrument`` and ``summarise-instrument``).
+collection and analysis (stages ``collect-instrument`` and ``summarise-instrument``).
 
 - **A/A.** Native is measured under a second name (``native-aa``) in the same randomised
   campaign as native, for every benchmark of the check. The analysis modules' own

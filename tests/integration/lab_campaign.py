@@ -35,22 +35,16 @@ ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root")
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
-_WINDOW_KEYS = ("runs", "seconds", "omit_seconds", "warmup_seconds")
 
 
 def smoke_settings(benchmark: str) -> tuple[Profile, dict]:
-    """The profile and the benchmark's own options the smoke `dvc repro` collects ``benchmark``
-    with, read from params.yaml as dvc.yaml passes them (runs from the benchmark's entry when it
-    has its own, else the profile's; absent windows are 0)."""
-    smoke = yaml.safe_load((ROOT / "params.yaml").read_text())["profiles"]["smoke"]
-    own = dict(smoke.get(benchmark, {}))
-    profile = Profile(
-        runs=int(own.get("runs", smoke["runs"])),
-        seconds=float(own.get("seconds", 0)),
-        omit_seconds=float(own.get("omit_seconds", 0)),
-        warmup_seconds=float(own.get("warmup_seconds", 0)),
-    )
-    return profile, {k: v for k, v in own.items() if k not in _WINDOW_KEYS}
+    """The window and the benchmark's own options the smoke `dvc repro` collects ``benchmark``
+    with: what pipeline/stages.py hands the collection notebook on the smoke profile."""
+    from pipeline import params
+
+    smoke = params.Params(raw={}, profile=yaml.safe_load(
+        (ROOT / "conf" / "profiles" / "smoke.yaml").read_text()))  # fmt: skip
+    return Profile(**smoke.window(benchmark)), smoke.options(benchmark)
 
 
 def dvc_env() -> dict[str, str]:
@@ -106,8 +100,13 @@ class SmokeRepo:
         for built in (".make/bin/co-loadgen",):
             (dest / built).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / built, dest / built)
-        subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
-        set_param(dest, r"^profile: \*\w+$", "profile: *smoke")
+        # A clone: one commit (DVC experiments need one), then the smoke profile chosen as
+        # `dvc exp run -S profile=smoke` chooses it.
+        for git in (["init", "-q"], ["config", "user.name", "lab test"],
+                    ["config", "user.email", "lab-test@localhost"], ["add", "-A"],
+                    ["commit", "-qm", "clone"]):  # fmt: skip
+            subprocess.run(["git", *git], cwd=dest, check=True, capture_output=True)
+        set_param(dest, r"^profile: \w+$", "profile: smoke")
         self.path = dest
 
     def collected(self, benchmark: str) -> tuple[pd.DataFrame, pd.DataFrame, Path]:

@@ -1,4 +1,4 @@
-"""The pipeline end to end on the embedded lab: `dvc repro` on the smoke profile, in the
+"""The pipeline end to end on the embedded lab: `dvc exp run -S profile=smoke`, in the
 session's copy of the repository (conftest.py's `smoke_repo`, whose collection stages the
 benchmark tests may have run already), then the DVC caching contract and an interrupted-and-
 resumed campaign.
@@ -8,8 +8,10 @@ Needs root (it brings the lab up). The copy keeps the user's data, params and DV
 
 from __future__ import annotations
 
+import csv
 import gzip
 import hashlib
+import io
 import json
 import os
 import re
@@ -78,9 +80,10 @@ def _leftovers() -> list[str]:
 
 def test_smoke_repro_measures_every_mode(workdir):
     started = time.monotonic()
-    result = dvc(workdir, "repro")
-    print(f"smoke dvc repro: {time.monotonic() - started:.0f} s")
+    result = dvc(workdir, "exp", "run", "-S", "profile=smoke")
+    print(f"smoke dvc exp run: {time.monotonic() - started:.0f} s")
     assert result.returncode == 0, result.stderr[-3000:]
+    _check_dvc_metrics_and_plots(workdir)
 
     runs = pd.read_parquet(_raw(workdir) / "runs.parquet")
     samples = schema.read_samples(_raw(workdir) / "samples.parquet")
@@ -94,7 +97,7 @@ def test_smoke_repro_measures_every_mode(workdir):
     skipped = runs[runs.status == "skipped"]
     assert set(skipped["mode"]) == {"swarm-ingress"}, runs[["mode", "status", "reason"]]
     assert skipped["reason"].str.contains("IPVS").all()
-    # Issue 2's modes must all work here; the newer ones may fail now and then (rootless UDP
+    # The core Docker modes must all work here; the newer ones may fail now and then (rootless UDP
     # through rootlesskit's port driver has), which is recorded with its reason.
     core = {"native", "docker-host", "docker-bridge", "docker-nat", "docker-proxy",
             "swarm-overlay", "macvlan"}  # fmt: skip
@@ -150,14 +153,36 @@ def test_smoke_repro_measures_every_mode(workdir):
     assert not _leftovers()
 
 
+def _check_dvc_metrics_and_plots(workdir: Path) -> None:
+    """The run is a DVC experiment on the smoke profile; its verdicts are DVC metrics and its
+    figures DVC plots, as a DVC user reads them."""
+    shown = dvc(workdir, "exp", "show", "--csv")
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    rows = {r["rev"]: r for r in csv.DictReader(io.StringIO(shown.stdout))}
+    here = rows["workspace"]  # the experiment: the smoke profile's values, and only those
+    assert here["profile"] == "smoke" and here["conf/profiles/smoke.yaml:runs"] == "2"
+    assert not here.get("conf/profiles/quick.yaml:runs")
+    metrics = dvc(workdir, "metrics", "show", "--json")
+    assert metrics.returncode == 0, metrics.stderr[-2000:]
+    shown_metrics = json.loads(metrics.stdout)
+    ours = json.loads((workdir / "reports" / "metrics.json").read_text())
+    assert ours["throughput"]["docker-host"]["dc"]
+    assert "reports/metrics.json" in json.dumps(shown_metrics)
+    plots = dvc(workdir, "plots", "show", "-o", "dvc_plots")
+    assert plots.returncode == 0, plots.stderr[-2000:]
+    html = (workdir / "dvc_plots" / "index.html").read_text()
+    assert "throughput" in html and "<img" in html
+
+
 def _check_latency_and_http(workdir: Path) -> None:
     """Every mode of the network study is measured or skipped with a reason, on every path."""
+    import yaml
+
     from pipeline.benchmarks.http import Http
     from pipeline.benchmarks.latency import Latency
 
-    params = (workdir / "params.yaml").read_text()
-    smoke = re.search(r"smoke:.*?latency: \{count: (\d+), warmup_count: (\d+)", params, re.S)
-    count, warmup_count = int(smoke.group(1)), int(smoke.group(2))
+    smoke = yaml.safe_load((workdir / "conf" / "profiles" / "smoke.yaml").read_text())
+    count, warmup_count = smoke["latency"]["count"], smoke["latency"]["warmup_count"]
     for name, bench in (("latency", Latency()), ("http", Http())):
         raw = workdir / "data" / "raw" / name / "lab"
         runs = pd.read_parquet(raw / "runs.parquet")
@@ -230,13 +255,14 @@ def test_second_repro_does_nothing(workdir):
 
 
 def test_analysis_parameter_reruns_only_analysis(workdir):
-    set_param(workdir, r"^(summarise_throughput:\n(?:  .*\n)*?  n_boot: )\d+", r"\g<1>1500")
+    set_param(workdir, r"(?<=disk: )0\.02(?=\})", "0.03")  # common.margins.disk
     result = dvc(workdir, "repro")
     assert result.returncode == 0
     ran = re.findall(r"Running stage '([^']+)'", result.stdout)
-    # the throughput analysis and what reads its outputs (replication, article); no collection
-    assert ran[0] == "summarise-throughput"
-    assert set(ran) == {"summarise-throughput", "replicate-articles", "assemble-article"}
+    # the summaries that decide with that margin and what reads their outputs; no collection
+    assert ran[0] in ("summarise-disk", "summarise-instrument")
+    assert set(ran) == {"summarise-disk", "summarise-instrument", "replicate-articles",
+                        "assemble-article"}, ran  # fmt: skip
 
 
 def _digest(path: Path) -> str:
@@ -246,7 +272,7 @@ def _digest(path: Path) -> str:
 def test_interrupted_campaign_resumes_without_loss_or_duplicates(workdir):
     # A new throughput campaign (other modes), so only that stage runs again.
     subset = ["native", "docker-host", "docker-bridge", "docker-nat", "macvlan"]
-    set_param(workdir, r"^  modes: all(?=\s+# \"all\")", f"  modes: {','.join(subset)}")
+    set_param(workdir, r"^modes: \{\}", f"modes: {{throughput: \"{','.join(subset)}\"}}")
     proc = subprocess.Popen(
         ["dvc", "repro", "collect-throughput@lab"],
         cwd=workdir,

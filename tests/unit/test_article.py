@@ -5,8 +5,13 @@ only: tests/fixtures/processed (the summaries notebooks 20-22 wrote on the raw f
 tests/fixtures/raw (runs and hosts tables), the article tables written from those summaries by
 the same functions the summarise notebooks call, a WAN calibration table from a constructed
 calibration summary, one campaign.json (duty cycle) and small figure files. Internet vs
-datacenter, memory, disk, load balancing, cold start and the replication have no data there,
-so they must be reported as not measured; cpu has its fixture summary (a host benchmark).
+datacenter, memory, disk and the replication have no data there, so they must be reported as
+not measured; cpu has its fixture summary (a host benchmark), load balancing, cold start,
+footprint and orchestration theirs.
+
+The article's shape: a summary first whose findings come from the summaries' verdicts, the
+sections with their sentences and figures, Methods, Limitations, and the tables in an appendix
+the sections point to; the HTML is markdown-it's rendering of it.
 
 The central check: every number in the article's own prose is a formatted value of some
 numbers.json entry. It is implemented here, independently of the module, and shown to fail on
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 import shutil
 from pathlib import Path
@@ -24,10 +30,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipeline.analysis import article, calibration, host as host_analysis, lb as lb_analysis, tables
+from pipeline.analysis import article, calibration, tables
 from pipeline.analysis import coldstart as coldstart
 from pipeline.analysis import footprint as footprint
+from pipeline.analysis import host as host_analysis
 from pipeline.analysis import latency as latency
+from pipeline.analysis import lb as lb_analysis
 from pipeline.analysis import orchestration as orchestration
 from pipeline.analysis import throughput as throughput
 from pipeline.analysis.schema import read_dataset
@@ -373,3 +381,108 @@ def test_footprint_and_orchestration_prose_states_their_fixtures_known_answers(m
     assert numbers["orchestration.lab.scale-10.median_s"]["value"] == pytest.approx(2.8)
     assert "scaling from one replica to 20 replicas (the profile's cap) 4.40 s [4.00, 4.80]" in orch
     assert "reports/tables/footprint.md" in text and "reports/tables/orchestration.md" in orch
+
+
+# --- the shape of a paper --------------------------------------------------------------------
+
+
+def _native_comparisons() -> pd.DataFrame:
+    """Every comparison with native in the fixture summaries the tree holds, read here from the
+    parquet files by their column names (independently of the module): ratio, interval, verdict."""
+    rows = []
+    specs = [
+        ("throughput", "throughput_summary", [""]),
+        ("throughput", "throughput_udp_summary", [""]),
+        ("latency", "latency_summary", ["_p50", "_p99"]),
+        ("http", "http_summary", ["_p50", "_p99"]),
+        ("cpu", "cpu_summary", [""]),
+        ("coldstart", "coldstart_summary", ["_p50", "_p95", "_p99"]),
+    ]
+    for directory, name, suffixes in specs:
+        s = pd.read_parquet(FIXTURES / "processed" / directory / f"{name}.parquet")
+        s = s[(s["baseline"] == "native") & (s["mode"] != "native") & (s["status"] == "ok")]
+        for suffix in suffixes:
+            verdict = "verdict" + suffix
+            for r in s.to_dict("records"):
+                if isinstance(r[verdict], str):
+                    rows.append({"benchmark": directory, "mode": r["mode"], "path": r["path"],
+                                 "ratio": r["ratio" + suffix], "lo": r[f"ratio{suffix}_lo"],
+                                 "hi": r[f"ratio{suffix}_hi"], "verdict": r[verdict]})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_summary_comes_first_and_names_the_largest_overhead_with_its_interval(md, numbers):
+    headings = re.findall(r"^## (.+)$", md, re.M)
+    assert headings[0] == "Summary"
+    order = ["Summary", "Network throughput", "CPU", "Methods", "Limitations", "Appendix: tables"]
+    assert [headings.index(h) for h in order] == sorted(headings.index(h) for h in order)
+    summary = _section(md, "Summary")
+    assert "**Question.**" in summary and "### Findings" in summary
+    assert len(summary.split()) < 500  # one page
+
+    found = _native_comparisons()
+    overhead = found[found["verdict"] == "overhead"].copy()
+    overhead["size"] = overhead["ratio"].map(lambda r: abs(math.log(r)))
+    top = overhead.loc[overhead["size"].idxmax()]
+    assert (top["benchmark"], top["mode"]) == ("coldstart", "rootless-docker")
+    cost = summary.split("**Largest costs.**")[1].split("**Shown equivalent.**")[0]
+    first = next(x for x in cost.splitlines() if x.startswith("- "))
+    values = [100 * top[k] for k in ("ratio", "lo", "hi")]
+    d = article.decimals_for(*values)
+    text = f"{article.format_number(values[0], d)}% [{article.format_number(values[1], d)}, " \
+           f"{article.format_number(values[2], d)}]"  # fmt: skip
+    assert "Rootless Docker `rootless-docker` on the host" in first and text in first, first
+    assert f"{len(overhead)} of the {len(found)} comparisons found an overhead" in cost
+    # one line per benchmark, biggest first: the throughput line is the localhost proxy's
+    lines = [x for x in cost.splitlines() if x.startswith("- ")]
+    assert len(lines) == overhead["benchmark"].nunique()
+    tcp = next(x for x in lines if x.startswith("- Throughput"))
+    assert "Docker proxy (localhost) `docker-proxy` on the localhost path: 17.9% [17.7, 18.0]" \
+        in tcp  # fmt: skip
+    assert "(Figure [1](#figure-throughput-throughput))" in tcp  # points to its figure
+    sizes = [numbers[k]["value"] for k in sorted(numbers) if k.startswith("summary.largest.")]
+    assert len(sizes) == len(lines)
+
+
+def test_the_summary_says_what_was_equivalent_and_what_is_unresolved(md):
+    summary = _section(md, "Summary")
+    found = _native_comparisons()
+    equivalent = summary.split("**Shown equivalent.**")[1].split("**Not resolved")[0]
+    assert f"{(found['verdict'] == 'equivalent').sum()} comparisons" in equivalent
+    assert ("- Throughput within ±5%: Docker host network and Docker macvlan on the datacenter "
+            "path") in equivalent  # fmt: skip
+    assert "- CPU within ±2%: Podman (rootful) and Rootless Podman on the host" in equivalent
+    unresolved = summary.split("**Not resolved by this run.**")[1]
+    inconclusive = found[found["verdict"] == "inconclusive"]
+    assert set(inconclusive["benchmark"]) == {"http"} and len(inconclusive) == 2
+    assert unresolved.startswith(f" 2 of the {len(found)} comparisons are inconclusive")
+    assert "HTTP request latency p99 (`1k`): Docker host network and Docker macvlan" in unresolved
+    widths = 100 * (inconclusive["hi"] - inconclusive["lo"])
+    assert f"intervals are {widths.min():.1f} to {widths.max():.1f} percentage points" in unresolved
+
+
+def test_tables_are_in_the_appendix_and_sections_point_to_them(md):
+    appendix = md.split("\n## Appendix: tables\n")[1]
+    for stem in ("throughput", "latency", "cpu", "lb", "wan_calibration", "extra"):
+        assert f"<!-- include: reports/tables/{stem}.md -->" in appendix, stem
+    body = md.split("\n## Appendix: tables\n")[0]
+    assert not re.findall(r"^\|(?: *:?-{3,}:? *\|)+$", body.split("## Methods")[0], re.M)
+    assert "Full tables in the appendix: `reports/tables/throughput.md`, " \
+           "`reports/tables/throughput_udp.md`." in _section(md, "Network throughput")  # fmt: skip
+    # a generated sentence stays where its section needs it
+    assert "<!-- include: reports/tables/wan_calibration_sentence.md -->" in _section(md, "Methods")
+
+
+def test_the_html_renders_tables_through_markdown_it(tree):
+    from markdown_it import MarkdownIt
+
+    page = (tree / "reports" / "article.html").read_text(encoding="utf-8")
+    table = (tree / "reports" / "tables" / "throughput.md").read_text(encoding="utf-8")
+    rendered = MarkdownIt("commonmark", {"html": False}).enable("table").render(table)
+    html_table = rendered[rendered.index("<table>"):]
+    assert html_table.strip() in page  # the whole table, cell for cell, as markdown-it renders it
+    assert page.count("<thead>") == page.count("<table>") >= 7
+    assert '<p class="caption">Table: iperf3 TCP throughput' in page
+    assert re.search(r'<img src="data:image/svg\+xml;base64,[^"]+" alt="throughput" '
+                     r'id="figure-throughput-throughput" ?/?>', page)  # fmt: skip
+    assert '<a href="#figure-throughput-throughput">1</a>' in page  # the summary's link

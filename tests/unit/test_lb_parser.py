@@ -25,7 +25,7 @@ from pipeline.benchmarks.lb import (
     wrk_samples,
 )
 from pipeline.collect.campaign import plan
-from pipeline.collect.modes import STUDY_MODES
+from pipeline.collect.modes import STUDY_MODES, Context
 
 DATA = Path(__file__).parent / "data"
 
@@ -256,8 +256,8 @@ def _lb_step(docker, bench, variant, keep, run=1):
 
     inv = inventory.load(Path(__file__).parents[2] / "inventory" / "lab.yaml", MODES,
                          check_files=False)  # fmt: skip
-    ctx = SimpleNamespace(inventory=inv, pool=docker,
-                          image=lambda host, engine: SimpleNamespace(tag="tools:1"))  # fmt: skip
+    ctx = Context(inventory=inv, pool=docker, campaign="c0ffee")
+    ctx.image = lambda host, engine: SimpleNamespace(tag="tools:1")
     scenario = Scenario(ctx, "swarm-overlay", "docker", inv.servers[0], variant, run,
                         Window(2), Window(1), "co-test-lb-swarm-overlay", keep=keep)  # fmt: skip
     return bench.measure(scenario)

@@ -1,6 +1,6 @@
 """Controls of the instrument: modes whose true answer is known before anything is measured.
 
-They prove that the pipeline finds what is there and nothing else (issue 5; the instrument
+They prove that the pipeline finds what is there and nothing else (the instrument
 check stage, ``pipeline.analysis.instrument``):
 
 - ``native-aa``: native under a second name (the A/A test). The server or the tool is exactly

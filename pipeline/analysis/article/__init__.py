@@ -1,0 +1,204 @@
+"""The article assembled only from generated files: numbers.json, metrics.json, article.md and
+article.html.
+
+Inputs are what the stages wrote: the processed summaries under ``<processed>/<benchmark>/``, the
+``runs`` and ``hosts`` tables under ``<raw>/<benchmark>/<environment>/`` (plus ``campaign.json``,
+the duty cycle, where the campaign recorded one), ``reports/tables/*`` and ``figures/<dir>/``.
+
+The article reads as a paper: a one-page Summary (the question, then findings generated from the
+verdicts), one section per benchmark (sentences and figures), Methods, Limitations, and the full
+tables in an Appendix. No number is typed here: every number the prose states is registered in
+``Numbers`` (key, value, unit, interval, source file) first and written from the registered,
+formatted value, so ``numbers.json`` holds every number of the text. ``metrics.json`` holds every
+comparison with native the summaries carry, nested for ``dvc metrics diff``.
+
+The modules: ``numbers`` (the registry and formatting), ``inputs`` (reading and including
+generated files), ``sections`` (the per-benchmark registry), ``comparisons`` (the comparisons with
+native, and metrics.json), ``summary``, ``methods`` (Methods and Limitations), ``html``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipeline.analysis.article.comparisons import Comparison, comparisons, metrics, metrics_json
+from pipeline.analysis.article.html import data_uri, to_html
+from pipeline.analysis.article.inputs import (
+    BASELINE,
+    INCLUDE_BEGIN,
+    INCLUDE_END,
+    PATH_LABELS,
+    PATH_ORDER,
+    Inputs,
+    figure_blocks,
+    figure_files,
+    include,
+    table_blocks,
+)
+from pipeline.analysis.article.methods import (
+    _instrument,
+    _noise,
+    _placement,
+    first_line,
+    limitations,
+    methods,
+)
+from pipeline.analysis.article.numbers import Number, Numbers, decimals_for, format_number
+from pipeline.analysis.article.sections import (
+    SECTIONS,
+    Section,
+    discovered,
+    generic_section,
+    render,
+)
+from pipeline.analysis.article.summary import summary
+
+TITLE = "# How much do containers really cost?"
+PROVENANCE = (
+    "Assembled by `pipeline.analysis.article` from the generated tables, figures and "
+    "`numbers.json`: every number below comes from those files."
+)
+
+__all__ = [
+    "BASELINE",
+    "INCLUDE_BEGIN",
+    "INCLUDE_END",
+    "PATH_LABELS",
+    "PATH_ORDER",
+    "SECTIONS",
+    "PROVENANCE",
+    "TITLE",
+    "Article",
+    "Comparison",
+    "Inputs",
+    "Number",
+    "Numbers",
+    "Section",
+    "_instrument",
+    "_noise",
+    "_placement",
+    "assemble",
+    "build",
+    "comparisons",
+    "data_uri",
+    "decimals_for",
+    "figure_files",
+    "first_line",
+    "format_number",
+    "include",
+    "metrics",
+    "to_html",
+]
+
+
+@dataclass
+class Article:
+    markdown: str
+    numbers: Numbers
+    figures: list[Path]
+    tables: list[str]
+    metrics: dict = field(default_factory=dict)
+
+
+def _appendix(inputs: Inputs, numbers: Numbers) -> str:
+    """The full tables, under the heading of the section that points to them, then every
+    generated table and figure nothing else claimed, so nothing generated is lost."""
+    blocks = ["## Appendix: tables", "Every table the sections and Methods point to, verbatim."]
+    for heading, tables in inputs.appendix:
+        blocks += [f"### Tables: {heading}", *tables]
+    stems = [p.stem for p in sorted(inputs.tables.glob("*.md")) if p.name not in inputs.used_tables]
+    others = table_blocks(inputs, stems)
+    if others:
+        blocks += ["### Other generated tables", *others]
+    figures = []
+    if inputs.figures.is_dir():
+        for d in sorted(p for p in inputs.figures.iterdir() if p.is_dir()):
+            if not set(figure_files(d)) & inputs.used_figures:
+                figures += figure_blocks(inputs, numbers, d.name)
+    if figures:
+        blocks += ["### Other generated figures", *figures]
+    if len(blocks) == 2:
+        blocks[1] = "No table was generated."
+    return "\n\n".join(blocks)
+
+
+def assemble(
+    processed_dir: Path | str,
+    raw_dir: Path | str,
+    tables_dir: Path | str,
+    figures_dir: Path | str,
+    out_dir: Path | str,
+    margins: dict[str, float],
+    confidence: float = 0.95,
+    root: Path | str | None = None,
+) -> Article:
+    """The article's Markdown, its numbers and its metrics, from the generated files (nothing
+    is written)."""
+    root = Path(root or Path.cwd()).resolve()
+    inputs = Inputs(
+        Path(processed_dir),
+        Path(raw_dir),
+        Path(tables_dir),
+        Path(figures_dir),
+        Path(out_dir),
+        dict(margins),
+        confidence,
+        root,
+    )
+    numbers = Numbers(root)
+    benchmarks = inputs.raw_benchmarks()
+    found = comparisons(inputs.processed)
+    body, not_measured = [], []
+    for section in [*SECTIONS.values(), *map(generic_section, discovered(inputs))]:
+        text, measured = render(section, inputs, numbers)
+        body.append(text)
+        if not measured:
+            not_measured.append(section)
+    tail = [
+        methods(inputs, numbers, benchmarks),
+        limitations(inputs, numbers, benchmarks, not_measured),
+        _appendix(inputs, numbers),
+    ]
+    # Written last, placed first: it points to figures the body has placed and numbered.
+    parts = [TITLE, PROVENANCE, summary(inputs, numbers, found), *body, *tail]
+    markdown = "\n\n".join(p for p in parts if p).rstrip() + "\n"
+    return Article(
+        markdown,
+        numbers,
+        sorted(inputs.used_figures),
+        sorted(inputs.used_tables),
+        metrics(found),
+    )
+
+
+def build(
+    processed_dir: Path | str,
+    raw_dir: Path | str,
+    tables_dir: Path | str,
+    figures_dir: Path | str,
+    out_dir: Path | str,
+    margins: dict[str, float],
+    confidence: float = 0.95,
+    root: Path | str | None = None,
+    metrics_file: Path | str | None = None,
+) -> dict[str, Path]:
+    """Write ``numbers.json``, ``article.md`` and ``article.html`` into ``out_dir``, and the
+    comparisons with native to ``metrics_file`` (default ``<out_dir>/metrics.json``)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    article = assemble(
+        processed_dir, raw_dir, tables_dir, figures_dir, out, margins, confidence, root
+    )
+    paths = {
+        "numbers": out / "numbers.json",
+        "markdown": out / "article.md",
+        "html": out / "article.html",
+        "metrics": Path(metrics_file) if metrics_file is not None else out / "metrics.json",
+    }
+    paths["numbers"].write_text(article.numbers.to_json(), encoding="utf-8")
+    paths["markdown"].write_text(article.markdown, encoding="utf-8")
+    paths["html"].write_text(to_html(article.markdown, out), encoding="utf-8")
+    paths["metrics"].parent.mkdir(parents=True, exist_ok=True)
+    paths["metrics"].write_text(metrics_json(article.metrics), encoding="utf-8")
+    return paths

@@ -1,0 +1,188 @@
+"""Every comparison with native that the processed summaries carry, in one shape.
+
+The summaries differ by benchmark (one ratio per row for throughput and the host benchmarks, one
+per percentile for latency, HTTP and cold start), but each states its baseline and, beside a
+ratio to it, the ratio's interval and verdict: ``ratio``/``ratio_lo``/``ratio_hi``/``verdict``,
+or ``ratio_p50``/``ratio_p50_lo``/``ratio_p50_hi``/``verdict_p50``. Reading those columns, not
+each benchmark's names, makes a new benchmark's summary count here without an edit. Summaries
+whose baseline is not native (a balancer against a directly dialled replica, an engine against
+rootful Docker) are not comparisons with native and stay out.
+
+The summary at the head of the article and ``metrics.json`` are both written from this list.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from pipeline.analysis.article.inputs import BASELINE, missing
+
+STATISTICS = ("p50", "p95", "p99")
+# Summaries whose rows carry no variant: (directory, file stem) -> (benchmark, variant).
+FIXED_VARIANT = {
+    ("throughput", "throughput_summary"): ("throughput", "tcp"),
+    ("throughput", "throughput_udp_summary"): ("throughput", "udp"),
+}
+# What a benchmark measures, as a finding names it; a benchmark not listed is named as is.
+MEASURES = {
+    "throughput": "throughput",
+    "latency": "round trip",
+    "http": "HTTP request latency",
+    "coldstart": "cold start",
+    "cpu": "CPU",
+    "memory": "memory bandwidth",
+    "disk": "disk",
+    "syscall": "system calls",
+}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    benchmark: str
+    section: str  # the article section, and the figure directory, it belongs to
+    environment: str
+    mode: str
+    path: str
+    variant: str | None
+    statistic: str | None  # "p50", "p99", ... or None for a summary's one ratio
+    key: str  # variant and statistic as one metrics.json key
+    ratio: float
+    lo: float | None
+    hi: float | None
+    verdict: str | None
+    margin: float | None
+    higher_is_better: bool
+    confidence: float | None
+    source: Path
+
+    @property
+    def size(self) -> float:
+        """How far from parity, in either direction: |log ratio| (a halving and a doubling are
+        the same size)."""
+        return abs(math.log(self.ratio)) if self.ratio > 0 else math.inf
+
+    @property
+    def what(self) -> str:
+        """What was compared, in words: "round trip p50 (`udp`)"."""
+        text = MEASURES.get(self.benchmark, self.benchmark)
+        if self.statistic:
+            text += f" {self.statistic}"
+        return text + (f" (`{self.variant}`)" if self.variant else "")
+
+
+def summary_files(processed: Path) -> list[tuple[str, str, Path]]:
+    """(directory, file stem, path) of every summary that may hold comparisons with native."""
+    if not processed.is_dir():
+        return []
+    found = []
+    for directory in sorted(p for p in processed.iterdir() if p.is_dir()):
+        stems = [f"{directory.name}_summary"]
+        stems += [s for d, s in FIXED_VARIANT if d == directory.name and s not in stems]
+        for stem in stems:
+            path = directory / f"{stem}.parquet"
+            if path.exists():
+                found.append((directory.name, stem, path))
+    return found
+
+
+def _float(value) -> float | None:
+    if missing(value):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _from_summary(directory: str, stem: str, path: Path) -> list[Comparison]:
+    frame = pd.read_parquet(path)
+    if "baseline" not in frame.columns or "mode" not in frame.columns:
+        return []
+    benchmark, fixed = FIXED_VARIANT.get((directory, stem), (directory, None))
+    stats = [None] if {"ratio", "verdict"} <= set(frame.columns) else []
+    stats += [s for s in STATISTICS if {f"ratio_{s}", f"verdict_{s}"} <= set(frame.columns)]
+    rows = frame[(frame["baseline"] == BASELINE) & (frame["mode"] != BASELINE)]
+    if "status" in rows.columns:
+        rows = rows[rows["status"] == "ok"]
+    metrics_per_variant = (
+        frame.groupby("variant")["metric"].nunique()
+        if {"variant", "metric"} <= set(frame.columns)
+        else pd.Series(dtype=int)
+    )
+    out = []
+    for r in rows.to_dict("records"):
+        variant = fixed or (str(r["variant"]) if not missing(r.get("variant")) else None)
+        base = variant
+        if variant and metrics_per_variant.get(variant, 1) > 1:
+            base = f"{variant}_{r['metric']}"
+        for stat in stats:
+            suffix = f"_{stat}" if stat else ""
+            ratio = _float(r.get(f"ratio{suffix}"))
+            if ratio is None:
+                continue
+            verdict = r.get(f"verdict{suffix}")
+            hib = r.get("higher_is_better")
+            key = "_".join(k for k in (base, stat) if k) or "ratio"
+            out.append(
+                Comparison(
+                    benchmark=benchmark,
+                    section=directory,
+                    environment=str(r.get("environment", "")),
+                    mode=str(r["mode"]),
+                    path=str(r.get("path", "")),
+                    variant=variant,
+                    statistic=stat,
+                    key=key.replace(".", "_"),
+                    ratio=ratio,
+                    lo=_float(r.get(f"ratio{suffix}_lo")),
+                    hi=_float(r.get(f"ratio{suffix}_hi")),
+                    verdict=None if missing(verdict) else str(verdict),
+                    margin=_float(r.get("margin")),
+                    # A percentile is a time: lower is better. A ratio without the column
+                    # is a rate, as throughput's is.
+                    higher_is_better=bool(hib) if not missing(hib) else stat is None,
+                    confidence=_float(r.get("confidence")),
+                    source=path,
+                )
+            )
+    return out
+
+
+def comparisons(processed: Path | str) -> list[Comparison]:
+    """Every comparison with native in the summaries under ``processed``."""
+    out = []
+    for directory, stem, path in summary_files(Path(processed)):
+        out += _from_summary(directory, stem, path)
+    return out
+
+
+def metrics(found: list[Comparison]) -> dict:
+    """``{benchmark: {mode: {path: {variant_or_statistic: {ratio, lo, hi, verdict}}}}}``.
+
+    Only complete entries: a comparison whose ratio or interval is not a finite number is left
+    out, so the file holds JSON numbers only (``dvc metrics show`` flattens it). With more than
+    one environment the path key names it ("dc@lab").
+    """
+    environments = {c.environment for c in found}
+    tree: dict = {}
+    for c in found:
+        if c.lo is None or c.hi is None:
+            continue
+        path = c.path if len(environments) <= 1 else f"{c.path}@{c.environment}"
+        leaf = {"ratio": c.ratio, "lo": c.lo, "hi": c.hi, "verdict": c.verdict or "none"}
+        tree.setdefault(c.benchmark, {}).setdefault(c.mode, {}).setdefault(path, {})[c.key] = leaf
+    return _sorted(tree)
+
+
+def _sorted(tree):
+    if isinstance(tree, dict) and not {"ratio", "verdict"} <= set(tree):
+        return {str(k): _sorted(tree[k]) for k in sorted(tree)}
+    return tree
+
+
+def metrics_json(tree: dict) -> str:
+    """``metrics`` as the file's text; NaN cannot reach it (``allow_nan`` would raise)."""
+    return json.dumps(tree, indent=1, allow_nan=False) + "\n"

@@ -1,0 +1,521 @@
+"""Methods and Limitations: how the numbers were obtained and what they cannot say.
+
+Methods: the hosts as recorded, the modes, runs and cells per benchmark, the statistics and the
+margins fixed before the data, the WAN emulator's calibration, the instrument check, run-to-run
+noise and the duty cycle. Limitations: every skipped or failed step with its recorded reason
+(each distinct reason quoted once, naming the steps it stopped) and every benchmark not
+collected.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+
+from pipeline.analysis import figures
+from pipeline.analysis.article.inputs import (
+    Inputs,
+    figure_blocks,
+    label,
+    missing,
+    on_path,
+    tables_for,
+)
+from pipeline.analysis.article.numbers import Number, Numbers
+from pipeline.analysis.article.sections import Section, missing_text
+
+WAN_TABLES = ["wan_calibration_sentence", "wan_calibration"]
+INSTRUMENT_TABLES = ["instrument_aa", "instrument_injected"]
+NOISE_TABLES = ["noise"]
+
+
+HOST_COLUMNS = [
+    ("host", "Host"),
+    ("role", "Role"),
+    ("kernel", "Kernel"),
+    ("cpu_model", "CPU"),
+    ("cpu_count", "Cores"),
+    ("mem_total_bytes", "Memory GiB"),
+    ("docker_version", "Docker"),
+    ("containerd_version", "containerd"),
+    ("runc_version", "runc"),
+    ("storage_driver", "Storage driver"),
+    ("cgroup_version", "cgroup"),
+    ("mtu", "MTU"),
+    ("ipvs", "IPVS"),
+    ("netem", "netem"),
+]
+NUMERIC_HOST = {"cpu_count": "cores", "mem_total_bytes": "GiB", "mtu": "bytes"}
+
+
+def _hosts(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[str]:
+    frames = [f for b in benchmarks if (f := inputs.raw_table(b, "hosts")) is not None]
+    if not frames:
+        return ["No hosts table was collected."]
+    hosts = pd.concat(frames, ignore_index=True)
+    cols = [c for c, _ in HOST_COLUMNS]
+    for col in NUMERIC_HOST:  # int in one table, float (nullable) in another: one spelling
+        hosts[col] = pd.to_numeric(hosts[col], errors="coerce")
+    distinct = hosts[["environment", *cols]].drop_duplicates()
+    source = inputs.raw
+    lines = [
+        "| Environment | " + " | ".join(t for _, t in HOST_COLUMNS) + " |",
+        "| " + " | ".join([":---"] * (len(HOST_COLUMNS) + 1)) + " |",
+    ]
+    seen: dict[tuple, int] = {}
+    for _, row in distinct.iterrows():
+        host = (row["environment"], row["host"])
+        seen[host] = seen.get(host, -1) + 1
+        suffix = f".{seen[host]}" if seen[host] else ""
+        cells = [f"`{row['environment']}`"]
+        for col, _ in HOST_COLUMNS:
+            value = row[col]
+            if missing(value):
+                cells.append("n/a")
+            elif col in NUMERIC_HOST:
+                v = float(value) / 2**30 if col == "mem_total_bytes" else float(value)
+                n = numbers.add(
+                    f"hosts.{row['environment']}.{row['host']}{suffix}.{col}",
+                    v,
+                    NUMERIC_HOST[col],
+                    source,
+                    decimals=1 if col == "mem_total_bytes" else 0,
+                )
+                cells.append(n.text())
+            else:
+                cells.append(f"`{value}`")
+        lines.append("| " + " | ".join(cells) + " |")
+    intro = "Hosts, as recorded by every campaign (one row per distinct set of facts):"
+    return [intro, "\n".join(lines)]
+
+
+def _runs(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[str]:
+    lines = []
+    for b in benchmarks:
+        runs = inputs.raw_table(b, "runs")
+        if runs is None:
+            continue
+        key = f"methods.{b}"
+        src = inputs.raw / b
+        n_runs = numbers.add(f"{key}.runs", runs["run"].nunique(), "runs", src)
+        cells = runs[["mode", "path", "variant"]].drop_duplicates()
+        n_cells = numbers.add(f"{key}.cells", len(cells), "(mode, path, variant) cells", src)
+        orders = runs.sort_values(["run", "order"]).groupby("run")["mode"].apply(lambda m: tuple(m))
+        n_orders = numbers.add(f"{key}.distinct_orders", orders.nunique(), "orders", src)
+        ok = runs[runs["status"] == "ok"].groupby(["mode", "path", "variant"])["run"].nunique()
+        text = (
+            f"- `{b}`: {n_cells.text()} (mode, path, variant) cells in {n_runs.text()} runs, "
+            f"{n_orders.text()} distinct measurement orders"
+        )
+        if len(ok):
+            lo = numbers.add(f"{key}.ok_runs_per_cell_min", ok.min(), "runs", src)
+            hi = numbers.add(f"{key}.ok_runs_per_cell_max", ok.max(), "runs", src)
+            text += f"; measured runs per cell: {_span(lo, hi)}"
+        found = inputs.summary(b, f"{b}_summary")
+        if found is not None and "n_samples" in found[0].columns:
+            s = found[0][found[0]["status"] == "ok"]["n_samples"]
+            if len(s):
+                lo = numbers.add(f"{key}.samples_per_cell_min", s.min(), "samples", found[1])
+                hi = numbers.add(f"{key}.samples_per_cell_max", s.max(), "samples", found[1])
+                text += f"; samples per cell (all runs pooled): {_span(lo, hi)}"
+        lines.append(text + ".")
+    return lines
+
+
+def _span(lo: Number, hi: Number) -> str:
+    return lo.text() if lo.text() == hi.text() else f"{lo.text()} to {hi.text()}"
+
+
+def _modes(inputs: Inputs, benchmarks: list[str]) -> str:
+    modes: set[str] = set()
+    for b in benchmarks:
+        runs = inputs.raw_table(b, "runs")
+        if runs is not None:
+            modes |= set(runs["mode"])
+    if not modes:
+        return "Modes in this campaign: none (no runs table was collected)."
+    ordered = sorted(modes, key=lambda m: (figures.mode_rank(m), m))
+    return "Modes in this campaign: " + ", ".join(f"{label(m)} (`{m}`)" for m in ordered) + "."
+
+
+def _seeds(inputs: Inputs) -> set:
+    seeds = set()
+    for b in ("throughput", "latency", "http"):
+        found = inputs.summary(b, f"{b}_summary")
+        if found is not None and "seed" in found[0].columns:
+            seeds |= set(found[0]["seed"].dropna().astype(int))
+    return seeds
+
+
+def _duty_cycle(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[str]:
+    lines = []
+    for b in benchmarks:
+        for dataset in sorted((inputs.raw / b).glob("*/runs.parquet")):
+            env = dataset.parent.name
+            record = dataset.parent / "campaign.json"
+            if not record.exists():
+                lines.append(f"- `{b}` (`{env}`): not recorded (no campaign.json).")
+                continue
+            data = json.loads(record.read_text())
+            if data.get("duty_cycle") is None:
+                lines.append(f"- `{b}` (`{env}`): not recorded (no session timings).")
+                continue
+            key = f"methods.{b}.{env}.duty_cycle"
+            d = numbers.add(key, data["duty_cycle"], "fraction", record, decimals=2)
+            w = numbers.add(f"{key}.window_s", data["window_s"], "s", record, decimals=0)
+            t = numbers.add(f"{key}.wall_s", data["wall_s"], "s", record, decimals=0)
+            where = ""
+            if data.get("client_s") is not None:  # not every campaign record splits the overhead
+                servers = numbers.add(f"{key}.servers_s", data["deploy_s"] + data["stop_s"],
+                                      "s", record, decimals=0)  # fmt: skip
+                client = numbers.add(f"{key}.client_overhead_s", data["client_overhead_s"],
+                                     "s", record, decimals=0)  # fmt: skip
+                where = (f"; {servers.text()} s starting and stopping servers, {client.text()} s "
+                         "in client commands outside their windows (SSH, the tool's own "
+                         "start-up)")  # fmt: skip
+            lines.append(
+                f"- `{b}` (`{env}`): {d.text()} ({w.text()} s inside load windows of "
+                f"{t.text()} s wall{where}){_placement(data.get('placements') or [])}."
+            )
+    return lines
+
+
+def _placement(placements: list[dict]) -> str:
+    """The lab's CPU placement of a campaign's sessions, as a clause of its duty-cycle line."""
+    said = []
+    for p in placements:
+        if p["placement"] == "unavailable":
+            said.append(f"CPU placement not applied: {p['reason']}")
+        elif p["placement"] == "split":
+            server, client = p["cpus"]["node1"], p["cpus"]["dc-client"]
+            said.append(f"servers' hosts on CPU {server}, clients' hosts on CPU {client}")
+        else:
+            said.append("every host on every CPU")
+    return "; " + "; ".join(said) if said else ""
+
+
+def _wan(inputs: Inputs, numbers: Numbers) -> list[str]:
+    path = inputs.tables / "wan_calibration.csv"
+    if not path.exists():
+        return [
+            "WAN emulator calibration: not measured in this campaign (stages "
+            "`collect-wan-calibration` and `summarise-wan-calibration` produce it)."
+        ]
+    table = pd.read_csv(path, dtype=str)
+    measured = [c for c in table.columns if c.startswith("Measured added RTT")]
+    excess = [c for c in table.columns if c.startswith("Emulator excess")]
+    lines = ["WAN emulator calibration (native server, Internet minus datacenter round trip):\n"]
+    for r in table.to_dict("records"):
+        if not measured or r["Quantile"] != "p50":
+            continue
+        key = f"wan_calibration.{r['One-way delay (ms)']}ms.{r['Protocol'].lower()}.p50"
+        delay = numbers.add(f"{key}.delay_ms", _parse(r["One-way delay (ms)"]), "ms", path)
+        expected_us = _parse(r["Expected added RTT (us)"])
+        expected = numbers.add(f"{key}.expected_us", expected_us, "us", path, decimals=0)
+        m = _interval(r[measured[0]])
+        e = _interval(r[excess[0]]) if excess else None
+        add = numbers.add(
+            f"{key}.added_us",
+            *m[:1],
+            "us",
+            path,
+            *m[1:],
+            inputs.confidence,
+            "paired run-cluster bootstrap",
+            decimals=0,
+        )
+        text = (
+            f"- {delay.text()} ms configured one way, {r['Protocol']}: the median round trip "
+            f"grew by {add.with_ci(' us')} against {expected.text()} us expected"
+        )
+        if e is not None:
+            ex = numbers.add(
+                f"{key}.excess_us",
+                e[0],
+                "us",
+                path,
+                e[1],
+                e[2],
+                inputs.confidence,
+                "paired run-cluster bootstrap",
+                decimals=0,
+            )
+            text += f" (emulator excess {ex.with_ci(' us', signed=True)})"
+        lines.append(text + ".")
+    return ["\n".join(lines), *tables_for(inputs, WAN_TABLES, "Methods: WAN emulator calibration")]
+
+
+def _instrument(inputs: Inputs, numbers: Numbers) -> list[str]:
+    """The instrument check: A/A counts and rate, injected vs recovered (pipeline/instrument)."""
+    rate_path = inputs.processed / "instrument" / "instrument_rate.json"
+    found = inputs.summary("instrument", "instrument_injected_summary")
+    if not rate_path.exists() or found is None:
+        return [
+            "Instrument check (A/A, injected overheads): not measured in this campaign (stages "
+            "`collect-instrument` and `summarise-instrument` produce it)."
+        ]
+    rate = json.loads(rate_path.read_text())
+    # The stage's own sentence says what the paragraph below says: not repeated at the end.
+    inputs.used_tables.add("instrument_sentence.md")
+    n = numbers.add("instrument.aa.comparisons", rate["comparisons"], "count", rate_path)
+    counts = {
+        v: numbers.add(f"instrument.aa.{v}", rate[v], "count", rate_path)
+        for v in ("equivalent", "inconclusive", "false_differences")
+    }
+    text = (
+        f"Instrument check, A/A: native measured under a second name in the same randomised "
+        f"campaigns gave {n.text()} comparisons, decided by the study's own summaries: "
+        f"{counts['equivalent'].text()} equivalent, {counts['inconclusive'].text()} "
+        f"inconclusive, {counts['false_differences'].text()} called a difference"
+    )
+    if rate.get("false_difference_rate") is not None:
+        share = 100 * rate["false_difference_rate"]
+        pct = numbers.add("instrument.aa.false_difference_pct", share, "%", rate_path, decimals=1)
+        text += f" (false-difference rate {pct.text()}%)"
+    lines = [text + "."]
+    injected, path = found
+    if len(injected):
+        lines.append("Injected overheads, recovered by the same pipeline:\n")
+        for r in injected.itertuples():
+            key = f"instrument.injected.{r.environment}.{r.control}.{r.variant}".replace(" ", "_")
+            exp = numbers.add(f"{key}.expected", r.expected, r.unit, path)
+            got = numbers.add(f"{key}.recovered", r.recovered, r.unit, path, r.recovered_lo,
+                              r.recovered_hi, r.coverage, r.interval_kind)  # fmt: skip
+            inside = "n/a" if pd.isna(r.recovered_within) else (
+                "inside" if r.recovered_within else "outside")  # fmt: skip
+            err = numbers.add(f"{key}.error_pct", r.error_pct, "%", path, decimals=2)
+            lines.append(
+                f"- {r.injected} ({r.variant}): expected {exp.text()} {r.unit}, recovered "
+                f"{got.with_ci()} {r.unit} ({err.text(signed=True)}%): expected value {inside} "
+                "the interval."
+            )
+    blocks = figure_blocks(inputs, numbers, "instrument")
+    blocks += tables_for(inputs, INSTRUMENT_TABLES, "Methods: instrument check")
+    return ["\n".join(lines), *blocks]
+
+
+def _noise(inputs: Inputs, numbers: Numbers) -> list[str]:
+    """Run-to-run noise per benchmark (pipeline/analysis/noise.py): the range of the SD of one
+    configuration's per-run value, as % of native's mean, over the benchmark's cells."""
+    found = inputs.summary("noise", "noise_summary")
+    if found is None:
+        return ["Run-to-run noise: not analysed in this campaign (stage `summarise-noise`)."]
+    noise, path = found
+    fitted = noise[noise["status"] == "ok"].dropna(subset=["cv_sd_within_pct"])
+    if fitted.empty:
+        why = sorted(set(noise["reason"].dropna())) or ["no benchmark with a native baseline"]
+        return [f"Run-to-run noise: not estimated ({'; '.join(why)})."]
+    parts = []
+    for bench, rows in fitted.groupby("benchmark", sort=False):
+        ends = []
+        for r in (rows.loc[rows["cv_sd_within_pct"].idxmin()],
+                  rows.loc[rows["cv_sd_within_pct"].idxmax()]):  # fmt: skip
+            key = f"noise.{bench}.{r['environment']}.{r['path']}.{r['variant']}.{r['metric']}"
+            lo, hi = r["cv_sd_within_lo_pct"], r["cv_sd_within_hi_pct"]
+            cv = numbers.add(f"{key}.cv_pct", r["cv_sd_within_pct"], "%", path, lo, hi,
+                             r["confidence"], "parametric bootstrap", decimals=2)  # fmt: skip
+            ends.append(cv)
+        span = ends[0].text() if ends[0].key == ends[1].key else (
+            f"{ends[0].text()}% to {ends[1].text()}")  # fmt: skip
+        parts.append(f"{bench} {span}%")
+    text = (
+        "Run-to-run noise (SD of one configuration's per-run value across runs, from a mixed "
+        "model with mode fixed and run random, as % of native's mean; smallest to largest over "
+        "each benchmark's variants, paths and statistics): " + "; ".join(parts) + "."
+    )
+    return [text, *tables_for(inputs, NOISE_TABLES, "Methods: run-to-run noise")]
+
+
+def _parse(text: str) -> float:
+    return float(str(text).replace(",", ""))
+
+
+def _interval(text: str) -> tuple[float, float, float]:
+    """ "40,123 [40,091, 40,145]" -> (40123, 40091, 40145); the separator is ", " (with a
+    space), thousands separators have none."""
+    point, rest = str(text).split("[", 1)
+    lo, hi = rest.rstrip("] ").split(", ")
+    return _parse(point), _parse(lo), _parse(hi)
+
+
+def methods(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> str:
+    """The Methods section: hosts, modes, runs, statistics, WAN, instrument, noise, duty cycle."""
+    conf = numbers.add(
+        "methods.confidence_pct", round(100 * inputs.confidence, 9), "%", "parameters"
+    )
+    level = round(100 * (2 * inputs.confidence - 1), 9)  # 89.99999999999999 is 90
+    eq = numbers.add("methods.equivalence_level_pct", level, "%", "parameters")
+    margins = []
+    for name in sorted(inputs.margins):
+        pct = round(100 * inputs.margins[name], 9)
+        m = numbers.add(f"methods.margin.{name}_pct", pct, "%", "parameters")
+        margins.append(f"{name} ±{m.text()}%")
+    blocks = ["## Methods"]
+    blocks += _hosts(inputs, numbers, benchmarks)
+    blocks.append(_modes(inputs, benchmarks))
+    blocks.append(
+        "Runs and cells per benchmark (a run measures every cell once, in an order drawn from a "
+        "seeded random permutation of that run's cells, each after a recorded warm-up):"
+    )
+    blocks.append("\n".join(_runs(inputs, numbers, benchmarks)) or "No runs were collected.")
+    seeds = sorted(_seeds(inputs))
+    # A seed is an identifier, not a quantity: a code span, as written in the summaries.
+    seed_text = " Bootstrap seed: " + ", ".join(f"`{s}`" for s in seeds) + "." if seeds else ""
+    blocks.append(
+        f"Statistics: per-run values are the unit of inference; every interval is at "
+        f"{conf.text()}%. Equivalence margins on the ratio to native, fixed before any data: "
+        f"{', '.join(margins)}. A mode is called equivalent only when the {eq.text()}% interval "
+        f"of its ratio lies inside the margin and a paired TOST agrees; otherwise an interval "
+        f"wholly on one side of parity is an overhead (or faster) when a paired t test on the "
+        f"per-run log ratios agrees, else inconclusive. Both tests need at least 3 paired "
+        f"runs.{seed_text}"
+    )
+    blocks += _wan(inputs, numbers)
+    blocks += _instrument(inputs, numbers)
+    blocks += _noise(inputs, numbers)
+    duty = _duty_cycle(inputs, numbers, benchmarks)
+    blocks.append(
+        "Duty cycle (seconds inside load windows / wall seconds of the campaign) and, on the "
+        "embedded lab, where its hosts ran (they share one machine's CPUs: \"every host on "
+        'every CPU" leaves a client and its server to the scheduler, which now and then puts '
+        "them on one CPU; a split placement gives the server's host and the clients' hosts "
+        "disjoint CPUs):\n\n" + ("\n".join(duty) if duty else "not recorded.")
+    )
+    return "\n\n".join(b for b in blocks if b != "")
+
+
+# --- limitations -----------------------------------------------------------------------------
+
+
+_STATUS = re.compile(r"^\s*(skipped|failed):\s*")
+# Lines of recorded tool output that are never the reason itself: the tool pointing at its help,
+# the command echoed ("$ docker run ..."), the header of a captured stream ("stderr (last 20
+# lines):").
+_NOT_THE_REASON = re.compile(
+    r"^(See '[^']*--help'|Run '[^']*--help'|Try '[^']*--help'|Usage:|For more (help|information)"
+    r"|\$ |(stderr|stdout)\b[^:]*:$)",
+    re.I,
+)
+
+
+def first_line(text) -> tuple[str, bool]:
+    """A recorded reason's first meaningful line, and whether more was recorded.
+
+    The status prefix, blank lines, usage hints, echoed commands and stream headers go; a line
+    that only introduces the next ("on host node1: command exited with status 125:") is joined
+    with it.
+    """
+    text = "" if missing(text) else str(text)
+    lines = [x.strip() for x in _STATUS.sub("", text).strip().splitlines()]
+    kept = [x for x in lines if x and not _NOT_THE_REASON.match(x)]
+    if not kept:
+        return "", False
+    used = 2 if kept[0].endswith(":") and len(kept) > 1 else 1
+    first = " ".join(kept[:used])
+    return _STATUS.sub("", first), sum(1 for x in lines if x) > used
+
+
+def _reason(text) -> str:
+    """A recorded reason, quoted as recorded (its numbers, "after 300 pings", are the tool's
+    words, not the article's: the quotes mark them), cut to its first meaningful line ("[…]"
+    says so), or "no reason recorded"."""
+    line, cut = first_line(text)
+    if not line:
+        return "no reason recorded"
+    return f"“{line}”" + (" […]" if cut else "")
+
+
+# A step that did not run: (quoted reason, benchmark, mode, what happened where). Steps that
+# share all but the mode are named together: "Docker bridge and Docker host network on the
+# datacenter path (tcp) failed in 1 of 5 runs".
+Step = tuple[str, str, str, str]
+
+
+def _steps_not_ok(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[Step]:
+    """Every skipped or failed (benchmark, mode, path, variants), with its recorded reason."""
+    steps = []
+    for b in benchmarks:
+        runs = inputs.raw_table(b, "runs")
+        if runs is None:
+            continue
+        bad = runs[runs["status"] != "ok"].copy()
+        if bad.empty:
+            continue
+        bad["why"] = bad["reason"].map(_reason)
+        n_total = runs["run"].nunique()
+        groups = bad.groupby(["status", "mode", "path", "why"], sort=False)
+        for (status, mode, path, why), rows in groups:
+            variants = ", ".join(sorted(set(rows["variant"].dropna())))
+            key = f"limitations.{b}.{status}.{mode}.{path}.{variants.replace(', ', '+')}"
+            n = numbers.add(f"{key}.runs", rows["run"].nunique(), "runs", inputs.raw / b)
+            total = numbers.add(f"{key}.runs_planned", n_total, "runs", inputs.raw / b)
+            what = f"{on_path(path)} ({variants}) {status} in {n.text()} of {total.text()} runs"
+            steps.append((why, b, mode, what))
+    return steps
+
+
+def _summary_steps_not_ok(inputs: Inputs, raw_benchmarks: list[str]) -> list[Step]:
+    """Skipped cells of summaries whose raw data is not at hand (the reason kept there)."""
+    steps = []
+    for b in ("throughput", "latency", "http"):
+        found = inputs.summary(b, f"{b}_summary")
+        if found is None or b in raw_benchmarks:
+            continue
+        bad = found[0][found[0]["status"] != "ok"]
+        for r in bad.drop_duplicates(["mode", "path", "reason"]).itertuples():
+            steps.append((_reason(r.reason), b, r.mode, f"{on_path(r.path)} {r.status}"))
+    return steps
+
+
+def not_ok(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[str]:
+    """One line per distinct reason, naming every step it stopped: a daemon error that stopped
+    three modes is quoted once, not three times."""
+    steps = _steps_not_ok(inputs, numbers, benchmarks) + _summary_steps_not_ok(inputs, benchmarks)
+    by_reason: dict[str, dict[tuple[str, str], list[str]]] = {}
+    for why, b, mode, what in steps:
+        by_reason.setdefault(why, {}).setdefault((b, what), []).append(mode)
+    lines = []
+    for why, groups in by_reason.items():
+        said = []
+        for (b, what), modes in groups.items():
+            named = [f"{label(m)} (`{m}`)" for m in modes]
+            named = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+            said.append(f"`{b}` {named} {what}")
+        lines.append(f"- {why}: {'; '.join(said)}.")
+    return lines
+
+
+def limitations(
+    inputs: Inputs, numbers: Numbers, benchmarks: list[str], not_measured: list[Section]
+) -> str:
+    """The Limitations section: what did not run and why, what was not measured."""
+    blocks = ["## Limitations"]
+    skipped = not_ok(inputs, numbers, benchmarks)
+    blocks.append(
+        "Modes that did not run, each reason recorded by the campaign quoted once with the steps "
+        "it stopped:\n\n" + ("\n".join(skipped) if skipped else "none: every planned mode ran.")
+    )
+    if not_measured:
+        blocks.append(
+            "Not measured or not analysed in this campaign:\n\n"
+            + "\n".join(f"- {s.title}: {missing_text(s, inputs, numbers)}" for s in not_measured)
+        )
+    found = inputs.summary("throughput", "throughput_summary")
+    if found is not None and "median_ci_reached" in found[0].columns:
+        s = found[0][found[0]["status"] == "ok"]
+        short = s[~s["median_ci_reached"].astype(bool)]
+        if len(short):
+            c = numbers.add(
+                "limitations.throughput.median_coverage_pct",
+                100 * short["median_coverage"].min(),
+                "%",
+                found[1],
+            )
+            blocks.append(
+                f"With this few runs a distribution-free interval of a median cannot reach the "
+                f"stated level: the throughput intervals span all runs and cover as little as "
+                f"{c.text()}% (the tables give each cell's coverage)."
+            )
+    return "\n\n".join(blocks)

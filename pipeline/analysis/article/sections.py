@@ -1,0 +1,773 @@
+"""The results: one section per benchmark, from its processed summary, table(s) and figure(s).
+
+``SECTIONS`` is the registry, keyed by benchmark name, in reading order: a new benchmark's
+section is one entry. The host benchmarks (cpu, memory, disk, syscall) share ``host_section``,
+which reads the summary ``pipeline.analysis.host`` writes. A benchmark found in the data without
+an entry gets ``generic_section``: its comparisons with native if its summary has any, its
+figures and its tables.
+
+A section whose data does not exist says so and names the stage that would produce it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from pipeline.analysis import coldstart as coldstart_analysis
+from pipeline.analysis import footprint as footprint_analysis
+from pipeline.analysis.article.comparisons import Comparison, comparisons
+from pipeline.analysis.article.inputs import (
+    BASELINE,
+    BOOTSTRAP,
+    RANK,
+    Inputs,
+    col,
+    figure_blocks,
+    label,
+    missing,
+    on_path,
+    ordered,
+    path_label,
+    rel,
+    tables_for,
+)
+from pipeline.analysis.article.numbers import Numbers
+
+Prose = Callable[[Inputs, Numbers], "list[str] | None"]
+
+
+@dataclass
+class Section:
+    key: str
+    title: str
+    raw: str | None  # the raw benchmark directory its data comes from
+    tables: list[str]
+    figures: str | None
+    collect: str | None  # the stage that collects it, None when none exists yet
+    analyse: str | None  # the stage that summarises it, None when none exists yet
+    prose: Prose | None = None
+    # other raw, processed or figure directories its prose reads (footprint reads density)
+    claims: list[str] = field(default_factory=list)
+
+    @property
+    def names(self) -> set[str]:
+        return {n for n in (self.key, self.raw, self.figures, *self.claims) if n}
+
+
+def _verdict_counts(
+    rows: pd.DataFrame, column: str, numbers: Numbers, key: str, source: Path
+) -> str | None:
+    """The verdict counts ("of the 5 container modes compared, 2 equivalent, ..."), or None
+    when the summary has no verdicts."""
+    if column not in rows.columns or rows[column].isna().all():
+        return None
+    counts = rows[column].value_counts()
+    total = numbers.add(f"{key}.modes_compared", len(rows), "modes", source)
+    parts = []
+    for verdict in ("equivalent", "overhead", "faster", "inconclusive"):
+        if verdict in counts.index:
+            n = numbers.add(f"{key}.n_{verdict}", int(counts[verdict]), "modes", source)
+            parts.append(f"{n.text()} {verdict}")
+    return f"of the {total.text()} container modes compared, " + ", ".join(parts)
+
+
+def _no_verdict(stage: str) -> str:
+    return (
+        f"This summary has no verdict columns (it predates the verdict rule): re-run `{stage}` "
+        "for verdicts against the margin."
+    )
+
+
+def _throughput(inputs: Inputs, numbers: Numbers) -> list[str] | None:
+    found = inputs.summary("throughput", "throughput_summary")
+    if found is None:
+        return None
+    summary, source = found
+    conf = col(summary.iloc[0], "confidence") if len(summary) else None
+    paragraphs, no_verdicts = [], False
+    multi_env = summary["environment"].nunique() > 1
+    for env, frame in summary.groupby("environment", sort=True):
+        for path in ordered(frame):
+            cells = frame[frame["path"] == path]
+            ok = cells[cells["status"] == "ok"]
+            base = ok[ok["mode"] == BASELINE]
+            if base.empty:
+                continue
+            b = base.iloc[0]
+            key = f"throughput.{env}.{path}"
+            nat = numbers.add(
+                f"{key}.native.median_gbps",
+                b["median_gbps"],
+                "Gbit/s",
+                source,
+                b["median_lo_gbps"],
+                b["median_hi_gbps"],
+                col(b, "median_coverage"),
+                "distribution-free order-statistic interval of the median across runs",
+            )
+            runs = numbers.add(f"{key}.native.n_runs", b["n_runs"], "runs", source)
+            where = f"{'In ' + env + ', on' if multi_env else 'On'} the {path_label(path)} path"
+            text = (
+                f"{where}, native TCP throughput was {nat.with_ci(' Gbit/s')} (median of "
+                f"{runs.text()} runs)."
+            )
+            others = ok[(ok["mode"] != BASELINE) & ok["ratio"].notna()]
+            ratios = {}
+            for r in others.itertuples():
+                ratios[r.mode] = numbers.add(
+                    f"{key}.{r.mode}.pct_of_native",
+                    100 * r.ratio,
+                    "% of native",
+                    source,
+                    100 * r.ratio_lo,
+                    100 * r.ratio_hi,
+                    conf,
+                    "cluster-bootstrap percentile interval (runs resampled whole)",
+                )
+            if ratios:
+                counts = _verdict_counts(others, "verdict", numbers, key, source)
+                lowest = min(ratios, key=lambda m: ratios[m].value)
+                highest = max(ratios, key=lambda m: ratios[m].value)
+                text += (
+                    f" Lowest: {label(lowest)} at {ratios[lowest].with_ci('%')} of native; "
+                    f"highest: {label(highest)} at {ratios[highest].with_ci('%')}."
+                )
+                text += f" Verdicts: {counts}." if counts else ""
+                no_verdicts |= counts is None
+            paragraphs.append(text)
+    paragraphs += _udp(inputs, numbers)
+    return paragraphs + ([_no_verdict("summarise-throughput")] if no_verdicts else [])
+
+
+def _host(benchmark: str, stage: str, what: str) -> Callable:
+    """Prose for a host benchmark summarised by pipeline.analysis.host (cpu, memory, disk): per
+    test, native's median with its interval and each mode's ratio to native with its verdict."""
+
+    def prose(inputs: Inputs, numbers: Numbers) -> list[str] | None:
+        found = inputs.summary(benchmark, f"{benchmark}_summary")
+        if found is None:
+            return None
+        summary, source = found
+        conf = col(summary.iloc[0], "confidence") if len(summary) else None
+        paragraphs, no_verdicts = [], False
+        for (env, variant, metric), cells in summary.groupby(
+            ["environment", "variant", "metric"], sort=False
+        ):
+            ok = cells[cells["status"] == "ok"]
+            base = ok[ok["mode"] == BASELINE]
+            if base.empty:
+                continue
+            b = base.iloc[0]
+            key = f"{benchmark}.{env}.{variant}.{metric}"
+            nat = numbers.add(
+                f"{key}.native.median", b["median"], b["unit"], source, b["median_lo"],
+                b["median_hi"], col(b, "median_coverage"),
+                "distribution-free order-statistic interval of the median across runs",
+            )  # fmt: skip
+            runs = numbers.add(f"{key}.native.n_runs", b["n_runs"], "runs", source)
+            better = "rate" if b["higher_is_better"] else "time"
+            text = (
+                f"{what}, test `{variant}` (`{metric}`): native {nat.with_ci(' ' + b['unit'])} "
+                f"(median of {runs.text()} runs)."
+            )
+            others = ok[(ok["mode"] != BASELINE) & ok["ratio"].notna()]
+            parts = []
+            for r in others.itertuples():
+                ratio = numbers.add(
+                    f"{key}.{r.mode}.pct_of_native", 100 * r.ratio, "% of native", source,
+                    100 * r.ratio_lo, 100 * r.ratio_hi, conf,
+                    "cluster-bootstrap percentile interval (runs resampled whole)",
+                )  # fmt: skip
+                verdict = f", {r.verdict}" if isinstance(r.verdict, str) else ""
+                parts.append(f"{label(r.mode)} {ratio.with_ci('%')}{verdict}")
+            if parts:
+                text += f" Each mode's {better} as a share of native's: " + "; ".join(parts) + "."
+                counts = _verdict_counts(others, "verdict", numbers, key, source)
+                text += f" Verdicts: {counts}." if counts else ""
+                no_verdicts |= counts is None
+            paragraphs.append(text)
+        return paragraphs + ([_no_verdict(stage)] if no_verdicts else [])
+
+    return prose
+
+
+def _udp(inputs: Inputs, numbers: Numbers) -> list[str]:
+    found = inputs.summary("throughput", "throughput_udp_summary")
+    if found is None:
+        return []
+    summary, source = found
+    out = []
+    for (env, path), cells in summary.groupby(["environment", "path"], sort=True):
+        ok = cells[(cells["status"] == "ok") & cells["ratio"].notna() & (cells["mode"] != BASELINE)]
+        if ok.empty:
+            continue
+        key = f"throughput_udp.{env}.{path}"
+        worst = ok.loc[ok["ratio"].idxmin()]
+        lossy = ok.loc[ok["loss_pct"].idxmax()]
+        w = numbers.add(
+            f"{key}.{worst['mode']}.pct_of_native",
+            100 * worst["ratio"],
+            "% of native",
+            source,
+            100 * worst["ratio_lo"],
+            100 * worst["ratio_hi"],
+            col(worst, "confidence"),
+            "cluster-bootstrap percentile interval (runs resampled whole)",
+        )
+        loss = numbers.add(
+            f"{key}.{lossy['mode']}.loss_pct",
+            lossy["loss_pct"],
+            "%",
+            source,
+            lossy["loss_pct_lo"],
+            lossy["loss_pct_hi"],
+            col(lossy, "loss_pct_coverage"),
+            "distribution-free order-statistic interval of the median across runs",
+        )
+        out.append(
+            f"UDP at a fixed offered rate, {path_label(path)} path: the lowest received throughput "
+            f"was {label(worst['mode'])} at {w.with_ci('%')} of native, the highest median "
+            f"loss {label(lossy['mode'])} at {loss.with_ci('%')}."
+        )
+    return out
+
+
+def _percentiles(benchmark: str, stage: str, what: str) -> Callable:
+    def prose(inputs: Inputs, numbers: Numbers) -> list[str] | None:
+        found = inputs.summary(benchmark, f"{benchmark}_summary")
+        if found is None:
+            return None
+        summary, source = found
+        paragraphs, no_verdicts = [], False
+        for (env, variant), frame in summary.groupby(["environment", "variant"], sort=True):
+            for path in ordered(frame):
+                cells = frame[(frame["path"] == path) & (frame["status"] == "ok")]
+                base = cells[cells["mode"] == BASELINE]
+                if base.empty:
+                    continue
+                b = base.iloc[0]
+                conf = col(b, "confidence")
+                key = f"{benchmark}.{env}.{path}.{variant}"
+                kind = "cluster-bootstrap percentile interval (runs resampled whole)"
+                p50 = numbers.add(
+                    f"{key}.native.p50_us",
+                    b["p50_us"],
+                    "us",
+                    source,
+                    b["p50_lo_us"],
+                    b["p50_hi_us"],
+                    conf,
+                    kind,
+                )
+                p99 = numbers.add(
+                    f"{key}.native.p99_us",
+                    b["p99_us"],
+                    "us",
+                    source,
+                    b["p99_lo_us"],
+                    b["p99_hi_us"],
+                    conf,
+                    kind,
+                )
+                text = (
+                    f"{what} ({variant}), {path_label(path)} path: native p50 "
+                    f"{p50.with_ci(' us')}, p99 {p99.with_ci(' us')}."
+                )
+                others = cells[(cells["mode"] != BASELINE) & cells["d_p50_us"].notna()]
+                if not others.empty:
+                    worst = others.loc[others["d_p50_us"].idxmax()]
+                    d = numbers.add(
+                        f"{key}.{worst['mode']}.d_p50_us",
+                        worst["d_p50_us"],
+                        "us",
+                        source,
+                        worst["d_p50_lo_us"],
+                        worst["d_p50_hi_us"],
+                        conf,
+                        "paired cluster bootstrap over the runs both measured",
+                    )
+                    text += (
+                        f" The largest p50 difference to native: {label(worst['mode'])}, "
+                        f"{d.with_ci(' us', signed=True)}."
+                    )
+                    counts = _verdict_counts(others, "verdict_p50", numbers, f"{key}.p50", source)
+                    text += f" p50 verdicts: {counts}." if counts else ""
+                    no_verdicts |= counts is None
+                    counts = _verdict_counts(others, "verdict_p99", numbers, f"{key}.p99", source)
+                    text += f" p99 verdicts: {counts}." if counts else ""
+                paragraphs.append(text)
+        return paragraphs + ([_no_verdict(stage)] if no_verdicts else [])
+
+    return prose
+
+
+STAT_NAMES = {"p50": "median", "p99": "p99"}
+
+
+def _internet(inputs: Inputs, numbers: Numbers) -> list[str] | None:
+    found = inputs.summary("internet_vs_dc", "internet_vs_dc_components")
+    if found is None:
+        return None
+    components, source = found
+    ok = components[components["status"] == "ok"]
+    lines = [
+        "Per path, protocol and per-run statistic of the round trip: the largest difference "
+        "between two modes beside the run-to-run standard deviation of one mode (mixed model, "
+        "run as random effect):",
+        "",
+    ]
+    for r in ok.itertuples():
+        key = f"internet_vs_dc.{r.environment}.{r.path}.{r.variant}.{r.statistic}"
+        kind = "parametric-bootstrap percentile interval (mixed model refitted)"
+        rng = numbers.add(
+            f"{key}.mode_range_us",
+            r.mode_range,
+            "us",
+            source,
+            r.mode_range_lo,
+            r.mode_range_hi,
+            r.confidence,
+            kind,
+        )
+        sd = numbers.add(
+            f"{key}.sd_within_us",
+            r.sd_within,
+            "us",
+            source,
+            r.sd_within_lo,
+            r.sd_within_hi,
+            r.confidence,
+            kind,
+        )
+        stat = STAT_NAMES.get(r.statistic, r.statistic)
+        lines.append(
+            f"- {path_label(r.path)}, {r.variant}, {stat}: largest mode difference "
+            f"{rng.with_ci(' us')} ({label(r.max_effect_mode)}), run-to-run SD "
+            f"{sd.with_ci(' us')}."
+        )
+    return ["\n".join(lines)] if len(lines) > 2 else []
+
+
+def _replication(inputs: Inputs, numbers: Numbers) -> list[str] | None:
+    path = inputs.tables / "replication.csv"
+    if not path.exists():
+        return None
+    table = pd.read_csv(path)
+    if "Verdict" not in table.columns:
+        return None
+    counts = table["Verdict"].value_counts()
+    total = numbers.add("replication.published_numbers", len(table), "numbers", path)
+    parts = []
+    for verdict, n in counts.items():
+        slug = str(verdict).replace(" ", "_")
+        parts.append(
+            f"{numbers.add(f'replication.n_{slug}', int(n), 'numbers', path).text()} {verdict}"
+        )
+    return [f"Of the {total.text()} published headline numbers: {', '.join(parts)}."]
+
+
+def _lb(inputs: Inputs, numbers: Numbers) -> list[str] | None:
+    """Per environment: the direct replica's rate, then each balancer's rate as a share of it
+    (cluster-bootstrap interval) at every replica count measured (pipeline.analysis.lb)."""
+    found = inputs.summary("lb", "lb_summary")
+    if found is None:
+        return None
+    summary, source = found
+    paragraphs = []
+    for env, cells in summary.groupby("environment", sort=True):
+        ok = cells[cells["status"] == "ok"]
+        base = ok[ok["variant"] == "direct-r1"]
+        if base.empty:
+            continue
+        b = base.iloc[0]
+        key = f"lb.{env}"
+        rate = numbers.add(
+            f"{key}.direct-r1.rps", b["rps"], "req/s", source, b["rps_lo"], b["rps_hi"],
+            col(b, "rps_coverage"),
+            "distribution-free order-statistic interval of the median across runs",
+        )  # fmt: skip
+        runs = numbers.add(f"{key}.direct-r1.n_runs", b["n_runs"], "runs", source)
+        text = (
+            f"One replica dialled directly served {rate.with_ci(' req/s')} (median of "
+            f"{runs.text()} runs, wrk closed loop)."
+        )
+        parts = []
+        for _, group in ok[ok["variant"] != "direct-r1"].groupby("balancer", sort=False):
+            shares = []
+            for r in group.sort_values("replicas").itertuples():
+                if missing(r.ratio):
+                    continue
+                n = numbers.add(f"{key}.{r.variant}.replicas", r.replicas, "replicas", source)
+                pct = numbers.add(
+                    f"{key}.{r.variant}.pct_of_direct", 100 * r.ratio, "% of direct", source,
+                    100 * r.ratio_lo, 100 * r.ratio_hi, col(r._asdict(), "confidence"),
+                    "cluster-bootstrap percentile interval (runs resampled whole)",
+                )  # fmt: skip
+                verdict = getattr(r, "verdict", None)
+                said = f", {verdict}" if isinstance(verdict, str) and verdict else ""
+                shares.append(f"{pct.with_ci('%')} with {n.text()}{said}")
+            if shares:
+                label = group["configuration"].iloc[0]
+                parts.append(f"{label} {', '.join(shares)}")
+        if parts:
+            text += (
+                " As a share of that rate (replicas behind the balancer, then the verdict: no "
+                "margin was fixed for a balancer, so overhead, faster or inconclusive): "
+                + "; ".join(parts) + "."
+            )  # fmt: skip
+        paragraphs.append(text)
+    return paragraphs
+
+
+def _coldstart(inputs: Inputs, numbers: Numbers) -> list[str] | None:
+    """Per environment: native's and each engine's pooled p50 with its interval, and each
+    rootless engine's "+%" against its rootful engine (pipeline.analysis.coldstart)."""
+    found = inputs.summary("coldstart", "coldstart_summary")
+    if found is None:
+        return None
+    summary, source = found
+    kind = "cluster-bootstrap percentile interval (runs resampled whole)"
+    paragraphs = []
+    for env, cells in summary.groupby("environment", sort=True):
+        ok = cells[(cells["status"] == "ok") & (cells["n_runs"] > 0)]
+        if ok.empty:
+            continue
+        key = f"coldstart.{env}"
+        parts, rootless = [], []
+        for r in ok.itertuples():
+            d = r._asdict()
+            conf = col(d, "confidence")
+            p50 = numbers.add(
+                f"{key}.{r.mode}.p50_ms", 1000 * r.p50_s, "ms", source, 1000 * r.p50_lo_s,
+                1000 * r.p50_hi_s, conf, kind,
+            )  # fmt: skip
+            p99 = numbers.add(
+                f"{key}.{r.mode}.p99_ms", 1000 * r.p99_s, "ms", source, 1000 * r.p99_lo_s,
+                1000 * r.p99_hi_s, conf, kind,
+            )  # fmt: skip
+            text = f"{label(r.mode)} p50 {p50.with_ci(' ms')}, p99 {p99.with_ci(' ms')}"
+            said = coldstart_analysis.SAID.get(d.get("verdict_p50"))
+            if r.mode != "native" and said:
+                text += f" ({said} than native at p50)" if said != "inconclusive" else (
+                    " (against native at p50: inconclusive)"
+                )  # fmt: skip
+            parts.append(text)
+            if isinstance(r.rootful_mode, str) and r.rootful_mode and r.rootful_n_runs:
+                plus = numbers.add(
+                    f"{key}.{r.mode}.p50_plus_pct_vs_rootful", r.rootful_plus_pct_p50, "%",
+                    source, r.rootful_plus_pct_p50_lo, r.rootful_plus_pct_p50_hi, conf,
+                    "paired cluster bootstrap over the runs both measured",
+                )  # fmt: skip
+                rootless.append(
+                    f"{label(r.mode)} against {label(r.rootful_mode)}: "
+                    f"{plus.with_ci('%', signed=True)} at p50, "
+                    f"{coldstart_analysis.SAID.get(d.get('rootful_verdict_p50'), 'inconclusive')}"
+                )
+        text = (
+            "Time from the run command to nginx answering through the published port: "
+            + "; ".join(parts)
+            + "."
+        )
+        if rootless:
+            text += " Rootless against rootful: " + "; ".join(rootless) + "."
+        paragraphs.append(text)
+    return paragraphs
+
+
+_FIT = "OLS over every reading, standard errors clustered by run, t with runs - 1 df"
+
+
+def _footprint(inputs: Inputs, numbers: Numbers) -> list[str] | None:
+    """Per environment and engine: the idle engine and the cost of one more idle container
+    (PSS, run-clustered regression), the total predicted at the articles' count, the ratio to
+    rootful Docker's cost; then how far density got (pipeline.analysis.footprint)."""
+    found = inputs.summary("footprint", "footprint_summary")
+    if found is None:
+        return None
+    summary, source = found
+    paragraphs = []
+    for env, cells in summary.groupby("environment", sort=True):
+        ok = cells[(cells["status"] == "ok") & cells["pss_per_container_kib"].notna()]
+        parts = []
+        for r in ok.itertuples():
+            d, key = r._asdict(), f"footprint.{env}.{r.mode}"
+            conf = col(d, "confidence")
+            idle = numbers.add(
+                f"{key}.pss_idle_mib", r.pss_idle_kib / 1024, "MiB", source,
+                r.pss_idle_lo_kib / 1024, r.pss_idle_hi_kib / 1024, conf, _FIT, decimals=1,
+            )  # fmt: skip
+            per = numbers.add(
+                f"{key}.pss_per_container_mib", r.pss_per_container_kib / 1024, "MiB/container",
+                source, r.pss_per_container_lo_kib / 1024, r.pss_per_container_hi_kib / 1024,
+                conf, _FIT, decimals=2,
+            )  # fmt: skip
+            at = numbers.add(f"{key}.predict_at", r.at, "containers", source)
+            total = numbers.add(
+                f"{key}.pss_at_mib", r.pss_at_kib / 1024, "MiB", source, r.pss_at_lo_kib / 1024,
+                r.pss_at_hi_kib / 1024, conf, _FIT, decimals=0,
+            )  # fmt: skip
+            text = (
+                f"{label(r.mode)}: {idle.with_ci(' MiB')} idle and {per.with_ci(' MiB')} per "
+                f"idle container, {total.with_ci(' MiB')} at {at.text()} containers"
+            )
+            if r.max_count < r.at:
+                top = numbers.add(f"{key}.max_count", r.max_count, "containers", source)
+                text += f" (the line extended beyond the {top.text()} measured)"
+            if r.mode != "docker-bridge" and not missing(r.ratio_lo):
+                ratio = numbers.add(
+                    f"{key}.per_container_vs_rootful_docker", r.ratio, "ratio", source,
+                    r.ratio_lo, r.ratio_hi, conf,
+                    "cluster-bootstrap percentile interval (runs resampled whole)", decimals=2,
+                )  # fmt: skip
+                text += f", {ratio.with_ci('x')} rootful Docker's cost per container"
+                verdict = getattr(r, "verdict", None)
+                if isinstance(verdict, str) and verdict:
+                    said = footprint_analysis.SAID.get(verdict, verdict)
+                    text += f" ({said})"
+            parts.append(text)
+        if parts:
+            paragraphs.append(
+                "The engines' own processes (total PSS, the containers' workloads excluded): "
+                + "; ".join(parts)
+                + "."
+            )
+    return paragraphs + _density(inputs, numbers)
+
+
+def _density(inputs: Inputs, numbers: Numbers) -> list[str]:
+    found = inputs.summary("footprint", "density_summary")
+    if found is None:
+        return []
+    summary, source = found
+    paragraphs = []
+    for env, cells in summary.groupby("environment", sort=True):
+        parts = []
+        for r in cells[(cells["status"] == "ok") & (cells["n_runs"] > 0)].itertuples():
+            d, key = r._asdict(), f"density.{env}.{r.mode}"
+            conf = col(d, "confidence")
+            reached = numbers.add(
+                f"{key}.reached", r.reached_median, "containers", source, r.reached_lo,
+                r.reached_hi, col(d, "reached_coverage"), RANK, decimals=0,
+            )  # fmt: skip
+            mem = numbers.add(
+                f"{key}.host_mib_per_container", r.mem_per_container_mib, "MiB/container",
+                source, r.mem_per_container_lo_mib, r.mem_per_container_hi_mib, conf, RANK,
+                decimals=2,
+            )  # fmt: skip
+            text = f"{label(r.mode)} reached {reached.with_ci()} containers"
+            if r.capped and not missing(r.cap):
+                cap = numbers.add(f"{key}.cap", r.cap, "containers", source, decimals=0)
+                text += f" (the cap of {cap.text()} in every run, not a limit of the engine)"
+            parts.append(f"{text}, the host's memory dropping by {mem.with_ci(' MiB')} each")
+        if parts:
+            paragraphs.append("Density within the profile's cap: " + "; ".join(parts) + ".")
+    return paragraphs
+
+
+def _orchestration(inputs: Inputs, numbers: Numbers) -> list[str] | None:
+    """Per environment: the median seconds of each Swarm operation with its interval and the
+    replicas it reached (pipeline.analysis.orchestration)."""
+    found = inputs.summary("orchestration", "orchestration_summary")
+    if found is None:
+        return None
+    summary, source = found
+    paragraphs = []
+    for env, cells in summary.groupby("environment", sort=False):
+        parts = []
+        for r in cells[(cells["status"] == "ok") & (cells["n_runs"] > 0)].itertuples():
+            d, key = r._asdict(), f"orchestration.{env}.{r.variant}"
+            seconds = numbers.add(
+                f"{key}.median_s", r.median_s, "s", source, r.median_lo_s, r.median_hi_s,
+                col(d, "median_coverage"), RANK,
+            )  # fmt: skip
+            runs = numbers.add(f"{key}.n_runs", r.n_runs, "runs", source)
+            what = {"create": "creating a service", "update": "a rolling update of"}.get(
+                r.variant.split("-")[0], "scaling from one replica to"
+            )
+            if r.variant != "create":
+                n = numbers.add(f"{key}.replicas", int(str(r.replicas).split(",")[-1]),
+                                "replicas", source)  # fmt: skip
+                what += f" {n.text()} replicas"
+                if r.capped:
+                    what += " (the profile's cap)"
+            parts.append(f"{what} {seconds.with_ci(' s')} ({runs.text()} runs)")
+        if parts:
+            paragraphs.append(
+                "Until every replica accepted TCP connections, Docker Swarm took: "
+                + "; ".join(parts)
+                + "."
+            )
+    return paragraphs
+
+
+def section(
+    key: str,
+    title: str,
+    prose: Prose | None,
+    tables: list[str] | None = None,
+    raw: str | None = "",
+    figures: str | None = "",
+    collect: str | None = "",
+    analyse: str | None = "",
+    claims: list[str] | None = None,
+) -> Section:
+    """A section whose raw directory, table, figure directory and stages are named after the
+    benchmark (``collect-<key>``, ``summarise-<key>``) unless given."""
+    return Section(
+        key,
+        title,
+        key if raw == "" else raw,
+        [key] if tables is None else tables,
+        key if figures == "" else figures,
+        f"collect-{key}" if collect == "" else collect,
+        f"summarise-{key}" if analyse == "" else analyse,
+        prose,
+        claims or [],
+    )
+
+
+def host_section(benchmark: str, title: str, what: str | None = None) -> Section:
+    """A host benchmark summarised by ``pipeline.analysis.host``: its table
+    ``reports/tables/<benchmark>.md``, its figures ``figures/<benchmark>/``."""
+    stage = f"summarise-{benchmark}"
+    return section(benchmark, title, _host(benchmark, stage, what or title))
+
+
+SECTIONS: dict[str, Section] = {
+    "throughput": section(
+        "throughput", "Network throughput", _throughput, tables=["throughput", "throughput_udp"]
+    ),
+    "latency": section(
+        "latency", "Latency", _percentiles("latency", "summarise-latency", "Round trip")
+    ),
+    "http": section("http", "HTTP", _percentiles("http", "summarise-http", "HTTP request latency")),
+    "internet_vs_dc": section(
+        "internet_vs_dc",
+        "Internet vs datacenter",
+        _internet,
+        tables=["internet_vs_dc_sentences", "internet_vs_dc"],
+        raw=None,
+        collect="collect-latency",
+        analyse="compare-internet-datacenter",
+    ),
+    # Named as pipeline.analysis.replication names these benchmarks.
+    "lb": section("lb", "Load balancing", _lb),
+    "cpu": host_section("cpu", "CPU"),
+    "memory": host_section("memory", "Memory", "Memory bandwidth"),
+    "disk": host_section("disk", "Disk"),
+    "syscall": host_section("syscall", "System calls and context switches", "System calls"),
+    "coldstart": section("coldstart", "Cold start and scaling", _coldstart),
+    "footprint": section(
+        "footprint",
+        "Engine memory footprint and density",
+        _footprint,
+        tables=["footprint", "footprint_processes", "density"],
+        claims=["density"],
+    ),
+    "orchestration": section("orchestration", "Swarm orchestration", _orchestration),
+    "replication": section(
+        "replication",
+        "Replication of the five articles",
+        _replication,
+        raw=None,
+        figures=None,
+        collect=None,
+        analyse="replicate-articles",
+    ),
+}
+# What Methods reports, not a results section: no generic section is made for these.
+METHOD_NAMES = {"instrument", "noise", "wan_calibration", "calibration"}
+
+
+def generic_section(name: str) -> Section:
+    """The section of a benchmark without an entry in ``SECTIONS``: its comparisons with native
+    (from ``<processed>/<name>/<name>_summary.parquet``, if it has any), figures and tables."""
+    return section(name, name, _generic(name), tables=None)
+
+
+def _generic(name: str) -> Prose:
+    def prose(inputs: Inputs, numbers: Numbers) -> list[str] | None:
+        path = inputs.processed / name / f"{name}_summary.parquet"
+        found = [c for c in comparisons(inputs.processed) if c.section == name]
+        if not found:
+            has_files = (inputs.tables / f"{name}.md").exists() or (inputs.figures / name).is_dir()
+            return [] if path.exists() or has_files else None
+        lines = [f"Each container mode against native (`{rel(inputs, path)}`):", ""]
+        for c in found:
+            ratio = comparison_number(numbers, c, "")
+            verdict = f", {c.verdict}" if c.verdict else ""
+            lines.append(
+                f"- {label(c.mode)} (`{c.mode}`) {on_path(c.path)}, {c.what}: "
+                f"{ratio.with_ci('%')} of native{verdict}."
+            )
+        return ["\n".join(lines)]
+
+    return prose
+
+
+def comparison_number(numbers: Numbers, c: Comparison, prefix: str):
+    """A comparison's ratio to native, as a percentage of native, registered."""
+    key = ".".join(k for k in (prefix, c.benchmark, c.environment, c.path, c.key, c.mode) if k)
+    return numbers.add(
+        f"{key}.pct_of_native", 100 * c.ratio, "% of native", c.source,
+        None if c.lo is None else 100 * c.lo, None if c.hi is None else 100 * c.hi,
+        c.confidence, BOOTSTRAP,
+    )  # fmt: skip
+
+
+def missing_text(section: Section, inputs: Inputs, numbers: Numbers) -> str:
+    """What a section without a summary says: not measured, or collected but not analysed."""
+    runs = inputs.raw_table(section.raw, "runs") if section.raw else None
+    if runs is not None:
+        ok = runs[runs["status"] == "ok"]
+        where = inputs.raw / section.raw
+        n = numbers.add(f"{section.key}.raw.ok_run_rows", len(ok), "run rows", where)
+        analysed = (
+            f"stage `{section.analyse}` summarises it"
+            if section.analyse
+            else "no analysis stage summarises it yet"
+        )
+        return (
+            f"Collected ({n.text()} measured run rows under `{rel(inputs, where)}`) "
+            f"but not analysed in this campaign: {analysed}."
+        )
+    if section.collect:
+        stage = f"stage `{section.collect}` collects it"
+        if section.analyse:
+            stage += f" and `{section.analyse}` summarises it"
+        else:
+            stage += "; no analysis stage summarises it yet"
+    elif section.analyse:
+        stage = f"stage `{section.analyse}` produces it"
+    else:
+        stage = "no stage of the pipeline measures it yet"
+    return f"Not measured in this campaign: {stage}."
+
+
+def render(section: Section, inputs: Inputs, numbers: Numbers) -> tuple[str, bool]:
+    """The section's Markdown (its sentences, figures and a pointer to its tables in the
+    appendix) and whether it was measured."""
+    paragraphs = section.prose(inputs, numbers) if section.prose else None
+    measured = paragraphs is not None
+    blocks = [f"## {section.title}", ""]
+    blocks += paragraphs if measured else [missing_text(section, inputs, numbers)]
+    if section.figures:
+        blocks += figure_blocks(inputs, numbers, section.figures)
+    blocks += tables_for(inputs, section.tables, section.title)
+    return "\n\n".join(b for b in blocks if b != ""), measured
+
+
+def discovered(inputs: Inputs) -> list[str]:
+    """Benchmarks in the data (raw, processed or figures) that no section or Methods covers."""
+    claimed = set(METHOD_NAMES)
+    for s in SECTIONS.values():
+        claimed |= s.names
+    names = set(inputs.raw_benchmarks())
+    for base in (inputs.processed, inputs.figures):
+        if base.is_dir():
+            names |= {p.name for p in base.iterdir() if p.is_dir()}
+    return sorted(n for n in names - claimed if not n.startswith("."))

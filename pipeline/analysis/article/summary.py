@@ -1,0 +1,223 @@
+"""The article's first page: the question, then what the verdicts in the summaries say.
+
+Findings are generated from the comparisons with native (``comparisons.py``), in three parts:
+the largest cost each benchmark found (overhead verdicts, biggest first, by |log ratio| so a
+halved rate and a doubled time weigh the same), what was shown equivalent and within which
+margin, and what this run could not resolve with the interval width a verdict would need. Each
+finding points to the figures of its section. Every number is registered like the body's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pipeline.analysis import figures
+from pipeline.analysis.article.comparisons import MEASURES, Comparison
+from pipeline.analysis.article.inputs import Inputs, figure_refs, label, on_path
+from pipeline.analysis.article.numbers import Numbers
+from pipeline.analysis.article.sections import SECTIONS, comparison_number
+
+QUESTION = (
+    "What does running a service in a container cost, against the same binary run natively on "
+    "the same hosts, in each execution mode and on each network path?"
+)
+# Lists longer than this are counted, not spelt out: the summary stays one page.
+MAX_LISTED = 6
+
+
+def _where(c: Comparison, environments: set[str]) -> str:
+    where = on_path(c.path)
+    return where + (f" in `{c.environment}`" if len(environments) > 1 else "")
+
+
+def _modes(modes: Iterable[str]) -> str:
+    names = [label(m) for m in sorted(set(modes), key=lambda m: (figures.mode_rank(m), m))]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _levels(inputs: Inputs, numbers: Numbers):
+    """The intervals' level and the equivalence interval's, as Methods registers them."""
+    conf = numbers.add(
+        "methods.confidence_pct", round(100 * inputs.confidence, 9), "%", "parameters"
+    )
+    level = round(100 * (2 * inputs.confidence - 1), 9)  # 89.99999999999999 is 90
+    return conf, numbers.add("methods.equivalence_level_pct", level, "%", "parameters")
+
+
+def _costs(inputs: Inputs, numbers: Numbers, found: list[Comparison], total) -> list[str]:
+    overheads = [c for c in found if c.verdict == "overhead"]
+    if not overheads:
+        return [f"**Largest costs.** None of the {total.text()} comparisons found an overhead."]
+    n = numbers.add("summary.overhead.comparisons", len(overheads), "comparisons",
+                    inputs.processed)  # fmt: skip
+    largest: dict[str, Comparison] = {}
+    for c in overheads:
+        if c.benchmark not in largest or c.size > largest[c.benchmark].size:
+            largest[c.benchmark] = c
+    envs = {c.environment for c in found}
+    lines = [
+        f"**Largest costs.** {n.text()} of the {total.text()} comparisons found an overhead; the "
+        "largest in each benchmark, biggest first:",
+        "",
+    ]
+    for c in sorted(largest.values(), key=lambda c: -c.size):
+        pct = comparison_number(numbers, c, "summary.largest")
+        what = "rate" if c.higher_is_better else "time"
+        lines.append(
+            f"- {c.what[0].upper()}{c.what[1:]}, {label(c.mode)} `{c.mode}` {_where(c, envs)}: "
+            f"{pct.with_ci('%')} of native's {what}"
+            f"{figure_refs(inputs, [c.section])}."
+        )
+    return ["\n".join(lines)]
+
+
+def _equivalent(inputs: Inputs, numbers: Numbers, found: list[Comparison]) -> list[str]:
+    equivalent = [c for c in found if c.verdict == "equivalent"]
+    if not equivalent:
+        return ["**Shown equivalent.** No comparison put a container mode within its margin of "
+                "native."]  # fmt: skip
+    n = numbers.add("summary.equivalent.comparisons", len(equivalent), "comparisons",
+                    inputs.processed)  # fmt: skip
+    eq_level = _levels(inputs, numbers)[1]
+    lines = [
+        f"**Shown equivalent.** {n.text()} comparisons put the container mode within the margin "
+        f"of native (its {eq_level.text()}% interval inside the margin, a paired TOST agreeing). "
+        "By benchmark, the modes equivalent in every comparison made on a path:",
+        "",
+    ]
+    for benchmark in dict.fromkeys(c.benchmark for c in equivalent):
+        mine = [c for c in found if c.benchmark == benchmark]
+        eq = [c for c in mine if c.verdict == "equivalent"]
+        margins = sorted({c.margin for c in eq if c.margin is not None})
+        within = ""
+        if margins:
+            key = f"summary.equivalent.{benchmark}.margin"
+            pcts = [numbers.add(f"{key}_pct", 100 * margins[-1], "%", eq[0].source, decimals=0)]
+            if len(margins) > 1:  # one margin per benchmark, unless the summaries disagree
+                low = numbers.add(f"{key}_min_pct", 100 * margins[0], "%", eq[0].source, decimals=0)
+                pcts.insert(0, low)
+            within = " within ±" + " to ±".join(f"{p.text()}%" for p in pcts)
+        cells: dict[tuple[str, str], list[Comparison]] = {}
+        for c in mine:
+            cells.setdefault((c.environment, c.path), []).append(c)
+        parts = []
+        for cs in cells.values():
+            modes = {c.mode for c in cs}
+            every = [m for m in modes if all(c.verdict == "equivalent" for c in cs if c.mode == m)]
+            if every:
+                parts.append(f"{_modes(every)} {_where(cs[0], {c.environment for c in found})}")
+        if parts:
+            said = "; ".join(parts)
+        else:
+            k = numbers.add(f"summary.equivalent.{benchmark}.comparisons", len(eq),
+                            "comparisons", eq[0].source)  # fmt: skip
+            said = f"{k.text()} comparisons, but no mode in every comparison on a path"
+        what = MEASURES.get(benchmark, benchmark)
+        lines.append(f"- {what[0].upper()}{what[1:]}{within}: {said}"
+                     f"{figure_refs(inputs, [eq[0].section])}.")  # fmt: skip
+    return ["\n".join(lines)]
+
+
+def _rank(benchmark: str) -> tuple[int, str]:
+    """A benchmark's place in the article's reading order (``SECTIONS``)."""
+    order = list(SECTIONS)
+    return (order.index(benchmark) if benchmark in order else len(order), benchmark)
+
+
+def _needed_width(c: Comparison) -> float:
+    """The widest interval (percentage points) that would decide ``c`` at its estimate: one
+    excluding parity, or, with a margin, one fitting inside it, whichever is wider."""
+    d = 100 * abs(c.ratio - 1)
+    if c.margin is None or d >= 100 * c.margin:
+        return 2 * d
+    return max(2 * d, 2 * (100 * c.margin - d))
+
+
+def _range(numbers: Numbers, key: str, values: list[float], unit: str, source, decimals: int):
+    lo = numbers.add(f"{key}_min", min(values), unit, source, decimals=decimals)
+    hi = numbers.add(f"{key}_max", max(values), unit, source, decimals=decimals)
+    return lo.text() if lo.text() == hi.text() else f"{lo.text()} to {hi.text()}"
+
+
+def _unresolved(inputs: Inputs, numbers: Numbers, found: list[Comparison], total) -> list[str]:
+    unresolved = [c for c in found if c.verdict == "inconclusive"]
+    if not unresolved:
+        return [f"**Not resolved.** None: each of the {total.text()} comparisons reached a "
+                "verdict."]  # fmt: skip
+    n = numbers.add("summary.inconclusive.comparisons", len(unresolved), "comparisons",
+                    inputs.processed)  # fmt: skip
+    text = (
+        f"**Not resolved by this run.** {n.text()} of the {total.text()} comparisons are "
+        "inconclusive"
+    )
+    groups: dict[tuple[str, str, str], list[Comparison]] = {}
+    for c in unresolved:
+        groups.setdefault((c.what, c.environment, c.path), []).append(c)
+    envs = {c.environment for c in found}
+    if len(groups) <= MAX_LISTED:
+        said = [f"{what}: {_modes(c.mode for c in cs)} {_where(cs[0], envs)}"
+                f"{figure_refs(inputs, [cs[0].section])}"
+                for (what, _, _), cs in groups.items()]  # fmt: skip
+        text += " (" + "; ".join(said) + ")"
+    else:
+        sections = list(dict.fromkeys(c.section for c in unresolved))
+        text += figure_refs(inputs, sections)
+    text += "."
+    sized = [c for c in unresolved if c.lo is not None and c.hi is not None]
+    if sized:
+        source = inputs.processed
+        widths = [100 * (c.hi - c.lo) for c in sized]
+        needed = [_needed_width(c) for c in sized]
+        key = "summary.inconclusive"
+        width = _range(numbers, f"{key}.width_pts", widths, "points", source, 1)
+        need = _range(numbers, f"{key}.needed_pts", needed, "points", source, 1)
+        text += (
+            f" Their {_levels(inputs, numbers)[0].text()}% intervals are {width} percentage "
+            f"points wide; at their estimates a verdict needs one at most {need} points wide "
+            "(narrow enough to exclude parity or, for equivalence, to fit inside the margin)"
+        )
+        factors = [(w / m) ** 2 for w, m in zip(widths, needed, strict=True) if m > 0 and w > m]
+        if factors:
+            f = numbers.add(f"{key}.runs_factor_max", max(factors), "x runs", source, decimals=1)
+            text += (
+                f": up to {f.text()} times the runs, if intervals narrow as one over the square "
+                "root of the number of runs"
+            )
+        narrow = sum(1 for w, m in zip(widths, needed, strict=True) if w <= m)
+        if narrow:
+            k = numbers.add(f"{key}.narrow_enough", narrow, "comparisons", source)
+            text += (
+                f". {k.text()} of them are narrow enough already: the paired test on the per-run "
+                "ratios did not agree, which with few runs it rarely can"
+            )
+        text += "."
+    return [text]
+
+
+def summary(inputs: Inputs, numbers: Numbers, found: list[Comparison]) -> str:
+    """The Summary section, from the comparisons with native and the figures already placed."""
+    blocks = ["## Summary", f"**Question.** {QUESTION}", "### Findings"]
+    decided = sorted((c for c in found if c.verdict), key=lambda c: _rank(c.benchmark))
+    if not decided:
+        blocks.append(
+            "No processed summary carries a verdict against native yet: the summarise stages "
+            "write them (see Limitations for what was not measured)."
+        )
+        return "\n\n".join(blocks)
+    total = numbers.add("summary.comparisons", len(decided), "comparisons", inputs.processed)
+    blocks.append(
+        f"From the verdicts of the {total.text()} comparisons with native in the processed "
+        f"summaries, each a ratio to native with its {_levels(inputs, numbers)[0].text()}% "
+        "interval (Methods says how a verdict is reached; the sections below give every "
+        "comparison):"
+    )
+    blocks += _costs(inputs, numbers, decided, total)
+    blocks += _equivalent(inputs, numbers, decided)
+    faster = [c for c in decided if c.verdict == "faster"]
+    if faster:
+        k = numbers.add("summary.faster.comparisons", len(faster), "comparisons", inputs.processed)
+        refs = figure_refs(inputs, list(dict.fromkeys(c.section for c in faster)))
+        modes = _modes(c.mode for c in faster)
+        blocks.append(f"**Faster than native.** {k.text()} comparisons: {modes}{refs}.")
+    blocks += _unresolved(inputs, numbers, decided, total)
+    return "\n\n".join(blocks)

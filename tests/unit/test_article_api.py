@@ -1,0 +1,92 @@
+"""The names other modules and tests use from ``pipeline.analysis.article`` stay importable from
+it and keep their behaviour: ``Inputs`` built by keyword (and rebuilt from its ``__dict__``),
+``Numbers(root=...).entries``, ``_noise`` and ``_instrument`` (Methods paragraphs that name their
+tables), ``_placement`` (the duty cycle's CPU placement clause), ``build``, ``format_number``,
+``decimals_for``. Small constructed inputs: the modules that produce them are tested elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from pipeline.analysis import article
+
+TABLE = "Table: {}.\n\n| a |\n| ---: |\n| 1 |\n"
+
+
+def _inputs(tmp_path, **changes) -> article.Inputs:
+    inputs = article.Inputs(
+        processed=tmp_path / "processed", raw=tmp_path / "raw", tables=tmp_path / "tables",
+        figures=tmp_path / "figures", out=tmp_path, margins={}, confidence=0.95, root=tmp_path,
+    )  # fmt: skip
+    return article.Inputs(**{**inputs.__dict__, **changes})
+
+
+def test_public_names():
+    for name in ("Inputs", "Numbers", "Number", "build", "assemble", "format_number",
+                 "decimals_for", "to_html", "data_uri", "include", "figure_files", "SECTIONS",
+                 "_noise", "_instrument", "_placement", "metrics", "comparisons"):  # fmt: skip
+        assert hasattr(article, name), name
+    assert article.INCLUDE_END == "<!-- end include -->"
+
+
+def test_noise_paragraph_states_the_range_and_names_its_table(tmp_path):
+    rows = [{"benchmark": "cpu", "environment": "lab", "path": "host", "variant": v,
+             "metric": "cpu_events_per_s", "status": "ok", "reason": None,
+             "cv_sd_within_pct": cv, "cv_sd_within_lo_pct": cv / 2,
+             "cv_sd_within_hi_pct": cv * 2, "confidence": 0.95}
+            for v, cv in (("1thread", 0.41), ("allthreads", 1.37))]  # fmt: skip
+    (tmp_path / "processed" / "noise").mkdir(parents=True)
+    pd.DataFrame(rows).to_parquet(tmp_path / "processed" / "noise" / "noise_summary.parquet")
+    (tmp_path / "tables").mkdir()
+    (tmp_path / "tables" / "noise.md").write_text(TABLE.format("noise"))
+    numbers = article.Numbers(root=tmp_path)
+    text = "\n\n".join(article._noise(_inputs(tmp_path), numbers))
+    assert "cpu 0.41% to 1.37%" in text and "tables/noise.md" in text
+    assert numbers.entries["noise.cpu.lab.host.1thread.cpu_events_per_s.cv_pct"].value == 0.41
+
+
+def test_instrument_paragraph_and_its_tables(tmp_path):
+    directory = tmp_path / "processed" / "instrument"
+    directory.mkdir(parents=True)
+    rate = {"comparisons": 12, "equivalent": 10, "inconclusive": 2, "false_differences": 0,
+            "false_difference_rate": 0.0}  # fmt: skip
+    (directory / "instrument_rate.json").write_text(json.dumps(rate))
+    injected = [{"environment": "lab", "control": "native-cpuquota", "variant": "1thread",
+                 "injected": "CFS quota 0.5 CPU", "expected": 0.5, "unit": "ratio",
+                 "recovered": 0.501, "recovered_lo": 0.49, "recovered_hi": 0.51, "coverage": 0.95,
+                 "interval_kind": "cluster bootstrap", "recovered_within": True,
+                 "error_pct": 0.2}]  # fmt: skip
+    pd.DataFrame(injected).to_parquet(directory / "instrument_injected_summary.parquet")
+    (tmp_path / "tables").mkdir()
+    for stem in ("instrument_aa", "instrument_injected"):
+        (tmp_path / "tables" / f"{stem}.md").write_text(TABLE.format(stem))
+    inputs = _inputs(tmp_path, margins={"cpu": 0.02})
+    numbers = article.Numbers(root=tmp_path)
+    text = "\n\n".join(article._instrument(inputs, numbers))
+    assert "gave 12 comparisons" in text and "(false-difference rate 0.0%)" in text
+    assert text.count("expected value inside the interval") == 1
+    assert "instrument_aa.md" in text and "instrument_injected.md" in text
+    assert numbers.entries["instrument.injected.lab.native-cpuquota.1thread.recovered"].value \
+        == pytest.approx(0.501)  # fmt: skip
+    empty = _inputs(tmp_path, processed=tmp_path / "none")
+    assert "not measured" in article._instrument(empty, article.Numbers(root=tmp_path))[0]
+
+
+def test_placement_clause():
+    split = {"placement": "split", "cpus": {"node1": "0", "dc-client": "1"}}
+    assert article._placement([split]) == "; servers' hosts on CPU 0, clients' hosts on CPU 1"
+    assert article._placement([]) == ""
+
+
+def test_build_on_nothing_says_so(tmp_path):
+    paths = article.build(tmp_path / "p", tmp_path / "r", tmp_path / "t", tmp_path / "f",
+                          tmp_path / "out", {"network": 0.05}, root=tmp_path)  # fmt: skip
+    md = paths["markdown"].read_text()
+    assert md.index("## Summary") < md.index("## Network throughput") < md.index("## Methods")
+    assert "No processed summary carries a verdict against native yet" in md
+    assert json.loads(paths["metrics"].read_text()) == {}
+    assert "<table>" not in paths["html"].read_text()

@@ -1,0 +1,148 @@
+"""reports/metrics.json, written by ``article.build`` from the committed processed fixture
+(tests/fixtures/processed: the summaries notebooks 20-22, 26 and 27 wrote on the raw fixture).
+
+The values are checked against the summaries' own columns and against the generated article
+tables' text, and the file against what ``dvc metrics show`` needs: plain string keys, JSON
+numbers only, a leaf per comparison that DVC's flattening keeps apart.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from dvc.utils.flatten import flatten
+
+from pipeline.analysis import article, throughput
+from pipeline.analysis import host as host_analysis
+
+ROOT = Path(__file__).resolve().parents[2]
+PROCESSED = ROOT / "tests" / "fixtures" / "processed"
+RAW = ROOT / "tests" / "fixtures" / "raw"
+MARGINS = {"network": 0.05, "cpu": 0.02, "memory": 0.02, "disk": 0.02}
+
+
+def _build(tmp: Path, processed: Path = PROCESSED, **kwargs) -> dict[str, Path]:
+    return article.build(processed, RAW, tmp / "tables", tmp / "figures", tmp / "reports",
+                         MARGINS, 0.95, root=tmp, **kwargs)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def metrics(tmp_path_factory) -> dict:
+    paths = _build(tmp_path_factory.mktemp("metrics"))
+    assert paths["metrics"].name == "metrics.json" and paths["metrics"].parent.name == "reports"
+    return json.loads(paths["metrics"].read_text())
+
+
+def _leaves(tree: dict, depth: int = 0):
+    for key, value in tree.items():
+        assert isinstance(key, str) and "." not in key, key  # dvc joins the levels with "."
+        if depth == 3:
+            yield value
+        else:
+            assert isinstance(value, dict)
+            yield from _leaves(value, depth + 1)
+
+
+def test_every_leaf_is_a_ratio_with_its_interval_and_verdict(metrics):
+    leaves = list(_leaves(metrics))
+    assert len(leaves) > 50
+    for leaf in leaves:
+        assert set(leaf) == {"ratio", "lo", "hi", "verdict"}
+        assert all(isinstance(leaf[k], float) and math.isfinite(leaf[k])
+                   for k in ("ratio", "lo", "hi"))  # fmt: skip
+        assert leaf["lo"] <= leaf["ratio"] <= leaf["hi"]
+        assert leaf["verdict"] in {"overhead", "faster", "equivalent", "inconclusive"}
+    flat = flatten(metrics)
+    assert len(flat) == 4 * len(leaves)  # no two comparisons collapse into one key
+
+
+def test_only_comparisons_with_native(metrics):
+    assert set(metrics) == {"throughput", "latency", "http", "cpu", "memory", "coldstart"}
+    # lb (against a directly dialled replica) and footprint (against rootful Docker) are not
+    for modes in metrics.values():
+        assert "native" not in modes
+    assert "swarm-ingress" not in metrics["throughput"]  # skipped: no ratio
+    assert set(metrics["throughput"]["docker-proxy"]) == {"local"}
+
+
+def test_values_are_the_summaries_own(metrics):
+    tcp = pd.read_parquet(PROCESSED / "throughput" / "throughput_summary.parquet")
+    r = tcp[(tcp["mode"] == "docker-bridge") & (tcp["path"] == "dc")].iloc[0]
+    assert metrics["throughput"]["docker-bridge"]["dc"]["tcp"] == {
+        "ratio": r["ratio"], "lo": r["ratio_lo"], "hi": r["ratio_hi"], "verdict": "overhead"}
+    udp = pd.read_parquet(PROCESSED / "throughput" / "throughput_udp_summary.parquet")
+    r = udp[(udp["mode"] == "docker-proxy")].iloc[0]
+    assert metrics["throughput"]["docker-proxy"]["local"]["udp"]["ratio"] == r["ratio"]
+
+    lat = pd.read_parquet(PROCESSED / "latency" / "latency_summary.parquet")
+    r = lat[(lat["mode"] == "swarm-overlay") & (lat["variant"] == "udp")].iloc[0]
+    p99 = metrics["latency"]["swarm-overlay"]["dc"]["udp_p99"]
+    assert (p99["ratio"], p99["lo"], p99["hi"]) == (r["ratio_p99"], r["ratio_p99_lo"],
+                                                     r["ratio_p99_hi"])  # fmt: skip
+    assert metrics["latency"]["docker-bridge"]["internet"]["tcp_p50"]["verdict"] == "equivalent"
+
+    assert metrics["http"]["docker-host"]["dc"]["1k_p99"]["verdict"] == "inconclusive"
+    assert metrics["http"]["docker-host"]["dc"]["1k_p50"]["verdict"] == "overhead"
+    assert metrics["cpu"]["docker-bridge"]["host"]["compile"]["ratio"] == pytest.approx(1.03)
+    assert metrics["memory"]["podman"]["host"]["read"]["verdict"] == "inconclusive"
+    cold = metrics["coldstart"]["rootless-docker"]["host"]
+    assert set(cold) == {"nginx_p50", "nginx_p95", "nginx_p99"}
+    assert cold["nginx_p50"]["ratio"] == pytest.approx(14.0615, abs=1e-4)
+
+
+def test_values_match_the_generated_tables_text(metrics):
+    """The article tables print "% of native [95% CI]" at one decimal: the same numbers."""
+    tcp = pd.read_parquet(PROCESSED / "throughput" / "throughput_summary.parquet")
+    table = throughput.article_table(tcp)
+    column = next(c for c in table.columns if c.startswith("% of native"))
+    for row, mode, path in zip(table.to_dict("records"), tcp["mode"], tcp["path"], strict=True):
+        leaf = metrics["throughput"].get(mode, {}).get(path, {}).get("tcp")
+        if leaf is None:
+            continue
+        pct = [100 * leaf[k] for k in ("ratio", "lo", "hi")]
+        assert row[column] == f"{pct[0]:.1f} [{pct[1]:.1f}, {pct[2]:.1f}]", (mode, path)
+    cpu = pd.read_parquet(PROCESSED / "cpu" / "cpu_summary.parquet")
+    table = host_analysis.article_table(cpu)
+    column = next(c for c in table.columns if c.startswith("% of native"))
+    checked = 0
+    for row, r in zip(table.to_dict("records"), cpu.itertuples(), strict=True):
+        leaf = metrics["cpu"].get(r.mode, {}).get("host", {}).get(r.variant)
+        if leaf is not None:
+            assert row[column].startswith(f"{100 * leaf['ratio']:.1f} ["), (r.mode, r.variant)
+            checked += 1
+    assert checked == 9
+
+
+def test_a_comparison_without_a_finite_interval_is_left_out(tmp_path):
+    processed = tmp_path / "processed"
+    shutil.copytree(PROCESSED / "throughput", processed / "throughput")
+    path = processed / "throughput" / "throughput_summary.parquet"
+    summary = pd.read_parquet(path)
+    summary.loc[summary["mode"] == "docker-nat", "ratio_lo"] = float("nan")
+    summary.to_parquet(path, index=False)
+    out = tmp_path / "elsewhere" / "m.json"
+    paths = _build(tmp_path, processed, metrics_file=out)
+    assert paths["metrics"] == out
+    text = out.read_text()
+    assert "NaN" not in text
+    tcp = json.loads(text)["throughput"]
+    assert "docker-nat" not in tcp or "tcp" not in tcp["docker-nat"].get("dc", {})
+    assert "tcp" in tcp["docker-bridge"]["dc"]
+
+
+def test_two_environments_are_kept_apart(tmp_path):
+    processed = tmp_path / "processed"
+    shutil.copytree(PROCESSED / "cpu", processed / "cpu")
+    path = processed / "cpu" / "cpu_summary.parquet"
+    summary = pd.read_parquet(path)
+    other = summary.assign(environment="bare-metal", ratio=summary["ratio"] * 0.5)
+    pd.concat([summary, other]).to_parquet(path, index=False)
+    found = article.metrics(article.comparisons(processed))
+    bridge = found["cpu"]["docker-bridge"]
+    assert set(bridge) == {"host@lab", "host@bare-metal"}
+    assert bridge["host@bare-metal"]["compile"]["ratio"] == pytest.approx(0.515)
