@@ -27,37 +27,17 @@ import pandas as pd
 
 from pipeline.analysis import figures, schema, stats, tables
 from pipeline.analysis.latency import as_text, cell_status, note_parts, status_text
+from pipeline.benchmarks import BENCHMARKS
 
 BASELINE = "native"
 # Durations are better short; every other unit here is a rate (events/s, MiB/s, IOPS).
 LOWER_IS_BETTER_UNITS = frozenset({"s", "ms", "us", "ns"})
 
-# How the article names what was run; unknown benchmarks/variants/metrics show their ids.
-TITLES = {
-    "cpu": "CPU: sysbench cpu (primes up to 20000) and a Go toolchain build",
-    "memory": "sysbench memory bandwidth (1 MiB blocks, one thread)",
-    "disk": "fio disk I/O",
-}
-VARIANT_LABELS = {
-    "1thread": "1 thread",
-    "allthreads": "all threads",
-    "write": "write",
-    "read": "read",
-    "seqread": "sequential read",
-    "seqwrite": "sequential write",
-    "randread": "random read",
-    "randwrite": "random write",
-    "compile": "compile",
-}
-METRIC_LABELS = {
-    "cpu_events_per_s": "events/s",
-    "memory_bandwidth": "MiB/s",
-    "disk_read_mib_per_s": "read MiB/s",
-    "disk_write_mib_per_s": "write MiB/s",
-    "disk_read_iops": "read IOPS",
-    "disk_write_iops": "write IOPS",
-    "compile_s": "go build time, s",
-}
+# How captions and tables name what was run, as each benchmark declares it (its description,
+# variant_titles, metric_titles); unknown benchmarks, variants and metrics show their ids.
+TITLES = {n: c.description or c.title or n for n, c in BENCHMARKS.items()}
+VARIANT_LABELS = {v: t for c in BENCHMARKS.values() for v, t in c.variant_titles.items()}
+METRIC_LABELS = {m: t for c in BENCHMARKS.values() for m, t in c.metric_titles.items()}
 
 KEYS = ["environment", "mode", "path", "variant"]
 SUMMARY_COLUMNS = [
@@ -127,8 +107,6 @@ def load(raw_dir: Path | str, benchmark: str) -> tuple[pd.DataFrame, pd.DataFram
 
 def _variant_order(benchmark: str, variants) -> list[str]:
     """The benchmark's own variant order when it is registered, then the rest by name."""
-    from pipeline.benchmarks import BENCHMARKS
-
     known = list(getattr(BENCHMARKS.get(benchmark), "variants", ()))
     rank = {v: i for i, v in enumerate(known)}
     return sorted(dict.fromkeys(variants), key=lambda v: (rank.get(v, len(known)), v))
@@ -183,8 +161,6 @@ def _cells(per_run_values: pd.DataFrame, runs: pd.DataFrame, samples: pd.DataFra
 
 def _fallback_metric(benchmark: str) -> str | None:
     """The metric a variant measured in no mode is reported under: the benchmark's own."""
-    from pipeline.benchmarks import BENCHMARKS
-
     cls = BENCHMARKS.get(benchmark)
     return (getattr(cls, "summary_metric", "") or None) if cls else None
 

@@ -17,6 +17,7 @@ from pipeline.benchmarks.latency import Latency
 from pipeline.benchmarks.lb import Lb
 from pipeline.benchmarks.memory import Memory
 from pipeline.benchmarks.orchestration import Orchestration
+from pipeline.benchmarks.syscall import Syscall
 from pipeline.benchmarks.throughput import Throughput
 
 BENCHMARKS: dict[str, type[Benchmark]] = {
@@ -26,6 +27,7 @@ BENCHMARKS: dict[str, type[Benchmark]] = {
     "cpu": Cpu,
     "memory": Memory,
     "disk": Disk,
+    "syscall": Syscall,
     "coldstart": Coldstart,
     "orchestration": Orchestration,
     "footprint": Footprint,

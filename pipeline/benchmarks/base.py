@@ -80,6 +80,9 @@ class Benchmark:
     # What the rest of the study reads about a benchmark (the stage generator, the params check,
     # the analysis and the article), declared once here.
     title: str = ""  # as a section heading says it
+    description: str = ""  # what was run, as a figure's or table's caption says it
+    variant_titles: dict[str, str] = {}  # variant -> how tables and figures name it
+    metric_titles: dict[str, str] = {}  # metric -> how tables and figures name it
     analysis: str = ""  # the analysis that summarises it (pipeline/stages.py ANALYSES)
     tables: tuple[str, ...] = ()  # the tables its analysis writes: reports/tables/<stem>.*
     margin: str | None = None  # its key in params.yaml's common.margins (equivalence verdicts)

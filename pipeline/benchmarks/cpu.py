@@ -42,6 +42,9 @@ COMPILE_TIMEOUT_S = 1200
 
 class Cpu(SysbenchBenchmark):
     title = "CPU"
+    description = "CPU: sysbench cpu (primes up to 20000) and a Go toolchain build"
+    variant_titles = {"1thread": "1 thread", "allthreads": "all threads", "compile": "compile"}
+    metric_titles = {"cpu_events_per_s": "events/s", "compile_s": "go build time, s"}
     analysis = "host"
     tables = ("cpu",)
     margin = "cpu"

@@ -77,7 +77,12 @@ def run_seconds(window: Window) -> int:
 
 
 class Disk(Benchmark):
-    title = "Disk I/O"
+    title = "Disk"
+    description = "fio disk I/O"
+    variant_titles = {"seqread": "sequential read", "seqwrite": "sequential write",
+                      "randread": "random read", "randwrite": "random write"}  # fmt: skip
+    metric_titles = {"disk_read_mib_per_s": "read MiB/s", "disk_write_mib_per_s": "write MiB/s",
+                     "disk_read_iops": "read IOPS", "disk_write_iops": "write IOPS"}  # fmt: skip
     analysis = "host"
     tables = ("disk",)
     margin = "disk"

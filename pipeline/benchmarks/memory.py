@@ -21,6 +21,9 @@ _RATE = re.compile(r"^([0-9.]+) MiB/sec")
 
 class Memory(SysbenchBenchmark):
     title = "Memory bandwidth"
+    description = "sysbench memory bandwidth (1 MiB blocks, one thread)"
+    variant_titles = {"write": "write", "read": "read"}
+    metric_titles = {"memory_bandwidth": "MiB/s"}
     analysis = "host"
     tables = ("memory",)
     margin = "memory"

@@ -271,7 +271,7 @@ def test_skipped_and_failed_modes_are_in_the_limitations_with_their_reasons(md):
 
 def test_missing_benchmarks_are_reported_as_not_measured(md):
     for title, stage in (
-        ("Memory", "`collect-memory` collects it and `summarise-memory` summarises it"),
+        ("Memory bandwidth", "`collect-memory` collects it and `summarise-memory` summarises it"),
         ("Disk", "`collect-disk` collects it and `summarise-disk` summarises it"),
         ("Internet vs datacenter", "`compare-internet-datacenter`"),
         ("Replication of the five articles", "`replicate-articles`"),

@@ -120,7 +120,7 @@ def test_syscall_goes_through_the_host_section(md, tree):
     assert "syscall" in article.SECTIONS
     text = _section(md, "System calls and context switches")
     assert "Not measured" not in text
-    assert "System calls, test `syscall-basic` (`syscall_ns`): native" in text
+    assert "System calls and context switches, test `syscall-basic` (`syscall_ns`): native" in text
     assert "time as a share of native's: Docker bridge 103.1% [" not in text  # cpu's compile
     assert "Docker bridge 97.0% [96.9, 97.1], overhead" in text
     assert "![syscall](../figures/syscall/syscall.svg)" in text and "**Figure" in text

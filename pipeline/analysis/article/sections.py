@@ -36,6 +36,7 @@ from pipeline.analysis.article.inputs import (
     tables_for,
 )
 from pipeline.analysis.article.numbers import Numbers
+from pipeline.benchmarks import BENCHMARKS
 
 Prose = Callable[[Inputs, Numbers], "list[str] | None"]
 
@@ -656,10 +657,9 @@ SECTIONS: dict[str, Section] = {
     ),
     # Named as pipeline.analysis.replication names these benchmarks.
     "lb": section("lb", "Load balancing", _lb),
-    "cpu": host_section("cpu", "CPU"),
-    "memory": host_section("memory", "Memory", "Memory bandwidth"),
-    "disk": host_section("disk", "Disk"),
-    "syscall": host_section("syscall", "System calls and context switches", "System calls"),
+    # every benchmark the host analysis summarises, under the title it declares
+    **{name: host_section(name, cls.title) for name, cls in BENCHMARKS.items()
+       if cls.analysis == "host"},
     "coldstart": section("coldstart", "Cold start and scaling", _coldstart),
     "footprint": section(
         "footprint",
