@@ -14,6 +14,7 @@ from params.yaml through papermill's parameters, never through a shell.
 
 from __future__ import annotations
 
+import logging
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -371,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
         if args[:1] == ["run"] and len(args) in (2, 3):
+            # the notebook's own output (a campaign's progress) in the terminal, as it runs
+            logging.basicConfig(level=logging.INFO, format="%(message)s")
             run(args[1], args[2] if len(args) == 3 else None)
             return 0
         params = load()

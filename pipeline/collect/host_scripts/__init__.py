@@ -1,0 +1,1 @@
+"""Scripts the campaign ships to the hosts (tool-image build, host facts, timers, probes)."""

@@ -1,0 +1,1 @@
+"""Tool configurations the benchmarks ship to the hosts (nginx, HAProxy, wrk)."""
