@@ -23,6 +23,7 @@ import yaml
 
 from pipeline import imports
 from pipeline.benchmarks import BENCHMARKS
+from pipeline.collect.instrument import CHECKS
 from pipeline.params import PROFILES_DIR, Params, ParamsError, load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,8 +131,8 @@ def summary_stages() -> list[Stage]:
 def collect_stages() -> list[Stage]:
     stages = []
     for name, cls in BENCHMARKS.items():
-        shipped = sorted({BUILT_FROM.get(p, p) for p in cls.uploads.values()} - set(COLLECT_FILES)
-                         - {p for p in cls.uploads.values() if p.startswith(COLLECT_FILES)})
+        shipped = sorted({BUILT_FROM.get(p, p) for p in cls.uploads.values()
+                          if not p.startswith(COLLECT_FILES)})  # fmt: skip
         stages.append(Stage(
             name=f"collect-{name}",
             notebook=COLLECT_NOTEBOOK,
@@ -165,7 +166,7 @@ def fixed_stages(params: Params) -> list[Stage]:
                           "analysis.n_boot"],
                   outs=[*_tables(["wan_calibration"]), *_sentences(["wan_calibration_sentence"])]),
         ]  # fmt: skip
-    checked = ["throughput", "latency", "cpu", "memory", "disk"]
+    checked = list(CHECKS)  # the benchmarks the instrument check may run
     stages += [
         Stage("collect-instrument", "notebooks/collect/42-check-instrument.ipynb",
               f"{EXECUTED}/collect-instrument-{{env}}.ipynb", deps=list(COLLECT_FILES),
@@ -211,10 +212,8 @@ def fixed_stages(params: Params) -> list[Stage]:
 
 
 def all_stages(params: Params) -> list[Stage]:
-    stages = [*collect_stages(), *summary_stages(), *fixed_stages(params)]
-    # The summaries of the replication and the noise read every summary: their order in the
-    # file only matters to a reader, DVC orders by the data.
-    return stages
+    """Every stage, in reading order (DVC itself orders them by their data)."""
+    return [*collect_stages(), *summary_stages(), *fixed_stages(params)]
 
 
 def code_deps(notebook: str) -> list[str]:
