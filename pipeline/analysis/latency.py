@@ -198,7 +198,7 @@ def load_cells(
     Built for ~1e8 samples: the file is read in batches of ``batch_rows`` with dictionary-
     encoded keys and reduced to value chunks per (cell, run) (8 bytes per sample); only each
     run's own samples are sorted, and the cell's pooled order is a merge of its sorted runs.
-    Peak memory is about 17 bytes per sample (bench/analysis_scale.py measures it).
+    Peak memory is about 17 bytes per sample (harness/analysis_scale.py measures it).
     """
     runs = load_runs(raw_dir, benchmark)
     ok_runs: dict[tuple, np.ndarray] = {

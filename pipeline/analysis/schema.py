@@ -141,7 +141,7 @@ def parquet_options(stored: pa.Schema) -> dict:
     """``pyarrow.parquet`` writer options for a table of schema ``stored``: zstd; the monotone
     sample index delta-encoded; the two integer columns of the stored layout byte-stream-split
     (their high bytes are nearly constant and zstd removes them; measured on lab sockperf data
-    and bench/storage.py: smaller than a dictionary, which overflows on ns-resolution values);
+    and harness/storage.py: smaller than a dictionary, which overflows on ns-resolution values);
     every other column dictionary-encoded (the keys repeat)."""
     delta = [c for c in ("sample",) if c in stored.names]
     split = [c for c in ("value_milli", "t_step_ns") if c in stored.names]

@@ -109,7 +109,7 @@ class Benchmark:
     warmup_in_window: bool = False
     # Seconds every client run spends outside its load window that the tool itself takes and
     # no harness can remove (a fixed start-up sleep, a span it discards): what caps the duty
-    # cycle (bench/duty_cycle.py).
+    # cycle (harness/duty_cycle.py).
     tool_fixed_seconds: float = 0.0
     # Paths the server leaves on the host's filesystem (pid and temp files). Modes that run it
     # as a host process remove them before and after, so a run as root cannot leave files a
