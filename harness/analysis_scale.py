@@ -4,19 +4,17 @@ For each size a synthetic dataset (harness/_synth.py: 10 modes x 2 paths x 10 ru
 windows flagged) is written under a temporary directory and analysed in a fresh process:
 
 - pipeline: exactly what notebooks/analysis/21-summarise-latency.ipynb calls,
-  ``load_runs`` + ``load_cells`` + ``summarise(variants=LATENCY_METRICS, confidence=0.95,
-  n_boot=4000)``; wall time of those calls and the process's peak RSS;
-- naive: pandas reads the parquet, filters, groups by cell, takes the pooled percentiles with
-  ``np.quantile`` and bootstraps by concatenating the resampled runs' samples for every
-  replicate (percentiles of each cell and the paired shift to native). It runs only
-  ``--naive-boot`` replicates and its time is extrapolated linearly per replicate to 4000;
-  sizes above ``--naive-max`` are not run at all and are extrapolated from the largest measured
-  one (linear in samples). The output says which numbers are measured and which extrapolated.
+  ``load_runs`` + ``load_cells`` + ``summarise(variants=LATENCY_METRICS, confidence=0.95)``;
+  wall time of those calls and the process's peak RSS;
+- naive: pandas reads the parquet, filters, groups by cell and run, takes each run's
+  percentiles with ``np.quantile``, and per cell their geometric mean with scipy's t interval
+  and the paired per-run shifts to native. Sizes above ``--naive-max`` are not run and are
+  extrapolated from the largest measured one (linear in samples); the output says which.
 
-Correctness: the naive point percentiles must equal the pipeline's exactly (inverted-CDF), and
-the naive replicates must equal ``stats.pooled_quantiles`` on the same run draws.
+Correctness: the naive percentiles and intervals must equal the pipeline's (to 1e-9
+relative; the same per-run quantiles, summed in another order).
 
-    python -m harness.analysis_scale [--sizes 1e6,1e7,1e8] [--naive-max 1e7] [--naive-boot 20]
+    python -m harness.analysis_scale [--sizes 1e6,1e7,1e8] [--naive-max 1e7]
 """
 
 from __future__ import annotations
@@ -33,7 +31,7 @@ import numpy as np
 from harness._proc import emit, run_child
 
 GOAL_SECONDS, GOAL_GIB, GOAL_SPEEDUP = 60.0, 4.0, 10.0
-N_BOOT, CONFIDENCE, SEED = 4000, 0.95, 20261121
+CONFIDENCE = 0.95
 
 
 # --- children --------------------------------------------------------------------------------
@@ -56,9 +54,8 @@ def pipeline(raw: Path, out: Path) -> dict:
     cells = latency.load_cells(raw, "latency", latency.LATENCY_METRICS)
     loaded = time.perf_counter()
     summary = latency.summarise(
-        cells, runs, variants=latency.LATENCY_METRICS, confidence=CONFIDENCE, n_boot=N_BOOT,
-        seed=SEED,
-    )  # fmt: skip
+        cells, runs, variants=latency.LATENCY_METRICS, confidence=CONFIDENCE
+    )
     done = time.perf_counter()
     summary.to_parquet(out)
     return {
@@ -94,90 +91,59 @@ def _q(values: np.ndarray, qs: np.ndarray) -> np.ndarray:
     return np.quantile(values, qs, method="inverted_cdf")
 
 
-def _naive_ci(boot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    alpha = 1.0 - CONFIDENCE
-    return tuple(np.nanquantile(boot, [alpha / 2, 1 - alpha / 2], axis=0))
+def naive(raw: Path, out: Path) -> dict:
+    """The same per-cell percentiles, intervals and shifts to native, done naively."""
+    from scipy import stats as st
 
-
-def naive(raw: Path, out: Path, n_boot: int) -> dict:
-    """The same per-cell percentiles, intervals and shifts to native, done naively; only the
-    first ``n_boot`` of the 4000 run draws are bootstrapped (the draws are the pipeline's)."""
     from pipeline.analysis import latency as latency
 
     qs, shift_qs = np.array(latency.QUANTILES), np.array(latency.OVERHEAD_QUANTILES)
+    need = np.ceil(10 / (1 - qs) - 1e-9)  # 10 samples beyond a run's percentile
     start = time.perf_counter()
     frame = _naive_read(raw)
     cells = {}
     for key, part in frame.groupby(["environment", "mode", "path", "variant"]):
         cells[key] = {run: g["value"].to_numpy() for run, g in part.groupby("run")}
-    points = {key: _q(np.concatenate(list(c.values())), qs) for key, c in cells.items()}
-    fixed = time.perf_counter()
-    boots, shifts = {}, {}
+    points, shifts = {}, {}
     for key, c in cells.items():
-        runs = sorted(c)
-        idx = np.random.default_rng(SEED).integers(0, len(runs), (N_BOOT, len(runs)))[:n_boot]
-        boots[key] = np.array([_q(np.concatenate([c[runs[i]] for i in row]), qs) for row in idx])
+        per_run = np.array([_q(v, qs) for v in c.values()])
+        short = np.array([min(v.size for v in c.values()) < n for n in need])
+        logs = np.log(per_run)
+        ci = st.ttest_1samp(logs, 0.0, axis=0).confidence_interval(CONFIDENCE)
+        value = np.where(short, np.nan, np.exp(logs.mean(axis=0)))
+        points[key] = np.c_[value, np.exp(ci.low), np.exp(ci.high)].tolist()
         base = cells.get((key[0], "native", key[2], key[3]))
         if base is None or key[1] == "native":
             continue
         common = sorted(set(c) & set(base))
-        idx = np.random.default_rng(SEED).integers(0, len(common), (N_BOOT, len(common)))
-        rep = []
-        for row in idx[:n_boot]:
-            a = np.concatenate([c[common[i]] for i in row])
-            b = np.concatenate([base[common[i]] for i in row])
-            qa, qb = _q(a, shift_qs), _q(b, shift_qs)
-            rep.append(np.r_[qa - qb, qa / qb])  # shift and ratio to native
-        shifts[key] = np.array(rep)
-    intervals = {key: _naive_ci(b) for key, b in boots.items()}  # noqa: F841 (the work counts)
-    shift_ci = {key: _naive_ci(b) for key, b in shifts.items()}  # noqa: F841
+        d = np.array([_q(c[r], shift_qs) - _q(base[r], shift_qs) for r in common])
+        shifts[key] = (d.mean(axis=0), st.ttest_1samp(d, 0.0, axis=0).confidence_interval())
     done = time.perf_counter()
-    boot_s = done - fixed
-    result = {
-        "fixed_s": fixed - start,
-        "boot_s": boot_s,
-        "n_boot_run": n_boot,
-        "seconds_4000": (fixed - start) + boot_s * N_BOOT / n_boot,
-    }
-    result.update(_check_replicates(cells, boots, qs))
     with open(out, "w") as fh:
-        json.dump({"|".join(k): v.tolist() for k, v in points.items()}, fh)
-    return result
-
-
-def _check_replicates(cells: dict, boots: dict, qs: np.ndarray) -> dict:
-    """Naive replicates against ``stats.pooled_quantiles`` on the same draws (not timed)."""
-    from pipeline.analysis import stats
-
-    worst = 0
-    for key, c in cells.items():
-        runs = sorted(c)
-        cell = stats.RunSamples.from_arrays(
-            np.concatenate([c[r] for r in runs]), np.repeat(runs, [c[r].size for r in runs])
-        )
-        weights = stats.bootstrap_run_weights(len(runs), N_BOOT, SEED)[: len(boots[key])]
-        fast = stats.pooled_quantiles(cell, qs, weights)
-        worst = max(worst, int(np.sum(fast != boots[key])))
-    return {"replicate_mismatches": worst}
+        json.dump({"|".join(k): v for k, v in points.items()}, fh)
+    return {"seconds": done - start, "n_shifts": len(shifts)}
 
 
 # --- parent ----------------------------------------------------------------------------------
 
 
 def _compare_points(summary_path: Path, naive_points: Path) -> int:
-    """Cells whose pipeline p50..p99.9 differ from the naive ones (exact comparison)."""
+    """Cells whose pipeline p50..p99.9 or intervals differ from the naive ones (1e-9 relative;
+    a level not reported is NaN in both)."""
     import pandas as pd
 
     from pipeline.analysis import latency as latency
 
     summary = pd.read_parquet(summary_path)
     naive_points = json.loads(naive_points.read_text())
-    cols = [f"{latency.q_label(q)}_us" for q in latency.QUANTILES]
+    labs = [latency.q_label(q) for q in latency.QUANTILES]
     bad = 0
     for _, row in summary.iterrows():
         key = "|".join(row[["environment", "mode", "path", "variant"]])
-        got = row[cols].to_numpy(dtype=float)
-        bad += int(not np.array_equal(got, np.array(naive_points[key])))
+        mine = np.array([[row[f"{b}_us"], row[f"{b}_lo_us"], row[f"{b}_hi_us"]] for b in labs])
+        theirs = np.array(naive_points[key], dtype=float)
+        theirs[np.isnan(theirs[:, 0])] = np.nan  # a level not reported has no interval either
+        bad += int(not np.allclose(mine, theirs, rtol=1e-9, atol=0.0, equal_nan=True))
     return bad + abs(len(summary) - len(naive_points))
 
 
@@ -189,7 +155,6 @@ def main(argv: list[str] | None = None) -> list[str]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1e6,1e7,1e8")
     ap.add_argument("--naive-max", type=float, default=1e7)
-    ap.add_argument("--naive-boot", type=int, default=20)
     ap.add_argument("--tmp", default=None, help="parent of the temporary dataset directory")
     ap.add_argument("--worker", choices=["generate", "pipeline", "naive"])
     ap.add_argument("--raw")
@@ -203,7 +168,7 @@ def main(argv: list[str] | None = None) -> list[str]:
         emit(pipeline(Path(args.raw), Path(args.out)))
         return []
     if args.worker == "naive":
-        emit(naive(Path(args.raw), Path(args.out), args.naive_boot))
+        emit(naive(Path(args.raw), Path(args.out)))
         return []
 
     sizes = [int(float(s)) for s in args.sizes.split(",")]
@@ -222,21 +187,18 @@ def main(argv: list[str] | None = None) -> list[str]:
                        pipe_wall_s=pipe["wall_s"])  # fmt: skip
             if n <= args.naive_max:
                 nv = run_child(me, "--worker", "naive", "--raw", str(raw), "--out",
-                               str(work / f"naive-{n}.json"), "--naive-boot",
-                               str(args.naive_boot))  # fmt: skip
-                row.update(naive_s=nv["seconds_4000"], naive_fixed_s=nv["fixed_s"],
-                           naive_boot_s=nv["boot_s"], naive_gib=nv["maxrss_gib"],
+                               str(work / f"naive-{n}.json"))  # fmt: skip
+                row.update(naive_s=nv["seconds"], naive_gib=nv["maxrss_gib"],
                            naive_measured=True,
                            point_mismatches=_compare_points(work / f"summary-{n}.parquet",
-                                                            work / f"naive-{n}.json"),
-                           replicate_mismatches=nv["replicate_mismatches"])  # fmt: skip
+                                                            work / f"naive-{n}.json"))  # fmt: skip
             rows.append(row)
             shutil.rmtree(raw)
-            print(_row_text(row, args.naive_boot), flush=True)
+            print(_row_text(row), flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     _extrapolate_naive(rows)
-    return _report(rows, args.naive_boot)
+    return _report(rows)
 
 
 def _extrapolate_naive(rows: list[dict]) -> None:
@@ -251,7 +213,7 @@ def _extrapolate_naive(rows: list[dict]) -> None:
             r["naive_from"] = ref["n"]
 
 
-def _row_text(r: dict, naive_boot: int) -> str:
+def _row_text(r: dict) -> str:
     text = (
         f"{_fmt_n(r['n']):>5} samples: pipeline {r['pipe_s']:6.1f} s (load {r['load_s']:.1f} s, "
         f"summarise {r['summarise_s']:.1f} s; process {r['pipe_wall_s']:.1f} s), "
@@ -259,21 +221,18 @@ def _row_text(r: dict, naive_boot: int) -> str:
     )
     if r.get("naive_measured"):
         text += (
-            f"\n       naive pandas: {r['naive_fixed_s']:.1f} s read+points + "
-            f"{r['naive_boot_s']:.1f} s for {naive_boot} replicates -> {r['naive_s']:.0f} s "
-            f"at {N_BOOT} (extrapolated per replicate), peak {r['naive_gib']:.2f} GiB; "
-            f"point percentiles differing: {r['point_mismatches']} cells, "
-            f"replicates differing: {r['replicate_mismatches']}"
+            f"\n       naive pandas: {r['naive_s']:.1f} s, peak {r['naive_gib']:.2f} GiB; "
+            f"cells differing: {r['point_mismatches']}"
         )
     return text
 
 
-def _report(rows: list[dict], naive_boot: int) -> list[str]:
+def _report(rows: list[dict]) -> list[str]:
     lines = []
     for r in rows:
         speed = r["naive_s"] / r["pipe_s"] if "naive_s" in r else float("nan")
         how = (
-            f"naive measured ({naive_boot} of {N_BOOT} replicates, per-replicate extrapolation)"
+            "naive measured"
             if r.get("naive_measured")
             else f"naive NOT run: extrapolated linearly from {_fmt_n(r['naive_from'])}"
         )
@@ -290,10 +249,10 @@ def _report(rows: list[dict], naive_boot: int) -> list[str]:
         )
     checked = [r for r in rows if r.get("naive_measured")]
     if checked:
-        bad = sum(r["point_mismatches"] + r["replicate_mismatches"] for r in checked)
+        bad = sum(r["point_mismatches"] for r in checked)
         lines.append(
-            "analysis correctness: pipeline == naive point percentiles (exact, inverted-CDF) and "
-            f"bootstrap replicates at {', '.join(_fmt_n(r['n']) for r in checked)}: "
+            "analysis correctness: pipeline == naive percentiles and t intervals (1e-9) at "
+            f"{', '.join(_fmt_n(r['n']) for r in checked)}: "
             + ("identical" if bad == 0 else f"{bad} MISMATCHES")
         )
     return lines

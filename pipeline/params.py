@@ -35,6 +35,7 @@ MARGINS = ("network", "cpu", "memory", "disk")
 WINDOW_KEYS = ("runs", "seconds", "omit_seconds", "warmup_seconds", "count", "warmup_count")
 INSTRUMENT_KEYS = ("runs", "benchmarks", "compile_packages")
 JITTER_DISTS = ("normal", "uniform")
+MULTIPLICITY = ("holm", "bh", "none")  # stats.MULTIPLICITY: params must not import analysis
 MAX_YAML_BYTES = 1 << 20
 
 
@@ -280,11 +281,17 @@ def check_params(params: Any, root: Path | None = None) -> list[str]:
         _check_modes(check, modes)
     analysis = check.mapping(doc.get("analysis"), "analysis") if "analysis" in doc else None
     if analysis is not None:
-        check.keys(analysis, "analysis", ("confidence", "n_boot", "n_sim", "predict_at"))
+        check.keys(analysis, "analysis", ("confidence", "n_sim", "predict_at", "multiplicity",
+                                          "udp_loss_margin"))  # fmt: skip
         check.number(analysis.get("confidence"), "analysis.confidence", 0.5, 1, hi_open=True)
-        check.number(analysis.get("n_boot"), "analysis.n_boot", 100, 10**6, integer=True)
         check.number(analysis.get("n_sim"), "analysis.n_sim", 10, 10**5, integer=True)
         check.number(analysis.get("predict_at"), "analysis.predict_at", 1, 10**5, integer=True)
+        check.number(analysis.get("udp_loss_margin"), "analysis.udp_loss_margin", 0, 1,
+                     lo_open=True, hi_open=True)  # fmt: skip
+        if analysis.get("multiplicity") not in MULTIPLICITY:
+            got = _brief(analysis.get("multiplicity"))
+            allowed = ", ".join(MULTIPLICITY)
+            check.add("analysis.multiplicity", f"must be one of {allowed}, got {got}")
     cal = check.mapping(doc.get("wan_calibration"), "wan_calibration") if (
         "wan_calibration" in doc) else None  # fmt: skip
     if cal is not None:

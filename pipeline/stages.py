@@ -49,25 +49,28 @@ class Analysis:
     """How a family of benchmarks is summarised: its notebook and the settings it takes."""
 
     notebook: str
-    settings: tuple[str, ...]  # of: confidence, n_boot, n_sim, predict_at, margin, seed
+    # of: confidence, n_sim, predict_at, multiplicity, udp_loss_margin (analysis.*),
+    # margin (the benchmark's), seed (common.seed)
+    settings: tuple[str, ...]
     figures: tuple[str, ...]  # the figures' stems (figures/<stage>/<stem>.png: DVC plots)
     per_benchmark: bool = False  # one stage per benchmark (its name is a notebook parameter)
 
 
-_VERDICTS = ("confidence", "n_boot", "margin", "seed")  # summaries with verdicts against margins
+_VERDICTS = ("confidence", "margin", "multiplicity")  # summaries with verdicts against margins
 ANALYSES: dict[str, Analysis] = {
-    "throughput": Analysis("20-summarise-throughput.ipynb", _VERDICTS, ("throughput",)),
+    "throughput": Analysis("20-summarise-throughput.ipynb", (*_VERDICTS, "udp_loss_margin"),
+                           ("throughput",)),
     "latency": Analysis("21-summarise-latency.ipynb", _VERDICTS,
                         ("latency_ecdf", "latency_percentiles")),
     "http": Analysis("22-summarise-http.ipynb", _VERDICTS, ("http_ecdf", "http_percentiles")),
     "host": Analysis("26-summarise-host.ipynb", _VERDICTS, ("{benchmark}",), per_benchmark=True),
-    "coldstart": Analysis("27-summarise-coldstart.ipynb", ("confidence", "n_boot", "seed"),
+    "coldstart": Analysis("27-summarise-coldstart.ipynb", ("confidence", "multiplicity"),
                           ("coldstart",)),
-    "footprint": Analysis("28-summarise-footprint.ipynb",
-                          ("confidence", "n_boot", "predict_at", "seed"), ("footprint", "density")),
+    "footprint": Analysis("28-summarise-footprint.ipynb", ("confidence", "predict_at"),
+                          ("footprint", "density")),
     "orchestration": Analysis("30-summarise-orchestration.ipynb", ("confidence",),
                               ("orchestration",)),
-    "lb": Analysis("31-summarise-lb.ipynb", ("confidence", "n_boot", "seed"), ("lb",)),
+    "lb": Analysis("31-summarise-lb.ipynb", ("confidence", "multiplicity"), ("lb",)),
 }  # fmt: skip
 
 
@@ -162,8 +165,7 @@ def fixed_stages(params: Params) -> list[Stage]:
             Stage("summarise-wan-calibration", "notebooks/analysis/24-calibrate-wan.ipynb",
                   f"{EXECUTED}/summarise-wan-calibration.ipynb",
                   deps=["data/raw/wan_calibration"],
-                  params=["common.seed", "wan_calibration", "analysis.confidence",
-                          "analysis.n_boot"],
+                  params=["wan_calibration", "analysis.confidence"],
                   outs=[*_tables(["wan_calibration"]), *_sentences(["wan_calibration_sentence"])]),
         ]  # fmt: skip
     checked = list(CHECKS)  # the benchmarks the instrument check may run
@@ -176,8 +178,7 @@ def fixed_stages(params: Params) -> list[Stage]:
         Stage("summarise-instrument", "notebooks/analysis/29-check-instrument.ipynb",
               f"{EXECUTED}/summarise-instrument.ipynb",
               deps=["data/raw/instrument", "data/raw/wan_calibration"],
-              params=["common.seed", "common.margins", "wan_calibration", "analysis.confidence",
-                      "analysis.n_boot"],
+              params=["common.margins", "wan_calibration", "analysis.confidence"],
               outs=["data/processed/instrument", "figures/instrument",
                     *_tables(["instrument_aa", "instrument_injected"]),
                     *_sentences(["instrument_sentence"])],
@@ -197,7 +198,7 @@ def fixed_stages(params: Params) -> list[Stage]:
         Stage("replicate-articles", "notebooks/analysis/25-replicate-articles.ipynb",
               f"{EXECUTED}/replicate-articles.ipynb",
               deps=["data/reference/published.csv", "data/processed"],
-              params=["common.seed", "analysis.confidence", "analysis.n_boot"],
+              params=["analysis.confidence"],
               outs=[*_tables(["replication"])]),
         Stage("assemble-article", "notebooks/analysis/39-assemble-article.ipynb",
               f"{EXECUTED}/assemble-article.ipynb",
@@ -316,17 +317,15 @@ def parameters(stage: Stage, params: Params, environment: str | None) -> dict:
     elif stage.name == "summarise-wan-calibration":
         values.update(raw_dir="data/raw/wan_calibration", tables_dir=TABLES,
                       delays_ms=raw["wan_calibration"]["delays_ms"],
-                      confidence=raw["analysis"]["confidence"], n_boot=raw["analysis"]["n_boot"],
-                      seed=raw["common"]["seed"])  # fmt: skip
+                      confidence=raw["analysis"]["confidence"])  # fmt: skip
     elif stage.name == "summarise-instrument":
         margins = raw["common"]["margins"]
         values.update(raw_dir="data/raw/instrument", wan_raw_dir="data/raw/wan_calibration",
                       wan_delays_ms=raw["wan_calibration"]["delays_ms"],
                       processed_dir="data/processed/instrument",
                       figures_dir="figures/instrument", tables_dir=TABLES,
-                      confidence=raw["analysis"]["confidence"], n_boot=raw["analysis"]["n_boot"],
-                      **{f"margin_{k}": v for k, v in margins.items()},
-                      seed=raw["common"]["seed"])  # fmt: skip
+                      confidence=raw["analysis"]["confidence"],
+                      **{f"margin_{k}": v for k, v in margins.items()})  # fmt: skip
     elif stage.name in ("compare-internet-datacenter", "summarise-noise"):
         key = "internet_vs_dc" if stage.name.startswith("compare") else "noise"
         values.update(raw_dir="data/raw", processed_dir=f"data/processed/{key}",
@@ -336,8 +335,7 @@ def parameters(stage: Stage, params: Params, environment: str | None) -> dict:
     elif stage.name == "replicate-articles":
         values.update(published_csv="data/reference/published.csv",
                       processed_dir="data/processed", tables_dir=TABLES,
-                      confidence=raw["analysis"]["confidence"], n_boot=raw["analysis"]["n_boot"],
-                      seed=raw["common"]["seed"])  # fmt: skip
+                      confidence=raw["analysis"]["confidence"])  # fmt: skip
     elif stage.name == "assemble-article":
         values.update(processed_dir="data/processed", raw_dir="data/raw", tables_dir=TABLES,
                       figures_dir="figures", out_dir="reports", metrics_file=stage.metrics[0],

@@ -33,11 +33,10 @@ def summarise(
     raw_dir: str | Path,
     delays_ms: list[float],
     confidence: float = 0.95,
-    n_boot: int = 4000,
-    seed: int = 0,
 ) -> pd.DataFrame:
     """Per delay, variant and quantile: Internet minus dc round trip (native), its interval
-    (paired run-cluster bootstrap), the expected 2 x delay, and the excess (the emulator)."""
+    (paired t over the runs' own quantiles), the expected 2 x delay, and the excess (the
+    emulator)."""
     rows: list[dict] = []
     if (Path(raw_dir) / "skipped.json").exists():
         return pd.DataFrame(rows, columns=COLUMNS)
@@ -49,7 +48,7 @@ def summarise(
             if internet is None or dc is None:
                 continue
             shift = stats.quantile_shift_ci(
-                internet, dc, QUANTILES, confidence=confidence, n_boot=n_boot, seed=seed
+                internet, dc, QUANTILES, confidence=confidence
             )
             expected_us = 2 * delay * 1000
             for r in shift.itertuples():
@@ -75,13 +74,11 @@ def delay_added(
     raw_dir: str | Path,
     delays_ms: list[float],
     confidence: float = 0.95,
-    n_boot: int = 4000,
-    seed: int = 0,
 ) -> pd.DataFrame:
     """What the configured delay alone adds: the Internet path's round trip at each delay minus
     the same path's at delay 0, so the emulator's own cost (its forwarding hop, measured at
     delay 0) cancels and the result should be 2 x the one-way delay. The delays are separate
-    campaigns, so runs are resampled independently per delay (``paired=False``). Empty when
+    campaigns, so their runs are not paired: Welch intervals (``paired=False``). Empty when
     delay 0 was not calibrated. Columns: those of ``summarise`` without the excess."""
     columns = COLUMNS[: COLUMNS.index("excess_us")] + ["n_runs"]
     if (Path(raw_dir) / "skipped.json").exists() or 0 not in [float(d) for d in delays_ms]:
@@ -95,7 +92,7 @@ def delay_added(
             if at_delay is None or at_zero is None:
                 continue
             shift = stats.quantile_shift_ci(
-                at_delay, at_zero, QUANTILES, confidence, n_boot, seed, paired=False
+                at_delay, at_zero, QUANTILES, confidence, paired=False
             )
             rows += [
                 {"delay_ms": delay, "variant": variant, "q": r.q,

@@ -11,10 +11,11 @@ was doing), so they are not independent draws: the unit of inference is the run.
   confidence: then the interval is the per-run range and ``coverage`` says what it covers).
   ``pooled`` is the q-quantile of all measured starts together, the number the article's table
   shows.
-- ``overheads``: pooled q-quantile of a mode against a baseline mode (native; or the rootful
-  engine for a rootless one), difference and ratio with a paired cluster bootstrap over runs
-  (``stats.quantile_shift_ci``: only runs measured in both, a run drawn the same number of
-  times in both), and ``plus_pct`` = (ratio - 1) x 100, the article's "+%".
+- ``overheads``: per-run q-quantiles of a mode against a baseline mode (native; or the rootful
+  engine for a rootless one), mean difference and geometric-mean ratio with paired t intervals
+  over the runs measured in both (``stats.quantile_shift_ci``), and ``plus_pct`` =
+  (ratio - 1) x 100, the article's "+%". A level a run has too few starts for
+  (``stats.min_samples``) is not compared.
 """
 
 from __future__ import annotations
@@ -79,11 +80,11 @@ def overheads(
     pairs: list[tuple[str, str]] | None = None,
     qs=QUANTILES,
     confidence: float = 0.95,
-    n_boot: int = 4000,
-    seed: int | None = 0,
+    multiplicity: str = "holm",
 ) -> pd.DataFrame:
-    """Per environment, (mode, baseline) pair and q: pooled q-quantile difference (``shift``,
-    seconds) and ratio with paired cluster-bootstrap intervals, and ``plus_pct``.
+    """Per environment, (mode, baseline) pair and q: per-run q-quantile difference (``shift``,
+    seconds) and ratio with paired t intervals, ``plus_pct``, and the verdict, adjusted across
+    every comparison of the table by ``multiplicity``.
 
     ``pairs`` defaults to every measured mode against native, then each rootless mode against
     its rootful engine; pairs with a side not measured are left out."""
@@ -98,10 +99,10 @@ def overheads(
         for mode, baseline in wanted:
             if mode not in cells or baseline not in cells:
                 continue
-            shift = stats.quantile_shift_ci(
-                cells[mode], cells[baseline], qs, confidence, n_boot, seed
-            )
-            shift["verdict"] = _verdicts(cells[mode], cells[baseline], shift)
+            shift = stats.quantile_shift_ci(cells[mode], cells[baseline], qs, confidence)
+            tests = _tests(cells[mode], cells[baseline], shift, confidence)
+            shift["diff_p"], shift["verdict"] = tests["diff_p"], tests["verdict"]
+            shift["tost_p"] = np.nan  # no margin was fixed for start times
             shift.insert(0, "baseline", baseline)
             shift.insert(0, "mode", mode)
             shift.insert(0, "environment", environment)
@@ -115,30 +116,38 @@ def overheads(
         ("plus_pct_hi", "ratio_hi"),
     ):
         out[col] = (out[src] - 1.0) * 100.0
-    return out
+    alpha = round(1.0 - confidence, 12)
+    return stats.adjust_verdicts(out, multiplicity, alpha, False)
 
 
-def _verdicts(cell: stats.RunSamples, baseline: stats.RunSamples, shift: pd.DataFrame) -> list:
-    """Per level: overhead (slower), faster or inconclusive (``stats.difference_verdict``: no
-    margin was fixed for start times, so nothing is called equivalent), from the ratio's
-    interval and a paired t test on the runs' own q-quantiles."""
+def _tests(
+    cell: stats.RunSamples, baseline: stats.RunSamples, shift: pd.DataFrame, confidence: float
+) -> pd.DataFrame:
+    """Per level: the paired t test of "no difference" on the runs' own q-quantiles (log
+    ratios) and its verdict, overhead (slower), faster or inconclusive (``stats.
+    difference_verdict``: no margin was fixed for start times, so nothing is called
+    equivalent); None where the level was not compared (``shift``'s ``reason``)."""
     common = np.intersect1d(cell.runs, baseline.runs)
     a, b = cell.subset(common), baseline.subset(common)
-    out = []
+    alpha = round(1.0 - confidence, 12)
+    rows = []
     for r in shift.itertuples():
-        per_run = [
-            [float(np.quantile(v, r.q, method="inverted_cdf")) for v in c.values] for c in (a, b)
-        ]
-        out.append(stats.difference_verdict(r.ratio_lo, r.ratio_hi, *per_run, False))
-    return out
+        if np.isnan(r.ratio):
+            rows.append({"diff_p": np.nan, "verdict": None})
+            continue
+        per_run = [c.run_quantiles([r.q])[:, 0] for c in (a, b)]
+        diff_p = stats.tost_log_ratio(*per_run, 0.5, alpha).diff_p
+        rows.append({"diff_p": diff_p,
+                     "verdict": stats.difference_verdict(*per_run, False, alpha)})  # fmt: skip
+    return pd.DataFrame(rows, index=shift.index)
 
 
 # --- the article's table: one row per mode ----------------------------------------------------
 #
-# The article's p50/p95/p99 are quantiles of every start; here they are the pooled quantiles of
-# the measured starts of the runs with status ok, each with a cluster-bootstrap interval that
-# resamples whole runs (``stats.cluster_quantile_ci``), so the interval reflects run-to-run
-# spread, not the number of starts. Overheads as in ``overheads``: paired over common runs.
+# The article's p50/p95/p99 are quantiles of every start; here each run's own quantiles of its
+# measured starts (runs with status ok), their geometric mean and its t interval over runs
+# (``stats.run_quantile_ci``), so the interval reflects run-to-run spread, not the number of
+# starts. Overheads as in ``overheads``: paired over common runs.
 
 BASELINE = "native"
 CELL = ("environment", "mode", "path", "variant")
@@ -160,16 +169,16 @@ def summarise(
     runs: pd.DataFrame,
     qs=QUANTILES,
     confidence: float = 0.95,
-    n_boot: int = 4000,
-    seed: int = 20261121,
+    multiplicity: str = "holm",
 ) -> pd.DataFrame:
     """One row per (environment, mode, path, variant) planned or measured, with for each level
-    ``pXX_s`` (pooled quantile, seconds) and its cluster-bootstrap ``pXX_lo_s``/``pXX_hi_s``;
+    ``pXX_s`` (geometric mean of the per-run quantiles, seconds) and its t interval
+    ``pXX_lo_s``/``pXX_hi_s`` (NaN for a level a run has too few starts for);
     ``ratio_pXX`` (and ``d_pXX_s``, ``plus_pct_pXX``) to native over common runs; for a rootless
     mode ``rootful_mode`` and ``rootful_ratio_pXX``/``rootful_plus_pct_pXX`` against it."""
 
     data = measured(ok_samples(samples, runs))
-    shifts = overheads(data, None, qs, confidence, n_boot, seed)
+    shifts = overheads(data, None, qs, confidence, multiplicity)
     rootful = dict(ROOTLESS_VS_ROOTFUL)
     cells = pd.concat([runs[list(CELL)], data[list(CELL)]]).drop_duplicates()
     rows = []
@@ -191,14 +200,15 @@ def summarise(
         }  # fmt: skip
         ci = None
         if n_runs:
-            ci = stats.cluster_quantile_ci(_cell(mine), qs, confidence, n_boot, seed)
+            ci = stats.run_quantile_ci(_cell(mine), qs, confidence)
         for i, q in enumerate(qs):
             lab = q_label(q)
             for col, src in (("", "value"), ("_lo", "lo"), ("_hi", "hi")):
                 row[f"{lab}{col}_s"] = float(ci[src].iloc[i]) if ci is not None else np.nan
         _add_shifts(row, shifts, env, mode, BASELINE, qs, "", "overhead_n_runs")
         _add_shifts(row, shifts, env, mode, rootful.get(mode), qs, "rootful_", "rootful_n_runs")
-        rows.append(row | {"confidence": confidence, "n_boot": n_boot, "seed": seed})
+        multiple = shifts["multiplicity"].iloc[0] if len(shifts) else None
+        rows.append(row | {"confidence": confidence, "multiplicity": multiple})
     out = pd.DataFrame(rows)
     if out.empty:
         return out
@@ -319,15 +329,16 @@ def article_table(summary: pd.DataFrame, qs=QUANTILES) -> pd.DataFrame:
 
 def table_caption(summary: pd.DataFrame) -> str:
     conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
-    n_boot = int(summary["n_boot"].iloc[0]) if len(summary) else 0
     pairs = ", ".join(f"{a} against {b}" for a, b in ROOTLESS_VS_ROOTFUL)
     return (
         "Cold start: time from the engine's `run -d` (native: nginx started as a plain "
         "process) until nginx answers `GET /` through the published port, per mode. p50, p95, "
-        "p99: quantiles of every measured start of the runs (warm-up starts excluded), with a "
-        f"{conf:.0%} cluster-bootstrap percentile interval ({n_boot} replicates resampling whole "
-        "runs). Overhead vs native: difference of the same quantiles to native over the runs "
-        "both measured, paired bootstrap. Rootless vs rootful: how much longer the rootless "
+        "p99: each run's own quantiles of its measured starts (warm-up starts excluded), their "
+        f"geometric mean over runs with a {conf:.0%} t interval; a quantile needs "
+        f"{stats.TAIL_SAMPLES} starts beyond it in every run (p95: {stats.min_samples(0.95)}, "
+        f"p99: {stats.min_samples(0.99)} starts per run), n/a below that. Overhead vs native: "
+        "mean per-run difference of the same quantiles to native over the runs both measured, "
+        "paired t interval. Rootless vs rootful: how much longer the rootless "
         f"engine's quantile is than its rootful engine's, in percent ({pairs}), the 004 "
         'article\'s "rootless adds ~18-25%". Modes that could not run are listed with n/a and '
         "their reason. Verdicts (no equivalence margin was fixed for start times, so none is "
@@ -347,7 +358,9 @@ def headline(summary: pd.DataFrame, qs=QUANTILES) -> str:
             continue
         d = r._asdict()
         labs = [q_label(q) for q in qs]
-        parts = [f"{b} {_ms(d[f'{b}_s'], d[f'{b}_lo_s'], d[f'{b}_hi_s'])} ms" for b in labs]
+        parts = [f"{b} {_ms(d[f'{b}_s'], d[f'{b}_lo_s'], d[f'{b}_hi_s'])} ms" for b in labs
+                 if not np.isnan(d[f"{b}_s"])]  # fmt: skip
+        parts += [f"{b} n/a" for b in labs if np.isnan(d[f"{b}_s"])]
         text = f"{head}, {r.n_runs} runs, {r.n_starts} starts, " + ", ".join(parts)
         if r.mode != BASELINE and not np.isnan(d["ratio_p50"]):
             text += f", p50 x{d['ratio_p50']:.3f} native ({SAID[d['verdict_p50']]})"
@@ -392,11 +405,10 @@ def findings(summary: pd.DataFrame, qs=QUANTILES) -> str:
 
 def figure(summary: pd.DataFrame, samples: pd.DataFrame, runs: pd.DataFrame, qs=QUANTILES):
     """Per mode (one row each, the project's order and colours): every measured start as a dot
-    (log time axis), the pooled p50 and p99 as ticks with their cluster-bootstrap intervals.
+    (log time axis), the p50 and p99 (geometric means of the runs' own) with their t intervals.
     Returns the chart and its caption."""
 
     conf = float(summary["confidence"].iloc[0])
-    n_boot = int(summary["n_boot"].iloc[0])
     order = summary["configuration"].tolist()
     starts = measured(ok_samples(samples, runs)).merge(
         summary[["environment", "mode", "path", "variant", "configuration"]],
@@ -453,9 +465,9 @@ def figure(summary: pd.DataFrame, samples: pd.DataFrame, runs: pd.DataFrame, qs=
     caption = (
         "Cold start per mode: time from the run command to nginx answering `GET /` through the "
         "published port (log scale). Faint ticks are every measured start (warm-up starts "
-        f"excluded); the points mark the pooled p50 and {q_label(qs[-1])} of all starts, the "
-        f"black bars their {conf:.0%} cluster-bootstrap percentile intervals ({n_boot} "
-        "replicates resampling whole runs)."
+        f"excluded); the points mark p50 and {q_label(qs[-1])} (geometric mean of the runs' own "
+        f"quantiles), the black bars their {conf:.0%} t intervals across runs (n/a where a run "
+        "has too few starts for the quantile)."
     )
     skipped = [f"{r.configuration} ({status_text(r.status, r.reason)})"
                for r in summary.itertuples() if r.status != "ok"]  # fmt: skip

@@ -199,7 +199,7 @@ COST_COLUMNS = [
     "rss_per_container_kib", "rss_per_container_lo_kib", "rss_per_container_hi_kib",
     "rss_at_kib", "rss_at_lo_kib", "rss_at_hi_kib",
     "method", "reference", "ratio", "ratio_lo", "ratio_hi", "ratio_n_runs", "verdict",
-    "confidence", "n_boot", "seed",
+    "confidence",
 ]  # fmt: skip
 
 
@@ -259,37 +259,27 @@ def _common_run_sums(cell: pd.DataFrame, reference: pd.DataFrame) -> tuple[np.nd
 
 
 def slope_ratio(
-    cell: pd.DataFrame,
-    reference: pd.DataFrame,
-    confidence: float = 0.95,
-    n_boot: int = 4000,
-    seed: int | None = 0,
+    cell: pd.DataFrame, reference: pd.DataFrame, confidence: float = 0.95
 ) -> tuple[float, float, float, int]:
     """Per-container cost of ``cell`` over that of ``reference`` (each: samples of one metric
     with ``run``, ``sample`` = count, ``value``): ``(ratio, lo, hi, runs)``.
 
-    Over the runs both measured; the interval is a cluster bootstrap that resamples those runs
-    whole (both engines' readings of a run stay together, as in ``stats.ratio_ci``) and refits
-    both lines on each replicate: a percentile interval. One common run: the point only."""
+    Over the runs both measured: each run's own line for each engine, and the geometric mean
+    of the per-run slope ratios with its paired t interval (``stats.log_ratio_ci``), the
+    estimate the verdict's t test is about. When a run's slope is not positive (no growth
+    measured) there is no log ratio: the ratio of the pooled slopes, without an interval."""
+    from pipeline.analysis.stats import log_ratio_ci
+
     nan = float("nan")
     a, b = _common_run_sums(cell, reference)
     n = len(a)
     if n == 0:
         return nan, nan, nan, 0
-    point = float(_slopes(a.sum(axis=0)) / _slopes(b.sum(axis=0)))
-    if n < 2:
-        return point, nan, nan, 1
-    from pipeline.analysis.stats import bootstrap_run_weights
-
-    w = bootstrap_run_weights(n, n_boot, seed).astype(float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        boot = _slopes(w @ a) / _slopes(w @ b)
-    boot = boot[np.isfinite(boot)]
-    if boot.size == 0:
-        return point, nan, nan, int(n)
-    alpha = 1.0 - confidence
-    lo, hi = np.quantile(boot, [alpha / 2, 1.0 - alpha / 2])
-    return point, float(lo), float(hi), n
+    per_a, per_b = _slopes(a), _slopes(b)
+    if not (np.all(per_a > 0) and np.all(per_b > 0)):
+        return float(_slopes(a.sum(axis=0)) / _slopes(b.sum(axis=0))), nan, nan, n
+    r = log_ratio_ci(per_a, per_b, confidence)
+    return r.ratio, r.lo, r.hi, n
 
 
 def _fit_columns(prefix: str, fit: LineFit | None) -> dict:
@@ -312,14 +302,12 @@ def cost_summary(
     samples: pd.DataFrame,
     runs: pd.DataFrame,
     confidence: float = 0.95,
-    n_boot: int = 4000,
-    seed: int = 20261121,
     at: int = 100,
 ) -> pd.DataFrame:
     """One row per planned (environment, mode, path, variant) with ``COST_COLUMNS``: the idle
     engine (intercept), the per-container cost (slope) and the total predicted at ``at``
     containers, for PSS and RSS, each with its ``fit_line`` interval; and the PSS cost per
-    container as a ratio to rootful Docker's (``REFERENCE``), bootstrapped over common runs.
+    container as a ratio to rootful Docker's (``REFERENCE``) over common runs (``slope_ratio``).
 
     ``at`` beyond the counts measured is an extrapolation of the line (the caption says so)."""
     from pipeline.analysis import figures
@@ -354,15 +342,15 @@ def cost_summary(
             "points": int(len(pss)), "max_count": int(top.min()) if len(top) else 0, "at": at,
             **_fit_columns("pss", fits["pss"]), **_fit_columns("rss", fits["rss"]),
             "method": fits["pss"].method if fits["pss"] else None,
-            "reference": REFERENCE, "confidence": confidence, "n_boot": n_boot, "seed": seed,
+            "reference": REFERENCE, "confidence": confidence,
         }  # fmt: skip
         fitted = pss if fits["pss"] is not None else pss.iloc[:0]  # no line, no ratio
-        row.update(_reference_ratio(mode, fitted, measured, env, confidence, n_boot, seed))
+        row.update(_reference_ratio(mode, fitted, measured, env, confidence))
         rows.append(row)
     return pd.DataFrame(rows, columns=COST_COLUMNS)
 
 
-def _reference_ratio(mode, pss, measured, env, confidence, n_boot, seed) -> dict:
+def _reference_ratio(mode, pss, measured, env, confidence) -> dict:
     nan = float("nan")
     ref = measured[
         (measured["environment"] == env)
@@ -374,22 +362,22 @@ def _reference_ratio(mode, pss, measured, env, confidence, n_boot, seed) -> dict
     if mode == REFERENCE:
         n = int(pss["run"].nunique())
         return {"ratio": 1.0, "ratio_lo": 1.0, "ratio_hi": 1.0, "ratio_n_runs": n, "verdict": None}
-    r, lo, hi, n = slope_ratio(pss, ref, confidence, n_boot, seed)
+    r, lo, hi, n = slope_ratio(pss, ref, confidence)
     return {"ratio": r, "ratio_lo": lo, "ratio_hi": hi, "ratio_n_runs": n,
-            "verdict": _slope_verdict(pss, ref, lo, hi)}  # fmt: skip
+            "verdict": _slope_verdict(pss, ref)}  # fmt: skip
 
 
 # More memory per container is worse: the verdicts' words for a cost against the reference's.
 SAID = {"overhead": "more", "faster": "less", "inconclusive": "inconclusive"}
 
 
-def _slope_verdict(cell: pd.DataFrame, reference: pd.DataFrame, lo: float, hi: float) -> str:
+def _slope_verdict(cell: pd.DataFrame, reference: pd.DataFrame) -> str:
     """More, less (``SAID``) or inconclusive: ``stats.difference_verdict`` on the slope ratio's
     interval and the runs' own slopes (no margin was fixed for an engine's memory)."""
     from pipeline.analysis.stats import difference_verdict
 
     a, b = _common_run_sums(cell, reference)
-    return difference_verdict(lo, hi, _slopes(a), _slopes(b), higher_is_better=False)
+    return difference_verdict(_slopes(a), _slopes(b), higher_is_better=False)
 
 
 def process_table(
@@ -448,7 +436,7 @@ DENSITY_COLUMNS = [
     "reached_coverage", "mem_per_container_mib", "mem_per_container_lo_mib",
     "mem_per_container_hi_mib", "engine_pss_per_container_mib",
     "engine_pss_per_container_lo_mib", "engine_pss_per_container_hi_mib", "stopped",
-    "reference", "ratio", "ratio_lo", "ratio_hi", "ratio_n_runs", "confidence", "n_boot", "seed",
+    "reference", "ratio", "ratio_lo", "ratio_hi", "ratio_n_runs", "confidence",
 ]  # fmt: skip
 
 
@@ -496,15 +484,14 @@ def density_table_summary(
     samples: pd.DataFrame,
     runs: pd.DataFrame,
     confidence: float = 0.95,
-    n_boot: int = 4000,
-    seed: int = 20261121,
 ) -> pd.DataFrame:
     """One row per planned (environment, mode, path, variant) with ``DENSITY_COLUMNS``: the
     containers reached (median over runs with a distribution-free interval, least and most),
     why the runs stopped, and the memory per container at the count reached (medians with
-    intervals). ``ratio``: containers reached over rootful Docker's (cluster bootstrap over
-    common runs), left empty with the reason when either engine stopped at the cap in every
-    run: a cap says nothing about where the limit is."""
+    intervals). ``ratio``: containers reached over rootful Docker's (geometric mean of the
+    per-run ratios over common runs, paired t interval), left empty with the reason when
+    either engine stopped at the cap in every run: a cap says nothing about where the limit
+    is."""
     from pipeline.analysis import figures
     from pipeline.analysis.latency import cell_status
     from pipeline.analysis.stats import quantile_ci, ratio_ci
@@ -534,9 +521,9 @@ def density_table_summary(
             "engine_pss_per_container_mib": eng.point, "engine_pss_per_container_lo_mib": eng.lo,
             "engine_pss_per_container_hi_mib": eng.hi,
             "stopped": "; ".join(s for s in dict.fromkeys(mine["stopped"]) if s),
-            "reference": REFERENCE, "confidence": confidence, "n_boot": n_boot, "seed": seed,
+            "reference": REFERENCE, "confidence": confidence,
         }  # fmt: skip
-        ratio = _density_ratio(key, per_run, confidence, n_boot, seed, ratio_ci)
+        ratio = _density_ratio(key, per_run, confidence, ratio_ci)
         notes = [reason] if reason else []
         if row["capped"]:
             notes.append(f"every run stopped at the cap of {row['cap']:.0f} containers")
@@ -547,7 +534,7 @@ def density_table_summary(
     return pd.DataFrame(rows, columns=DENSITY_COLUMNS)
 
 
-def _density_ratio(key, per_run, confidence, n_boot, seed, ratio_ci) -> dict:
+def _density_ratio(key, per_run, confidence, ratio_ci) -> dict:
     nan = float("nan")
     empty = {"ratio": nan, "ratio_lo": nan, "ratio_hi": nan, "ratio_n_runs": 0, "why": ""}
     env, mode, path, variant = key
@@ -567,8 +554,7 @@ def _density_ratio(key, per_run, confidence, n_boot, seed, ratio_ci) -> dict:
             who = "it" if m == mode else figures_label(REFERENCE)
             return {**empty, "why": f"no ratio to {figures_label(REFERENCE)}: {who} stopped at "
                     "the cap in every run"}  # fmt: skip
-    r = ratio_ci(both.rename(columns={"reached": "value"}), mode, REFERENCE, confidence, n_boot,
-                 seed)  # fmt: skip
+    r = ratio_ci(both.rename(columns={"reached": "value"}), mode, REFERENCE, confidence)
     return {"ratio": r.ratio, "ratio_lo": r.lo, "ratio_hi": r.hi, "ratio_n_runs": r.n_runs,
             "why": ""}  # fmt: skip
 
@@ -651,7 +637,6 @@ def cost_table(summary: pd.DataFrame) -> pd.DataFrame:
 def cost_caption(summary: pd.DataFrame) -> str:
     conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
     at = int(summary["at"].iloc[0]) if len(summary) else 100
-    n_boot = int(summary["n_boot"].iloc[0]) if len(summary) else 0
     top = int(summary.loc[summary["n_runs"] > 0, "max_count"].max()) if len(summary) else 0
     beyond = (
         f" {at} containers lies beyond the {top} measured: that column extends the line."
@@ -668,11 +653,10 @@ def cost_caption(summary: pd.DataFrame) -> str:
         "runs - 1 degrees of freedom (the readings of one run share its daemon's state). Idle: "
         "the intercept; per container: the slope; at "
         f"{at} containers: the line's value there.{beyond} Per container vs rootful Docker "
-        f"({figures_label(REFERENCE)}): the ratio of the PSS slopes, {conf:.0%} cluster-bootstrap "
-        f"percentile interval ({n_boot} replicates resampling the runs both measured, both "
-        "lines refitted), then its verdict (no margin was fixed for an engine's memory, so "
-        "none is called equal): more or less when the interval lies wholly on one side of 1 "
-        "and a paired t test on the runs' own slopes agrees (at least 3 runs), else "
+        f"({figures_label(REFERENCE)}): each run's PSS slope over rootful Docker's in the same "
+        f"run, their geometric mean with its {conf:.0%} paired t interval, then its verdict (no "
+        "margin was fixed for an engine's memory, so none is called equal): more or less when "
+        "a paired t test on the runs' own slopes rejects equality (at least 3 runs), else "
         "inconclusive. Engines that could not run are listed with n/a and their reason."
     )
 

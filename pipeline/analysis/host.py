@@ -7,8 +7,8 @@ time per window (cpu's compile, in seconds: lower is better; the direction follo
 ``higher_is_better``). The unit of inference is the run: each run's value is the **median of
 its samples** (warm-ups excluded, runs with status ok only), the median across runs gets a
 distribution-free (order-statistic) interval, and each mode is compared with native on the
-same path and variant as a ratio of medians with a cluster-bootstrap interval that resamples
-runs, plus the verdict against the benchmark's margin (``stats.ratio_equivalence``).
+same path and variant as the geometric mean of the per-run ratios with its paired t
+interval, plus the verdict against the benchmark's margin (``stats.ratio_equivalence``).
 
 Nothing here is specific to one benchmark: the variants come from the data (in the benchmark's
 own order when it is registered), and so do the metrics of each variant (every metric with a
@@ -73,14 +73,14 @@ SUMMARY_COLUMNS = [
     "ratio_eq_lo",
     "ratio_eq_hi",
     "tost_p",
-    "tost_ratio",
-    "tost_lo",
-    "tost_hi",
+    "diff_p",
+    "tost_p_adj",
+    "diff_p_adj",
+    "resolvable",
     "tost_reason",
     "verdict",
+    "multiplicity",
     "confidence",
-    "n_boot",
-    "seed",
 ]
 
 
@@ -170,22 +170,22 @@ def summarise(
     runs: pd.DataFrame,
     benchmark: str,
     confidence: float = 0.95,
-    n_boot: int = 4000,
-    seed: int = 20261121,
     margin: float = 0.02,
+    multiplicity: str = "holm",
 ) -> pd.DataFrame:
     """One row per (environment, variant, metric, mode, path) with ``SUMMARY_COLUMNS``.
 
     ``median*``: median across runs of the per-run medians, with a distribution-free interval
     (the range of the runs when there are too few for ``confidence``; ``median_coverage`` says
-    what it covers then). ``ratio*``: ratio of medians to native on the same environment, path,
-    variant and metric, over the runs both measured, with a cluster-bootstrap percentile
-    interval (the same ``seed`` for every comparison). ``overhead_*_pct``: how much worse than
+    what it covers then). ``ratio*``: geometric mean of the per-run ratios to native on the
+    same environment, path, variant and metric, over the runs both measured, with its paired t
+    interval. ``overhead_*_pct``: how much worse than
     native in percent (the 000 article's "Overhead"), 100 (1 - ratio) for a rate (the share of
     native's rate lost) and 100 (ratio - 1) for a time (``higher_is_better`` False), its
     interval from the ratio's; negative when the mode does better. ``verdict``:
     ``stats.verdict`` against ``margin`` in the metric's direction (see
-    ``stats.ratio_equivalence``); None for native itself and for cells without a comparison.
+    ``stats.ratio_equivalence``), adjusted across the benchmark's table by ``multiplicity``;
+    None for native itself and for cells without a comparison.
     """
     values = per_run(samples, runs)
     rows = []
@@ -230,8 +230,6 @@ def summarise(
             "margin": margin,
             "equivalence_confidence": stats.equivalence_level(confidence),
             "confidence": confidence,
-            "n_boot": n_boot,
-            "seed": seed,
         }
         same = values[
             (values["environment"] == env)
@@ -239,7 +237,7 @@ def summarise(
             & (values["variant"] == variant)
             & (values["metric"] == metric)
         ]
-        _add_comparison(row, same, confidence, n_boot, seed, margin)
+        _add_comparison(row, same, confidence, margin)
         rows.append(row)
     out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     # Worse than native, in percent: a rate's larger ratio loses less, a time's costs more.
@@ -253,18 +251,20 @@ def summarise(
         out[col] = [as_text(v) or None for v in out[col]]
     for col in ("n_runs", "n_runs_planned", "n_samples", "ratio_n_runs"):
         out[col] = out[col].astype("int64")
+    alpha = round(1.0 - confidence, 12)
+    out = stats.adjust_verdicts(out, multiplicity, alpha, "higher_is_better")
     return _row_order(out, benchmark)
 
 
 def _add_comparison(
-    row: dict, same: pd.DataFrame, confidence: float, n_boot: int, seed: int, margin: float
+    row: dict, same: pd.DataFrame, confidence: float, margin: float
 ) -> None:
     """The ratio to native and the verdict columns; a measured mode without a native run on its
     path says so in its reason."""
     nan = float("nan")
     row.update(
         ratio=nan, ratio_lo=nan, ratio_hi=nan, ratio_n_runs=0, ratio_eq_lo=nan, ratio_eq_hi=nan,
-        tost_p=nan, tost_ratio=nan, tost_lo=nan, tost_hi=nan, tost_reason=None, verdict=None,
+        tost_p=nan, diff_p=nan, resolvable=nan, tost_reason=None, verdict=None,
     )  # fmt: skip
     if row["mode"] == BASELINE:
         if row["n_runs"]:
@@ -274,7 +274,7 @@ def _add_comparison(
         return
     pair = same[same["mode"].isin([row["mode"], BASELINE])][["run", "mode", "value"]]
     eq = stats.ratio_equivalence(
-        pair, row["mode"], BASELINE, margin, confidence, n_boot, seed, row["higher_is_better"]
+        pair, row["mode"], BASELINE, margin, confidence, row["higher_is_better"]
     )
     if not eq.n_runs:
         extra = f"no {BASELINE} baseline measured on path {row['path']}"
@@ -288,9 +288,8 @@ def _add_comparison(
         ratio_eq_lo=eq.lo_eq,
         ratio_eq_hi=eq.hi_eq,
         tost_p=eq.tost.p_value,
-        tost_ratio=eq.tost.ratio,
-        tost_lo=eq.tost.lo,
-        tost_hi=eq.tost.hi,
+        diff_p=eq.tost.diff_p,
+        resolvable=eq.tost.resolvable,
         tost_reason=eq.tost.reason,
         verdict=eq.verdict,
     )
@@ -369,7 +368,10 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
         verdicts.append(
             ""
             if is_base
-            else tables.verdict_text(r.verdict, r.ratio_lo, r.ratio_hi, r.higher_is_better)
+            else tables.verdict_text(
+                r.verdict, r.ratio_lo, r.ratio_hi, r.higher_is_better, r.resolvable,
+                r.ratio_n_runs,
+            )  # fmt: skip
         )
         p_values.append("" if is_base else tables.p_text(r.tost_p))
         runs_text.append(
@@ -401,18 +403,17 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
 def table_caption(summary: pd.DataFrame) -> str:
     benchmark = str(summary["benchmark"].iloc[0]) if len(summary) else "host benchmark"
     conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
-    n_boot = int(summary["n_boot"].iloc[0]) if len(summary) else 0
+    multiplicity = summary["multiplicity"].iloc[0] if len(summary) else None
     return (
         f"{TITLES.get(benchmark, benchmark)} per execution mode, run on the server host. Per "
         "run: the median of the measured window's per-second rates (warm-up excluded). Median: "
         f"across runs, with a {conf:.0%} distribution-free (order-statistic) interval. % of "
-        f"native: ratio of medians to native over the runs both measured, {conf:.0%} "
-        f"cluster-bootstrap percentile interval ({n_boot} replicates resampling whole runs). "
+        "native: over the runs both measured. "
         "Overhead vs native: how much worse than native in percent, 100 (1 - ratio) for a rate "
         "(the share of native's rate lost), 100 (ratio - 1) for a time (negative: better than "
         "native). "
         + tables.verdict_caption(
-            _margin(summary), conf, "bootstrap interval of the ratio", "per-run log ratios"
+            _margin(summary), conf, "the per-run medians", multiplicity
         )
         + " Modes that could not run are listed with n/a and their reason."
     )
@@ -570,7 +571,6 @@ def figure(summary: pd.DataFrame, per_run_values: pd.DataFrame) -> tuple[alt.VCo
     mode in the project's order and colours. Returns the chart and its caption."""
     benchmark = str(summary["benchmark"].iloc[0])
     conf = float(summary["confidence"].iloc[0])
-    n_boot = int(summary["n_boot"].iloc[0])
     frame = summary.copy()
     frame["status_text"] = [
         "" if st == "ok" else status_text(st, r)
@@ -613,9 +613,9 @@ def figure(summary: pd.DataFrame, per_run_values: pd.DataFrame) -> tuple[alt.VCo
         "Left: diamonds are the median across runs of the per-run value (the median of the "
         "run's per-second rates, warm-up excluded), bars its "
         f"{conf:.0%} distribution-free order-statistic interval, grey dots the individual runs. "
-        "Middle: ratio of medians to native over the runs both measured; diamonds are the ratio, "
-        f"bars its {conf:.0%} cluster-bootstrap percentile interval ({n_boot} replicates "
-        "resampling whole runs), the dashed line marks parity with native and the grey band the "
+        "Middle: ratio to native over the runs both measured; diamonds are the geometric mean "
+        f"of the per-run ratios, bars its {conf:.0%} paired t interval, the dashed line "
+        "marks parity with native and the grey band the "
         f"equivalence margin of {tables.margin_text(margin)} fixed before the data (the same "
         "scale in every row). Right: the same ratios as numbers. Higher is better for rates, "
         "lower for times (a panel says so where lower is better)."

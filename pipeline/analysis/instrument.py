@@ -54,10 +54,11 @@ INJECTED_COLUMNS = [
 # ---- the A/A comparisons -----------------------------------------------------------------
 
 
-def _summaries(raw_dir: Path, margins: dict, confidence: float, n_boot: int, seed: int) -> dict:
+def _summaries(raw_dir: Path, margins: dict, confidence: float) -> dict:
     """benchmark -> the study's own summaries of the check data (one frame per summary; the
-    throughput frames get the ``variant`` and ``metric`` columns the others have)."""
-    kw = {"confidence": confidence, "n_boot": n_boot, "seed": seed}
+    throughput frames get the ``variant`` and ``metric`` columns the others have). The check
+    measures the error rate of one comparison, so no multiplicity adjustment here."""
+    kw = {"confidence": confidence, "multiplicity": "none"}
     out: dict[str, list[pd.DataFrame]] = {}
     for benchmark in CHECKS:
         if not schema.has_dataset(raw_dir, benchmark):
@@ -146,7 +147,7 @@ def quota_rows(summary: pd.DataFrame, runs: pd.DataFrame) -> list[dict]:
             "injected": f"CFS quota {cpu_quota:g} CPU, {t} thread(s)", "unit": "ratio to native",
             "expected": min(1.0, cpu_quota / t), "recovered": r.ratio, "recovered_lo": r.ratio_lo,
             "recovered_hi": r.ratio_hi, "coverage": r.confidence,
-            "interval_kind": "cluster bootstrap over runs", "n_runs": r.ratio_n_runs,
+            "interval_kind": "paired t over runs", "n_runs": r.ratio_n_runs,
         })  # fmt: skip
     return rows
 
@@ -202,19 +203,19 @@ def tbf_rows(tcp: pd.DataFrame, udp: pd.DataFrame, runs: pd.DataFrame) -> list[d
     return rows
 
 
-def wan_rows(wan_raw: Path, delays_ms: list[float], confidence: float, n_boot: int, seed: int):
+def wan_rows(wan_raw: Path, delays_ms: list[float], confidence: float):
     """The emulator's delay: the round trip the configured delay adds (the Internet path at the
     delay minus the same path at delay 0, so the emulator's own hop cancels) vs 2 x delay. Without
     a delay-0 calibration, the Internet minus dc round trip, which includes that hop. The
     calibration runs on the embedded lab only (the environment named "lab" in params.yaml)."""
     if calibration.skipped_reason(wan_raw) or not wan_raw.exists():
         return []
-    cal = calibration.delay_added(wan_raw, delays_ms, confidence, n_boot, seed)
-    baseline, kind = "Internet path at delay 0", "run-cluster bootstrap, delays resampled apart"
+    cal = calibration.delay_added(wan_raw, delays_ms, confidence)
+    baseline, kind = "Internet path at delay 0", "Welch t over runs, delays apart"
     if cal.empty:
-        cal = calibration.summarise(wan_raw, delays_ms, confidence, n_boot, seed)
+        cal = calibration.summarise(wan_raw, delays_ms, confidence)
         cal = cal[cal["delay_ms"] > 0]  # a zero delay injects nothing
-        baseline, kind = "dc path, emulator hop included", "paired run-cluster bootstrap"
+        baseline, kind = "dc path, emulator hop included", "paired t over runs"
     return [
         {
             "environment": "lab", "control": "wan-delay", "benchmark": "latency",
@@ -245,15 +246,13 @@ def summarise(
     wan_raw: str | Path | None = None,
     wan_delays_ms: list[float] | None = None,
     confidence: float = 0.95,
-    n_boot: int = 4000,
-    seed: int = 20261121,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(A/A comparisons, injected vs recovered) from the check's raw data under ``raw_dir``
     (see ``roots``) and the WAN calibration's, when given."""
     aa_found: list[dict] = []
     injected: list[dict] = []
     for raw in roots(raw_dir):
-        found = _summaries(raw, margins, confidence, n_boot, seed)
+        found = _summaries(raw, margins, confidence)
         aa_found += [row for b, frames in found.items() for row in aa_rows(b, frames)]
         if "cpu" in found:
             injected += quota_rows(found["cpu"][0], schema.read_dataset(raw, "cpu", "runs"))
@@ -262,9 +261,13 @@ def summarise(
             injected += tbf_rows(*found["throughput"], runs)
     aa = pd.DataFrame(aa_found, columns=AA_COLUMNS)
     if wan_raw is not None:
-        injected += wan_rows(Path(wan_raw), wan_delays_ms or [], confidence, n_boot, seed)
+        injected += wan_rows(Path(wan_raw), wan_delays_ms or [], confidence)
     out = pd.DataFrame(injected, columns=INJECTED_COLUMNS)
-    within = (out["recovered_lo"] <= out["expected"]) & (out["expected"] <= out["recovered_hi"])
+    # an exact injection recovered exactly has a zero-width interval: equal up to rounding
+    lo, hi, truth = out["recovered_lo"], out["recovered_hi"], out["expected"]
+    within = ((lo <= truth) | np.isclose(lo, truth, rtol=1e-9)) & (
+        (truth <= hi) | np.isclose(truth, hi, rtol=1e-9)
+    )
     out["recovered_within"] = within.where(out["recovered_lo"].notna())
     out["error_pct"] = 100 * (out["recovered"] / out["expected"] - 1)
     return aa, out
@@ -314,11 +317,11 @@ def figure(aa: pd.DataFrame, injected: pd.DataFrame):
     conf = 0.95 if a.empty or "confidence" not in a else float(a["confidence"].iloc[0])
     caption = (
         "The instrument check. Left: each A/A comparison's ratio (point) with its "
-        f"{conf:.0%} cluster-bootstrap interval (bar) and the equivalence margin fixed before "
+        f"{conf:.0%} paired t interval (bar) and the equivalence margin fixed before "
         "the data (red ticks); the truth is 1. Right: each injected overhead's recovered value "
         "divided by the value the injection implies, with the recovered interval divided the "
-        "same way (CPU quota: cluster bootstrap; tbf cap: distribution-free across runs; WAN "
-        "delay: run-cluster bootstrap, the table names which); the truth is 1."
+        "same way (CPU quota: paired t; tbf cap: distribution-free across runs; WAN "
+        "delay: t over runs, the table names which); the truth is 1."
     )
     return chart, caption
 
@@ -413,7 +416,7 @@ def write(aa: pd.DataFrame, injected: pd.DataFrame, processed: Path, tabs: Path)
     paths = tables.write_processed(frames, processed)
     paths += tables.write(aa_table(aa), tabs, "instrument_aa",
                           "A/A check: native under a second name against native, decided by "
-                          "the study's own summaries (ratio with its 95% cluster-bootstrap "
+                          "the study's own summaries (ratio with its 95% paired t "
                           "interval; verdict against the pre-registered margin).")  # fmt: skip
     paths += tables.write(injected_table(injected), tabs, "instrument_injected",
                           "Injected overheads: what a control injects, the value the injection "

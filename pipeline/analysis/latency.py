@@ -1,12 +1,13 @@
 """Summarise per-sample latency benchmarks: round-trip times (sockperf-like ping-pong, UDP and
 TCP) and HTTP request latency, one row per (environment, mode, path, variant).
 
-Percentiles are taken from the pooled samples of every measured run, never by averaging
-per-run percentiles; their intervals come from a cluster bootstrap that resamples whole runs
-(``stats.cluster_quantile_ci``). The overhead of a mode is the difference of pooled percentiles
-to native on the same path and variant, with a paired cluster bootstrap over the runs both
-measured (``stats.quantile_shift_ci``). Warm-up windows and runs whose status is not ``ok`` are
-never analysed; modes that were skipped or failed stay in every output with their reason.
+A run is the unit of inference: each run gives its own percentiles, a cell's percentile is
+their geometric mean with a t interval (``stats.run_quantile_ci``), and a percentile a run has
+too few samples for is not reported (``stats.min_samples``). The overhead of a mode is the
+per-run difference (and ratio) to native on the same path and variant, over the runs both
+measured, with paired t intervals (``stats.quantile_shift_ci``). Warm-up windows and runs
+whose status is not ``ok`` are never analysed; modes that were skipped or failed stay in every
+output with their reason.
 
 The loader is written for the full profile (~1e8 samples): pyarrow reads the samples in batches
 with dictionary-encoded keys, keeps (cell, run, value) only, and each cell is handed to numpy as
@@ -29,7 +30,10 @@ BASELINE = "native"
 KEYS = ["environment", "mode", "path", "variant"]
 PATH_ORDER = ["dc", "local", "internet"]
 PATH_LABELS = {
-    "dc": "datacenter", "local": "localhost", "internet": "internet", "host": "on the host"
+    "dc": "datacenter",
+    "local": "localhost",
+    "internet": "internet",
+    "host": "on the host",
 }
 QUANTILES = (0.5, 0.9, 0.95, 0.99, 0.999)
 OVERHEAD_QUANTILES = (0.5, 0.99)
@@ -283,18 +287,29 @@ def summary_columns(quantiles=QUANTILES, overhead=OVERHEAD_QUANTILES) -> list[st
         lab = q_label(q)
         cols += [f"d_{lab}_us", f"d_{lab}_lo_us", f"d_{lab}_hi_us"]
         cols += [f"ratio_{lab}", f"ratio_{lab}_lo", f"ratio_{lab}_hi"]
-    return [*cols, *verdict_columns(overhead), "confidence", "n_boot", "seed"]
+    return [*cols, "tail_note", *verdict_columns(overhead), "multiplicity", "confidence"]
 
 
 def verdict_columns(overhead=OVERHEAD_QUANTILES) -> list[str]:
-    """The margin, and per overhead level the ratio's equivalence interval, the TOST on per-run
-    quantiles beside it and the verdict (``stats.quantile_equivalence``)."""
+    """The margin, and per overhead level the ratio's equivalence interval, the tests on per-run
+    quantiles (TOST, difference, both also adjusted across the table), the smallest difference
+    the runs could resolve and the verdict (``stats.quantile_equivalence``)."""
     cols = ["margin", "equivalence_confidence"]
     for q in overhead:
         lab = q_label(q)
-        cols += [f"ratio_{lab}_eq_lo", f"ratio_{lab}_eq_hi", f"tost_{lab}_p", f"tost_{lab}_ratio"]
+        cols += [f"ratio_{lab}_eq_lo", f"ratio_{lab}_eq_hi", f"tost_{lab}_p", f"diff_{lab}_p"]
+        cols += [f"tost_{lab}_p_adj", f"diff_{lab}_p_adj", f"resolvable_{lab}"]
         cols += [f"tost_{lab}_reason", f"verdict_{lab}"]
     return cols
+
+
+def adjust(summary: pd.DataFrame, method: str, overhead=OVERHEAD_QUANTILES) -> pd.DataFrame:
+    """The table's verdicts (every mode and level together) adjusted for multiplicity
+    (``stats.adjust_verdicts``; latency: lower is better)."""
+    specs = [(f"verdict_{q_label(q)}", f"tost_{q_label(q)}_p", f"diff_{q_label(q)}_p",
+              f"ratio_{q_label(q)}") for q in overhead]  # fmt: skip
+    alpha = round(1.0 - float(summary["confidence"].iloc[0]), 12) if len(summary) else 0.05
+    return stats.adjust_verdicts(summary, method, alpha, False, specs)
 
 
 def _verdicts(
@@ -303,12 +318,10 @@ def _verdicts(
     overhead,
     margin: float,
     confidence: float,
-    n_boot: int,
-    seed: int,
 ) -> dict:
     """The verdict columns of one mode against native (latency: lower is better)."""
     eq = stats.quantile_equivalence(
-        cell, base, overhead, margin, confidence, n_boot, seed, higher_is_better=False
+        cell, base, overhead, margin, confidence, higher_is_better=False
     )
     out = {}
     for r in eq.itertuples():
@@ -317,7 +330,8 @@ def _verdicts(
             f"ratio_{lab}_eq_lo": r.lo_eq,
             f"ratio_{lab}_eq_hi": r.hi_eq,
             f"tost_{lab}_p": r.tost_p,
-            f"tost_{lab}_ratio": r.tost_ratio,
+            f"diff_{lab}_p": r.diff_p,
+            f"resolvable_{lab}": r.resolvable,
             f"tost_{lab}_reason": r.tost_reason,
             f"verdict_{lab}": r.verdict,
         }
@@ -343,23 +357,24 @@ def summarise(
     quantiles=QUANTILES,
     overhead=OVERHEAD_QUANTILES,
     confidence: float = 0.95,
-    n_boot: int = 4000,
-    seed: int = 20261121,
     margin: float = 0.05,
+    multiplicity: str = "holm",
 ) -> pd.DataFrame:
     """One row per (environment, mode, path, variant) with the columns of ``summary_columns``.
 
-    ``pXX_us`` (+ ``_lo_us``/``_hi_us``): pooled percentile of all measured samples with its
-    cluster-bootstrap interval. ``d_pXX_us``: that percentile minus native's on the same
-    environment, path and variant, paired over the runs both measured; ``ratio_pXX`` the same
-    as a ratio. The same ``seed`` is used for every cell, so cells with the same runs are
-    resampled over the same run sets. ``variants`` restricts the cells (e.g. to the variants
-    whose per-sample metric was loaded); by default every variant in ``runs`` or ``cells``.
+    ``pXX_us`` (+ ``_lo_us``/``_hi_us``): geometric mean of the runs' own percentiles with its
+    t interval (``stats.run_quantile_ci``); a level some run has too few samples for is NaN and
+    ``tail_note`` says why. ``d_pXX_us``: the mean per-run difference from native on the same
+    environment, path and variant, over the runs both measured; ``ratio_pXX`` the geometric
+    mean of the per-run ratios; both with paired t intervals. ``variants`` restricts the cells
+    (e.g. to the variants whose per-sample metric was loaded); by default every variant in
+    ``runs`` or ``cells``.
 
     ``verdict_pXX``: ``stats.verdict`` for ``ratio_pXX`` against the equivalence ``margin``
-    (fixed in params.yaml before the data), from its ``equivalence_confidence`` interval
-    (``ratio_pXX_eq_*``, same replicates) and the paired TOST on per-run percentiles
-    (``tost_pXX_*``); None for native itself and for cells without a comparison.
+    (fixed in params.yaml before the data), from the paired tests on per-run percentiles, then
+    adjusted across the table by ``multiplicity`` (``adjust``); None for native itself and for
+    cells without a comparison. ``resolvable_pXX``: the smallest relative difference these runs
+    could resolve (``stats.resolvable``).
     """
     run_cells = runs[KEYS].drop_duplicates().itertuples(index=False, name=None)
     all_cells = list(dict.fromkeys([*run_cells, *cells]))
@@ -390,19 +405,18 @@ def summarise(
             "baseline": BASELINE,
             "overhead_n_runs": 0,
             "confidence": confidence,
-            "n_boot": n_boot,
-            "seed": seed,
             "margin": margin,
             "equivalence_confidence": stats.equivalence_level(confidence),
         }
         if cell is not None and cell.n_samples:
-            pct = stats.cluster_quantile_ci(cell, quantiles, confidence, n_boot, seed)
+            pct = stats.run_quantile_ci(cell, quantiles, confidence)
             for r in pct.itertuples():
                 lab = q_label(r.q)
                 row.update({f"{lab}_us": r.value, f"{lab}_lo_us": r.lo, f"{lab}_hi_us": r.hi})
+            row["tail_note"] = "; ".join(r for r in pct["reason"].dropna().unique()) or None
             base = cells.get((env, BASELINE, path, variant))
             if base is not None and base.n_samples:
-                shift = stats.quantile_shift_ci(cell, base, overhead, confidence, n_boot, seed)
+                shift = stats.quantile_shift_ci(cell, base, overhead, confidence)
                 row["overhead_n_runs"] = int(shift["n_runs"].iloc[0])
                 for r in shift.itertuples():
                     lab = q_label(r.q)
@@ -417,7 +431,7 @@ def summarise(
                         }
                     )
                 if mode != BASELINE:
-                    row |= _verdicts(cell, base, overhead, margin, confidence, n_boot, seed)
+                    row |= _verdicts(cell, base, overhead, margin, confidence)
             elif status == "ok":
                 extra = f"no {BASELINE} baseline measured on path {path} ({variant})"
                 row["reason"] = f"{reason}; {extra}" if reason else extra
@@ -430,7 +444,8 @@ def summarise(
     out[float_cols] = out[float_cols].astype(float)
     for col in [c for c in out.columns if c.startswith("verdict_") or c.endswith("_reason")]:
         out[col] = [as_text(v) or None for v in out[col]]
-    return _row_order(out)
+    out["tail_note"] = [as_text(v) or None for v in out["tail_note"]]
+    return _row_order(adjust(out, multiplicity, overhead))
 
 
 def add_http_rates(summary: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
@@ -526,6 +541,8 @@ def _note(row: pd.Series) -> str:
     tost.pop("", None)
     if row["status"] == "ok" and tost:
         parts.append("no TOST: " + "; ".join(tost))
+    if row["status"] == "ok" and as_text(row.get("tail_note")):
+        parts.append(as_text(row.get("tail_note")))
     return "; ".join(parts)
 
 
@@ -567,8 +584,13 @@ def article_table(
             ("" if r["n_runs"] else None)
             if r["mode"] == BASELINE
             else tables.verdict_text(
-                r[f"verdict_{lab}"], r[f"ratio_{lab}_lo"], r[f"ratio_{lab}_hi"], False
-            )
+                r[f"verdict_{lab}"],
+                r[f"ratio_{lab}_lo"],
+                r[f"ratio_{lab}_hi"],
+                False,
+                r[f"resolvable_{lab}"],
+                r["overhead_n_runs"],
+            )  # fmt: skip
             for _, r in summary.iterrows()
         ]
     if "rate_rps" in summary.columns:
@@ -590,20 +612,25 @@ def article_table(
     return table
 
 
+def _first(summary: pd.DataFrame, column: str):
+    """The column's value on the first row (a table-wide setting), or None."""
+    return summary[column].iloc[0] if column in summary.columns and len(summary) else None
+
+
 def table_caption(summary: pd.DataFrame, what: str) -> str:
     conf = float(summary["confidence"].iloc[0])
-    n_boot = int(summary["n_boot"].iloc[0])
     text = (
-        f"{what} per execution mode, in microseconds. Percentiles of the pooled samples of all "
-        f"measured runs (warm-up excluded) with {conf:.0%} cluster-bootstrap percentile "
-        f"intervals ({n_boot} replicates resampling whole runs). Overhead: the same percentile "
-        "minus native's on the same path and variant, paired bootstrap over the runs both "
-        "measured (each replicate gives a run the same weight in both). "
+        f"{what} per execution mode, in microseconds. Each run's own percentiles of its "
+        f"measured samples (warm-up excluded); per mode their geometric mean with a {conf:.0%} "
+        f"t interval. A percentile needs {stats.TAIL_SAMPLES} samples beyond it in every run "
+        f"(p99: {stats.min_samples(0.99):,} per run, p99.9: {stats.min_samples(0.999):,}); "
+        "below that it is n/a. Overhead: the mean per-run difference from native on the same "
+        "path and variant, over the runs both measured, with its paired t interval. "
         + tables.verdict_caption(
             float(summary["margin"].iloc[0]),
             conf,
-            "paired cluster-bootstrap interval of the ratio of the percentile to native's",
-            "the per-run percentiles (log ratios)",
+            "the percentile",
+            _first(summary, "multiplicity"),
         )
         + " Modes that could not run are listed with n/a and their reason."
     )
@@ -825,7 +852,6 @@ def percentile_figure(
     modes = sorted(frame["mode"].unique(), key=lambda m: (figures.mode_rank(m), m))
     order = [q_label(q) for q in quantiles]
     conf = float(summary["confidence"].iloc[0])
-    n_boot = int(summary["n_boot"].iloc[0])
     color = alt.Color(
         "mode:N",
         scale=figures.mode_scale(modes),
@@ -867,10 +893,9 @@ def percentile_figure(
     )
     caption = (
         f"{what} percentiles by execution mode, one panel per path and variant (own y range, "
-        "logarithmic). Diamonds: percentile of the pooled samples of all measured runs; bars: "
-        f"{conf:.0%} cluster-bootstrap percentile interval ({n_boot} replicates resampling "
-        "whole runs; often narrower than the marker). Modes are in the same order and colour "
-        "in every panel."
+        "logarithmic). Diamonds: geometric mean of the runs' own percentiles; bars: its "
+        f"{conf:.0%} t interval across runs (often narrower than the marker). Modes are in the "
+        "same order and colour in every panel."
     )
     skipped = _not_measured(summary)
     if skipped:

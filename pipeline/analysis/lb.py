@@ -8,11 +8,12 @@ run's value: runs are the unit of inference.
 
 - **req/s**: the median over runs with the distribution-free rank interval
   (``stats.quantile_ci``; with too few runs the range of the runs, its coverage stated);
-- **% of direct**: the ratio of medians to ``direct-r1`` over the runs both measured, with a
-  cluster bootstrap over runs (``stats.ratio_ci``: a replicate draws whole runs, so a run's
-  shared conditions cancel); **overhead vs direct** = 100 (1 - ratio), the share of the direct
-  rate lost. The ratio of means over runs is given the same way (the article's ``ab`` prints a
-  mean rate, which is the rate of one run);
+- **% of direct**: the geometric mean of the per-run ratios to ``direct-r1`` over the runs
+  both measured, with its paired t interval (``stats.ratio_ci``: a run's shared conditions
+  cancel); **overhead vs direct** = 100 (1 - ratio), the share of the direct
+  rate lost. The ratio of means over runs is given with a delta-method t interval
+  (``stats.ratio_of_means_ci``; the article's ``ab`` prints a mean rate, which is the rate of
+  one run);
 - **latency**: per percentile, the median over runs of wrk's per-run value with its rank
   interval. wrk is a saturated closed loop: these latencies compare balancers at their own
   maximum rate (queueing included), not service times at a fixed load;
@@ -97,26 +98,6 @@ def per_run(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     return out[cols].sort_values(keys, ignore_index=True)
 
 
-def ratio_of_means_ci(
-    pairs: np.ndarray, confidence: float, n_boot: int, seed: int | None
-) -> tuple[float, float, float]:
-    """``mean(a) / mean(b)`` of paired per-run values (rows = runs, columns a, b) with the
-    cluster-bootstrap percentile interval, drawn as ``stats.ratio_ci`` draws (same seed, same
-    replicates); NaN interval with fewer than 2 runs."""
-    nan = float("nan")
-    n = pairs.shape[0]
-    if n == 0:
-        return nan, nan, nan
-    point = float(pairs[:, 0].mean() / pairs[:, 1].mean())
-    if n < 2:
-        return point, nan, nan
-    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
-    boot = pairs[idx, 0].mean(axis=1) / pairs[idx, 1].mean(axis=1)
-    alpha = 1.0 - confidence
-    lo, hi = np.quantile(boot, [alpha / 2, 1.0 - alpha / 2])
-    return point, float(lo), float(hi)
-
-
 def _variant_key(variant: str) -> tuple[int, int, str]:
     try:
         balancer, replicas = parse_variant(variant)
@@ -129,8 +110,7 @@ def summarise(
     samples: pd.DataFrame,
     runs: pd.DataFrame,
     confidence: float = 0.95,
-    n_boot: int = 4000,
-    seed: int = 20261121,
+    multiplicity: str = "holm",
 ) -> pd.DataFrame:
     """One row per (environment, mode, path, variant) planned or measured; see the module
     docstring for the columns' meaning. ``ratio*`` and ``ratio_mean*`` compare with ``direct-r1``
@@ -146,19 +126,20 @@ def summarise(
             (runs["environment"] == env) & (runs["mode"] == mode) & (runs["path"] == path)
             & (runs["variant"] == variant)
         ]  # fmt: skip
-        rows.append(_row(env, mode, path, variant, mine, base, run_rows, confidence, n_boot, seed))
+        rows.append(_row(env, mode, path, variant, mine, base, run_rows, confidence))
     out = pd.DataFrame(rows)
     if out.empty:
         return out
     out["overhead_pct"] = 100.0 * (1.0 - out["ratio"])
     out["overhead_lo_pct"] = 100.0 * (1.0 - out["ratio_hi"])
     out["overhead_hi_pct"] = 100.0 * (1.0 - out["ratio_lo"])
+    out = stats.adjust_verdicts(out, multiplicity, round(1.0 - confidence, 12), True)
     order = out["variant"].map(_variant_key)
     out = out.assign(_k=order).sort_values(["environment", "mode", "path", "_k"])
     return out.drop(columns="_k").reset_index(drop=True)
 
 
-def _row(env, mode, path, variant, mine, base, run_rows, confidence, n_boot, seed) -> dict:
+def _row(env, mode, path, variant, mine, base, run_rows, confidence) -> dict:
     try:
         balancer, replicas = parse_variant(variant)
     except ValueError:
@@ -183,20 +164,22 @@ def _row(env, mode, path, variant, mine, base, run_rows, confidence, n_boot, see
     row["runs_with_errors"] = int((mine["errors"] > 0).sum())
     pair = pd.concat([mine.assign(mode="cell"), base.assign(mode="base")])
     pair = pair[["run", "mode", "rps"]].rename(columns={"rps": "value"})
-    r = stats.ratio_ci(pair, "cell", "base", confidence, n_boot, seed)
+    r = stats.ratio_ci(pair, "cell", "base", confidence)
     lo, hi = (r.lo, r.hi) if r.n_runs >= 2 else (float("nan"), float("nan"))
     paired = pair.pivot_table(index="run", columns="mode", values="value")
     paired = paired.reindex(columns=["cell", "base"]).dropna().to_numpy(dtype=float)
-    mean, mean_lo, mean_hi = ratio_of_means_ci(paired, confidence, n_boot, seed)
-    verdict = None
+    mean, mean_lo, mean_hi = stats.ratio_of_means_ci(paired[:, 0], paired[:, 1], confidence)
+    verdict, alpha = None, round(1.0 - confidence, 12)
+    tests = stats.tost_log_ratio(paired[:, 0], paired[:, 1], 0.5, alpha)
     if variant != BASELINE and r.n_runs:
         # no equivalence margin was fixed for a balancer: overhead, faster or inconclusive
-        verdict = stats.difference_verdict(lo, hi, paired[:, 0], paired[:, 1], True)
+        verdict = stats.difference_verdict(paired[:, 0], paired[:, 1], True, alpha)
     row |= {
-        "verdict": verdict,
+        "verdict": verdict, "tost_p": float("nan"), "diff_p": tests.diff_p,
+        "resolvable": r.resolvable,
         "ratio": r.ratio, "ratio_lo": lo, "ratio_hi": hi, "ratio_n_runs": r.n_runs,
         "ratio_mean": mean, "ratio_mean_lo": mean_lo, "ratio_mean_hi": mean_hi,
-        "confidence": confidence, "n_boot": n_boot, "seed": seed,
+        "confidence": confidence,
     }  # fmt: skip
     if rate.n and not r.n_runs and variant != BASELINE:
         extra = f"no {BASELINE} run to compare with"
@@ -276,23 +259,23 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
 
 def table_caption(summary: pd.DataFrame) -> str:
     conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
-    n_boot = int(summary["n_boot"].iloc[0]) if len(summary) else 0
+    multiple = summary["multiplicity"].iloc[0] if len(summary) else ""
     return (
         "Load balancing: requests per second (2xx responses) and latency of wrk (closed loop, "
         "one connection per thread) through each balancer as the replicas behind it grow, "
         "against one replica dialled directly (direct). Per run: the one measured wrk window "
         f"(warm-up excluded). req/s and latency: median across runs with a {conf:.0%} "
-        "distribution-free (order-statistic) interval. % of direct: ratio of medians to direct "
-        f"over the runs both measured, {conf:.0%} cluster-bootstrap percentile interval "
-        f"({n_boot} replicates resampling whole runs); overhead vs direct = 100 (1 - ratio), the "
-        "share of the direct rate lost. Verdict (no equivalence margin was fixed for a "
-        "balancer, so none is called equivalent): overhead (faster) when the ratio's interval "
-        "lies wholly below (above) 1 and a paired t test on the runs' log ratios agrees (at "
-        "least 3 runs), else inconclusive. Latencies are those of a saturated closed loop "
-        "(queueing included). Errors: connect/read/write/timeout errors and non-2xx responses "
-        "summed over the measured runs. In the lab every replica shares the same cores: the "
-        "table shows what a balancer costs per request, not how a cluster scales. Variants "
-        "that could not run are listed with n/a and their reason."
+        "distribution-free (order-statistic) interval. % of direct: geometric mean of the "
+        f"per-run ratios to direct over the runs both measured, {conf:.0%} paired t interval; "
+        "overhead vs direct = 100 (1 - ratio), the share of the direct rate lost. Verdict (no "
+        "equivalence margin was fixed for a balancer, so none is called equivalent): overhead "
+        "(faster) when a paired t test on the runs' log ratios rejects a ratio of 1 (at least "
+        f"3 runs), adjusted across the table ({multiple}), else inconclusive. Latencies are "
+        "those of a saturated closed loop (queueing included). Errors: connect/read/write/"
+        "timeout errors and non-2xx responses summed over the measured runs. In the lab every "
+        "replica shares the same cores: the table shows what a balancer costs per request, not "
+        "how a cluster scales. Variants that could not run are listed with n/a and their "
+        "reason."
     )
 
 

@@ -250,7 +250,7 @@ class Source:
     variant, read from the summary's own ``variant`` column). ``ratio``/``delta_us``: statistic
     -> (point, lo, hi) columns of the ratio / difference to native on the same path.
     ``per_run``: variant -> (file stem, value column) of per-run values, which let a ratio
-    between any two cells of a run (another baseline, another path) be bootstrapped here.
+    between any two cells of a run (another baseline, another path) be compared here.
     ``defaults``: what an empty ``path``, ``variant`` or ``statistic`` of a published row means
     for this benchmark (the host benchmarks have the one path "host"; an article that names no
     statistic of a sysbench rate reports a median of runs).
@@ -468,15 +468,13 @@ def study_figure(
     env: str,
     sources: dict[str, Source] = SOURCES,
     confidence: float = 0.95,
-    n_boot: int = 4000,
-    seed: int = 20261121,
 ) -> Figure:
     """The study's comparison for one published row (``reason`` set when there is none).
 
     Checks, in order: the article implies a comparison; the benchmark is in the study and its
     summary exists; the configuration maps to a study mode that was measured and not skipped;
     the article's baseline is native on the same path (else, for ratios with per-run values,
-    the ratio between the two cells is bootstrapped over their common runs); the summary has
+    the ratio between the two cells is taken over their common runs); the summary has
     the statistic; the interval exists.
     """
     if not row["comparison"]:
@@ -518,19 +516,33 @@ def study_figure(
     if other and base_path == path and row["baseline_mode"] == _text(cell.get(other.mode_column)):
         ratio, delta, n_runs_column = other.ratio, {}, other.n_runs
     elif (row["baseline_mode"], base_path) != (BASELINE, path):
-        return _cross_ratio(row, study, source, env, (key, variant), confidence, n_boot, seed)
+        return _cross_ratio(row, study, source, env, (key, variant), confidence)
     columns = (ratio if row["comparison"] == "ratio" else delta).get(row["statistic"])
     if columns is None:
         return Figure(reason=_no_statistic(row, source, benchmark))
     point, lo, hi = (float(cell[c]) for c in columns)
     n_runs = int(cell[n_runs_column]) if n_runs_column in cell.index else 0
     if math.isnan(lo) or math.isnan(hi) or not n_runs:
-        why = (
-            _reason_text("no interval", cell["reason"]) if _text(cell["reason"]) else "no interval"
-        )
+        why = "no interval"
+        if math.isnan(point) and (q := _quantile(row["statistic"])) is not None:
+            why = (f"{row['statistic']} is not reported: it needs {stats.min_samples(q):,} "
+                   "samples per run")  # fmt: skip
+        why = _reason_text(why, cell["reason"]) if _text(cell["reason"]) else why
         return Figure(point=point, n_runs=n_runs, reason=why)
     how = f"{benchmark} summary: {columns[0]} [{columns[1]}, {columns[2]}]"
     return Figure(point, lo, hi, n_runs, "", how)
+
+
+def _quantile(statistic) -> float | None:
+    """"p95" -> 0.95, "p99.9" -> 0.999; None for anything else."""
+    text = _text(statistic)
+    if not text.startswith("p"):
+        return None
+    try:
+        q = float(text[1:]) / 100
+    except ValueError:
+        return None
+    return q if 0 < q < 1 else None
 
 
 def _with_defaults(row: pd.Series, source: Source) -> pd.Series:
@@ -564,11 +576,9 @@ def _cross_ratio(
     env: str,
     variant_key: tuple[str, str],
     confidence: float,
-    n_boot: int,
-    seed: int,
 ) -> Figure:
-    """Ratio of medians between the row's cell and the article's baseline cell (another mode or
-    another path), with the cluster bootstrap over the runs both have, from per-run values."""
+    """Ratio between the row's cell and the article's baseline cell (another mode or another
+    path): the geometric mean of the per-run ratios over the runs both have, paired t interval."""
     key, variant = variant_key
     benchmark, mode, path = row["benchmark"], row["mode"], row["path"]
     base_mode, base_path = row["baseline_mode"], row["baseline_path"] or row["path"]
@@ -587,12 +597,12 @@ def _cross_ratio(
     for label, (m, p) in (("cell", (mode, path)), ("base", (base_mode, base_path))):
         sel = env_rows[(env_rows["mode"] == m) & (env_rows["path"] == p)]
         pairs.append(sel[["run", "value"]].assign(mode=label))
-    r = stats.ratio_ci(pd.concat(pairs), "cell", "base", confidence, n_boot, seed)
+    r = stats.ratio_ci(pd.concat(pairs), "cell", "base", confidence)
     if not r.n_runs:
         return Figure(reason=f"{said}: no run measured both")
     how = (
-        f"{benchmark} per-run values: ratio of medians to {base_mode} ({base_path}), "
-        "cluster bootstrap over common runs"
+        f"{benchmark} per-run values: ratio to {base_mode} ({base_path}), geometric mean "
+        "over common runs, paired t interval"
     )
     return Figure(r.ratio, r.lo, r.hi, r.n_runs, "", how)
 
@@ -609,8 +619,6 @@ def replicate(
     study: Study,
     sources: dict[str, Source] = SOURCES,
     confidence: float = 0.95,
-    n_boot: int = 4000,
-    seed: int = 20261121,
 ) -> pd.DataFrame:
     """One row per published number (and environment of the study): the implied comparison,
     the study's figure with its interval, the verdict and its reason."""
@@ -621,7 +629,7 @@ def replicate(
             # The cell as the study reads it (a benchmark's defaults filled in), shown as such.
             source = sources.get(typed["benchmark"])
             row = _with_defaults(typed, source) if source else typed
-            fig = study_figure(row, study, env, sources, confidence, n_boot, seed)
+            fig = study_figure(row, study, env, sources, confidence)
             rows.append(
                 {
                     "environment": env,
@@ -742,9 +750,9 @@ def table_caption(result: pd.DataFrame, confidence: float = 0.95) -> str:
         "ratio to its baseline or a difference in microseconds, derived from its raw numbers. "
         "Published: that comparison; a printed number stands for every value that rounds to it. "
         f"Study: the same comparison from this study's summaries with its {confidence:.0%} "
-        "interval (cluster bootstrap over runs). Verdict: consistent when the published "
-        "comparison overlaps the study's interval, not consistent when it lies outside it, not "
-        f"measurable here with the reason. {tally}."
+        "interval (t over runs; footprint: cluster bootstrap). Verdict: consistent when the "
+        "published comparison overlaps the study's interval, not consistent when it lies "
+        f"outside it, not measurable here with the reason. {tally}."
     )
 
 

@@ -39,22 +39,6 @@ class QuantileCI:
         return asdict(self)
 
 
-@dataclass(frozen=True)
-class RatioCI:
-    """Ratio of medians ``mode / baseline`` across paired runs with a cluster-bootstrap interval."""
-
-    ratio: float
-    lo: float
-    hi: float
-    confidence: float
-    n_runs: int
-    n_boot: int
-    seed: int | None
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
 def order_statistic_ranks(
     n: int, q: float = 0.5, confidence: float = 0.95
 ) -> tuple[int, int, float]:
@@ -159,46 +143,149 @@ def _paired(per_run: pd.DataFrame, mode: str, baseline: str) -> np.ndarray:
     return wide[[mode, baseline]].dropna().to_numpy(dtype=float)
 
 
-def ratio_ci(
-    per_run: pd.DataFrame,
-    mode: str,
-    baseline: str = "native",
-    confidence: float = 0.95,
-    n_boot: int = 4000,
-    seed: int | None = 0,
-) -> RatioCI:
-    """Ratio of medians ``median(mode) / median(baseline)`` across runs, with a bootstrap interval.
+# --- paired per-run log ratios: the estimate, interval and tests of every comparison --------
+#
+# A comparison with native is made on the runs where both were measured: one log ratio
+# ``d = log(mode) - log(native)`` per run. Conditions shared inside a run (a slow moment of the
+# machine, a congested path) cancel in it. The headline is the geometric mean of the per-run
+# ratios, ``exp(mean d)``, its interval the Student t interval of ``mean d``, and the verdict's
+# two tests (the TOST against the margin, the t test of "no difference") are t tests on the
+# same ``d``: the estimate printed is the one the verdict tests, and the interval's coverage is
+# its label at every run count when the per-run log ratios are roughly normal (a ratio of two
+# positive measurements of the same run is close to log-normal). A percentile bootstrap over
+# runs cannot promise that: with 3 runs it has four distinct replicate values and its "95%"
+# interval is the range of the runs, about a 75% interval (tests/unit/test_coverage.py).
 
-    ``per_run`` has columns ``run``, ``mode``, ``value`` (one value per run and mode, for one
-    environment and path). Only runs where both modes were measured are used, and the bootstrap
-    resamples those runs (blocks) with replacement, so each replicate keeps the two modes of a
-    run together: conditions shared inside a run cancel in the ratio instead of inflating it.
-    The interval is the percentile interval of the replicate ratios. Deterministic for a seed.
+#: Power at which ``resolvable`` is computed: the difference a campaign of this size finds
+#: four times in five.
+POWER = 0.8
+
+
+def resolvable(sd: float, n: int, alpha: float = 0.05, power: float = POWER) -> float:
+    """Smallest true shift of ``mean d`` that a two-sided paired t test at ``alpha`` detects
+    with probability ``power`` with ``n`` runs whose differences have SD ``sd``:
+    ``(t(1 - alpha/2, n-1) + t(power, n-1)) * sd / sqrt(n)`` (the usual planning formula, with
+    the SD as measured). On log ratios, ``exp(.) - 1`` is the smallest relative difference the
+    data could resolve. NaN with fewer than 2 runs."""
+    if n < 2 or not np.isfinite(sd):
+        return float("nan")
+    df = n - 1
+    return float((_st.t.ppf(1.0 - alpha / 2.0, df) + _st.t.ppf(power, df)) * sd / np.sqrt(n))
+
+
+def runs_to_resolve(
+    sd: float, effect: float, alpha: float = 0.05, power: float = POWER, max_runs: int = 1000
+) -> int | None:
+    """Fewest runs whose ``resolvable`` is at most ``effect`` (same units as ``sd``), or None
+    when more than ``max_runs`` would be needed or ``sd`` is unknown."""
+    if not (np.isfinite(sd) and effect > 0):
+        return None
+    for n in range(2, max_runs + 1):
+        if resolvable(sd, n, alpha, power) <= effect:
+            return n
+    return None
+
+
+@dataclass(frozen=True)
+class RatioCI:
+    """Geometric mean of per-run ratios ``mode / baseline`` over paired runs, with its t interval.
+
+    ``sd_log`` is the SD of the per-run log ratios; ``resolvable`` the smallest relative
+    difference (``0.05`` = 5%) a paired t test at ``1 - confidence`` would find with power
+    ``POWER`` at these runs and that SD (``stats.resolvable``). Intervals need 2 runs.
     """
+
+    ratio: float
+    lo: float
+    hi: float
+    confidence: float
+    n_runs: int
+    sd_log: float
+    resolvable: float
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def log_ratio_ci(values, baseline_values, confidence: float = 0.95) -> RatioCI:
+    """``RatioCI`` of ``values / baseline_values`` paired by position (pairs with a NaN or a
+    non-positive value dropped). One pair: the point only; none: NaN."""
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    pairs = _paired(per_run, mode, baseline)
-    n = pairs.shape[0]
+    d = _log_ratios(values, baseline_values)
+    n = int(d.size)
     nan = float("nan")
     if n == 0:
-        return RatioCI(nan, nan, nan, confidence, 0, n_boot, seed)
-    ratio = float(np.median(pairs[:, 0]) / np.median(pairs[:, 1]))
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_boot, n))
-    boot = np.median(pairs[idx, 0], axis=1) / np.median(pairs[idx, 1], axis=1)
-    alpha = 1.0 - confidence
-    lo, hi = np.quantile(boot, [alpha / 2, 1.0 - alpha / 2])
-    return RatioCI(ratio, float(lo), float(hi), confidence, n, n_boot, seed)
+        return RatioCI(nan, nan, nan, confidence, 0, nan, nan)
+    if n > 1 and np.ptp(d) < 1e-12:  # one ratio in every run: exactly that, not exp(log(.))
+        x = np.asarray(values, dtype=float)
+        y = np.asarray(baseline_values, dtype=float)
+        keep = ~(np.isnan(x) | np.isnan(y)) & (x > 0) & (y > 0)
+        r = float(np.median(x[keep] / y[keep]))
+        return RatioCI(r, r, r, confidence, n, 0.0, 0.0)
+    point = float(np.exp(d.mean()))
+    if n < 2:
+        return RatioCI(point, nan, nan, confidence, 1, nan, nan)
+    sd = float(d.std(ddof=1))
+    lo, hi = _t_interval(d, confidence)
+    mde = resolvable(sd, n, round(1.0 - confidence, 12))
+    return RatioCI(point, float(np.exp(lo)), float(np.exp(hi)), confidence, n, sd,
+                   float(np.expm1(mde)))  # fmt: skip
 
 
-# --- pooled percentiles with a cluster bootstrap over runs ---------------------------------
-#
-# Latency percentiles are taken from the pooled samples of all runs (never by averaging per-run
-# percentiles), but their uncertainty comes from the runs: the bootstrap resamples whole runs,
-# pools their samples and takes the percentile again. A replicate is a vector of multiplicities
-# (how often each run was drawn), and the weighted pooled percentile is found exactly by
-# bisection over the pooled sorted values, counting with ``searchsorted`` in each run's sorted
-# array: no histogram, so no binning error, and no copy of the resampled data.
+def _log_ratios(values, baseline_values) -> np.ndarray:
+    x = np.asarray(values, dtype=float)
+    y = np.asarray(baseline_values, dtype=float)
+    if x.shape != y.shape:
+        raise ValueError("values and baseline_values must be paired (same length)")
+    keep = ~(np.isnan(x) | np.isnan(y)) & (x > 0) & (y > 0)
+    return np.log(x[keep]) - np.log(y[keep])
+
+
+def _t_interval(d: np.ndarray, confidence: float) -> tuple[float, float]:
+    """Student t interval of ``mean(d)`` (n >= 2); zero width when every value is equal."""
+    n = d.size
+    half = _st.t.ppf(0.5 + confidence / 2.0, n - 1) * d.std(ddof=1) / np.sqrt(n)
+    return float(d.mean() - half), float(d.mean() + half)
+
+
+def ratio_of_means_ci(values, baseline_values, confidence: float = 0.95) -> tuple:
+    """``mean(values) / mean(baseline_values)`` over paired runs (pairs with a NaN dropped),
+    with a delta-method interval on the log scale and t quantiles with ``n - 1`` degrees of
+    freedom: ``log r +- t * se``, ``se**2 = var(a)/a**2 + var(b)/b**2 - 2 cov(a, b)/(a b)`` over
+    ``n`` (sample moments of the per-run values, ``a`` and ``b`` their means). Returns
+    ``(ratio, lo, hi)``; NaN interval with fewer than 2 runs."""
+    x = np.asarray(values, dtype=float)
+    y = np.asarray(baseline_values, dtype=float)
+    keep = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[keep], y[keep]
+    nan = float("nan")
+    n = x.size
+    if n == 0 or y.mean() == 0:
+        return nan, nan, nan
+    point = float(x.mean() / y.mean())
+    if n < 2 or point <= 0:
+        return point, nan, nan
+    a, b = x.mean(), y.mean()
+    cov = np.cov(x, y, ddof=1)
+    var = (cov[0, 0] / a**2 + cov[1, 1] / b**2 - 2 * cov[0, 1] / (a * b)) / n
+    half = _st.t.ppf(0.5 + confidence / 2.0, n - 1) * np.sqrt(max(var, 0.0))
+    return point, float(point * np.exp(-half)), float(point * np.exp(half))
+
+
+def ratio_ci(
+    per_run: pd.DataFrame, mode: str, baseline: str = "native", confidence: float = 0.95
+) -> RatioCI:
+    """``log_ratio_ci`` of ``mode`` against ``baseline`` over the runs where both were measured.
+
+    ``per_run`` has columns ``run``, ``mode``, ``value`` (one value per run and mode, for one
+    environment and path).
+    """
+    pairs = _paired(per_run, mode, baseline)
+    return log_ratio_ci(pairs[:, 0], pairs[:, 1], confidence)
+
+
+# --- the samples of a cell, by run -----------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -212,8 +299,6 @@ class RunSamples:
     runs: np.ndarray
     values: tuple[np.ndarray, ...]
     pooled: np.ndarray
-
-    _RANK_BLOCK = 32  # pooled positions per block of the cached rank index (not a field)
 
     @classmethod
     def from_arrays(cls, values, run_ids, assume_sorted: bool = False) -> RunSamples:
@@ -245,32 +330,11 @@ class RunSamples:
         """The same cell restricted to ``run_ids`` (those not present are ignored)."""
         want = np.isin(self.runs, np.asarray(run_ids))
         if want.all():
-            return self  # immutable: nothing to copy, and its rank index stays cached
+            return self  # immutable: nothing to copy
         values = tuple(v for v, k in zip(self.values, want, strict=True) if k)
         # A stable sort merges the already sorted runs instead of sorting from scratch.
         pooled = np.sort(np.concatenate(values), kind="stable") if values else np.empty(0)
         return RunSamples(runs=self.runs[want], values=values, pooled=pooled)
-
-    def rank_index(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(labels, cum)``, built once per cell: ``labels[k]`` is the run (position in
-        ``runs``) of the ``k``-th pooled sample, and ``cum[g, r]`` how many of the first
-        ``g * _RANK_BLOCK`` pooled samples come from run ``r``. With them a weighted count of
-        the pooled samples up to any position needs no search in the runs."""
-        cached = self.__dict__.get("_rank")
-        if cached is None:
-            sizes = [v.size for v in self.values]
-            order = np.argsort(np.concatenate(self.values), kind="stable") if sizes else []
-            dtype = np.int8 if self.n_runs < 128 else np.int32
-            labels = np.repeat(np.arange(self.n_runs, dtype=dtype), sizes)[order]
-            n_blocks = -(-labels.size // self._RANK_BLOCK)
-            code = np.arange(labels.size) // self._RANK_BLOCK * self.n_runs + labels
-            counts = np.bincount(code, minlength=n_blocks * self.n_runs)
-            wide = labels.size >= 2**31  # int32 counts otherwise: half the memory
-            cum = np.zeros((n_blocks + 1, self.n_runs), dtype=np.int64 if wide else np.int32)
-            cum[1:] = np.cumsum(counts.reshape(n_blocks, self.n_runs), axis=0)
-            cached = (labels, cum)
-            object.__setattr__(self, "_rank", cached)  # a cache, not state: frozen stays true
-        return cached
 
     def run_quantiles(self, qs) -> np.ndarray:
         """``(n_runs, len(qs))`` per-run quantiles (inverted-CDF, as the pooled ones)."""
@@ -282,64 +346,16 @@ class RunSamples:
         return out
 
 
-def bootstrap_run_weights(n_runs: int, n_boot: int, seed: int | None) -> np.ndarray:
-    """``(n_boot, n_runs)`` multiplicities of a with-replacement resample of the runs.
-
-    Drawn as ``rng.integers(0, n_runs, (n_boot, n_runs))`` like ``ratio_ci``, then counted, so
-    two cells given the same seed and number of runs are resampled over the same run sets.
-    """
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n_runs, size=(n_boot, n_runs))
-    weights = np.zeros((n_boot, n_runs), dtype=np.int64)
-    np.add.at(weights, (np.arange(n_boot)[:, None], idx), 1)
-    return weights
-
-
-def pooled_quantiles(cell: RunSamples, qs, weights: np.ndarray | None = None) -> np.ndarray:
-    """Quantiles of the pooled samples, each run counted ``weights[b, run]`` times.
-
-    The definition is numpy's ``inverted_cdf`` (the smallest sample ``x`` with
-    ``count(<= x) >= q * M``, ``M`` the weighted total), so with unit weights the result equals
-    ``np.quantile(all_samples, qs, method="inverted_cdf")`` exactly. Returns ``(len(qs),)``
-    without ``weights`` and ``(n_boot, len(qs))`` with them.
-    """
+def pooled_quantiles(cell: RunSamples, qs) -> np.ndarray:
+    """Quantiles of all the cell's samples together (numpy's ``inverted_cdf``: the smallest
+    sample ``x`` with ``count(<= x) >= q * n``), a description of the samples; NaN without
+    any."""
     qs = np.atleast_1d(np.asarray(qs, dtype=float))
     if np.any((qs <= 0) | (qs >= 1)):
         raise ValueError("quantile levels must be in (0, 1)")
-    single = weights is None
-    w = np.ones((1, cell.n_runs)) if single else np.asarray(weights, dtype=float)
-    if w.ndim != 2 or w.shape[1] != cell.n_runs:
-        raise ValueError(f"weights must have shape (n_boot, {cell.n_runs})")
     if cell.n_samples == 0:
-        out = np.full((w.shape[0], qs.size), np.nan)
-        return out[0] if single else out
-    sizes = np.array([v.size for v in cell.values], dtype=float)
-    total = w @ sizes  # weighted pooled sample size per replicate
-    target = np.maximum(np.ceil(total[:, None] * qs[None, :]), 1.0)
-    # The answer is pooled[k] for the smallest k whose weighted count of pooled[0..k] reaches
-    # the target (ties included: every sample equal to pooled[k] but later in the order is
-    # counted by a later k, which has the same value). Counted with the cell's rank index:
-    # bisection over blocks, then a cumulative sum inside the block. The counts are integers
-    # held exactly in float64, so the result does not depend on the order of the sums.
-    labels, cum = cell.rank_index()
-    block = cell._RANK_BLOCK
-    lo = np.zeros(target.shape, dtype=np.int64)
-    hi = np.full(target.shape, cum.shape[0] - 2, dtype=np.int64)
-    while np.any(lo < hi):
-        mid = (lo + hi) // 2
-        reached = (cum[mid + 1] * w[:, None, :]).sum(axis=-1) >= target
-        active = lo < hi  # settled entries must not move again
-        hi = np.where(active & reached, mid, hi)
-        lo = np.where(active & ~reached, mid + 1, lo)
-    before = (cum[lo] * w[:, None, :]).sum(axis=-1)
-    pos = lo[..., None] * block + np.arange(block)
-    inside = pos < cell.n_samples
-    run_of = labels[np.minimum(pos, cell.n_samples - 1)]
-    step = np.where(inside, w[np.arange(w.shape[0])[:, None, None], run_of], 0.0)
-    reached = before[..., None] + np.cumsum(step, axis=-1) >= target[..., None]
-    out = cell.pooled[lo * block + np.argmax(reached, axis=-1)]
-    out[total == 0] = np.nan
-    return out[0] if single else out
+        return np.full(qs.size, np.nan)
+    return np.quantile(cell.pooled, qs, method="inverted_cdf")
 
 
 def _percentile_interval(boot: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
@@ -348,36 +364,68 @@ def _percentile_interval(boot: np.ndarray, confidence: float) -> tuple[np.ndarra
     return lo, hi
 
 
-def cluster_quantile_ci(
-    cell: RunSamples,
-    qs=(0.5, 0.9, 0.99, 0.999),
-    confidence: float = 0.95,
-    n_boot: int = 4000,
-    seed: int | None = 0,
-) -> pd.DataFrame:
-    """Pooled quantiles with cluster-bootstrap percentile intervals (runs resampled).
+# --- percentiles: per-run quantiles, their geometric mean and t intervals ------------------
+#
+# A run's samples share its conditions, so a percentile's uncertainty is read from the runs:
+# each run gives its own ``q``-quantile, and a cell's value is the geometric mean of those,
+# with the t interval of their logs (the same estimand as the ratios above: the ratio of two
+# cells' values over the same runs is the geometric mean of their per-run ratios). The pooled
+# quantile of all samples is kept beside it (``pooled``) as a description of the samples.
 
-    One row per level: ``q``, ``value`` (pooled quantile of all samples), ``lo``, ``hi``,
-    ``n_runs``, ``n_samples``. With fewer than 2 runs there is nothing to resample: the interval
-    is NaN. With few runs the bootstrap interval is known to be too narrow (it cannot see more
-    run-to-run spread than the runs at hand show); report ``n_runs`` beside it.
-    """
+#: A run's ``q``-quantile is used only when at least this many of the run's samples lie beyond
+#: it, i.e. the run has ``min_samples(q)`` samples: p99 needs 1,000, p99.9 10,000. With fewer,
+#: the "p99.9" is the run's largest sample or so, and what varies between runs is an extreme.
+TAIL_SAMPLES = 10
+
+
+def min_samples(q: float) -> int:
+    """Samples a run needs for its ``q``-quantile (``TAIL_SAMPLES`` beyond it)."""
+    return int(np.ceil(TAIL_SAMPLES / (1.0 - q) - 1e-9))
+
+
+def _short_runs_reason(cell: RunSamples, q: float) -> str | None:
+    """Why ``q`` is not reported for ``cell`` (some run too short), or None."""
+    sizes = [v.size for v in cell.values]
+    need = min_samples(q)
+    if sizes and min(sizes) < need:
+        return (f"p{100 * q:g} needs {need:,} samples per run ({TAIL_SAMPLES} beyond it); "
+                f"the shortest run has {min(sizes):,}")  # fmt: skip
+    return None
+
+
+def run_quantile_ci(
+    cell: RunSamples, qs=(0.5, 0.9, 0.99, 0.999), confidence: float = 0.95
+) -> pd.DataFrame:
+    """One row per level: ``q``, ``value`` (geometric mean of the per-run quantiles), ``lo``,
+    ``hi`` (its t interval, 2 runs or more), ``pooled`` (quantile of all samples), ``n_runs``,
+    ``n_samples`` and ``reason`` (why a level is NaN: a run too short for it)."""
     qs = np.atleast_1d(np.asarray(qs, dtype=float))
-    point = pooled_quantiles(cell, qs)
-    lo = hi = np.full(qs.size, np.nan)
-    if cell.n_runs >= 2:
-        boot = pooled_quantiles(cell, qs, bootstrap_run_weights(cell.n_runs, n_boot, seed))
-        lo, hi = _percentile_interval(boot, confidence)
-    return pd.DataFrame(
-        {
-            "q": qs,
-            "value": point,
-            "lo": lo,
-            "hi": hi,
-            "n_runs": cell.n_runs,
-            "n_samples": cell.n_samples,
-        }
-    )
+    per_run = cell.run_quantiles(qs) if cell.n_runs else np.empty((0, qs.size))
+    pooled = pooled_quantiles(cell, qs)
+    rows = []
+    for i, q in enumerate(qs):
+        reason = _short_runs_reason(cell, float(q))
+        v = per_run[:, i]
+        r = log_ratio_ci(v, np.ones_like(v), confidence)
+        ok = reason is None and r.n_runs > 0
+        nan = float("nan")
+        rows.append({"q": float(q), "value": r.ratio if ok else nan, "lo": r.lo if ok else nan,
+                     "hi": r.hi if ok else nan, "pooled": float(pooled[i]),
+                     "n_runs": cell.n_runs, "n_samples": cell.n_samples,
+                     "reason": reason})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _welch_interval(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[float, float]:
+    """Welch t interval of ``mean(a) - mean(b)`` (independent samples, 2 or more each)."""
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    se = np.sqrt(va + vb)
+    if se == 0:
+        m = a.mean() - b.mean()
+        return float(m), float(m)
+    df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
+    half = _st.t.ppf(0.5 + confidence / 2.0, df) * se
+    return float(a.mean() - b.mean() - half), float(a.mean() - b.mean() + half)
 
 
 def quantile_shift_ci(
@@ -385,19 +433,17 @@ def quantile_shift_ci(
     baseline: RunSamples,
     qs=(0.5, 0.99),
     confidence: float = 0.95,
-    n_boot: int = 4000,
-    seed: int | None = 0,
     paired: bool = True,
 ) -> pd.DataFrame:
-    """Difference of pooled quantiles ``cell - baseline`` with a paired cluster bootstrap.
+    """Shift ``cell - baseline`` of per-run quantiles, in the unit of the samples and as a ratio.
 
-    Only runs measured in both cells are used (for the point estimate too), and each bootstrap
-    replicate gives a run the same multiplicity in both cells, so conditions shared inside a run
-    (a slow moment of the machine, a congested WAN) cancel in the difference, as in
-    ``ratio_ci``. With ``paired=False`` (cells from separate campaigns, whose run numbers share
-    nothing) every run of each cell is used and each cell's runs are resampled independently.
-    One row per level: ``q``, ``shift``, ``lo``, ``hi``, ``ratio`` (of the quantiles),
-    ``ratio_lo``, ``ratio_hi``, ``n_runs`` (runs in both cells; unpaired: the smaller cell's).
+    Paired (the default): over the runs measured in both cells, ``shift`` is the mean of the
+    per-run differences and ``ratio`` the geometric mean of the per-run ratios, each with its
+    paired t interval, so conditions shared inside a run cancel. With ``paired=False`` (cells
+    from separate campaigns, whose run numbers share nothing) every run of each cell is used
+    and the intervals are Welch's. One row per level: ``q``, ``shift``, ``lo``, ``hi``,
+    ``ratio``, ``ratio_lo``, ``ratio_hi``, ``n_runs`` (paired: runs in both; unpaired: the
+    smaller cell's) and ``reason`` (why a level is NaN).
     """
     qs = np.atleast_1d(np.asarray(qs, dtype=float))
     if paired:
@@ -406,27 +452,40 @@ def quantile_shift_ci(
     else:
         a, b = cell, baseline
     n_runs = min(a.n_runs, b.n_runs)
-    nan = np.full(qs.size, np.nan)
-    out = pd.DataFrame({"q": qs, "shift": nan, "lo": nan, "hi": nan})
-    out = out.assign(ratio=nan, ratio_lo=nan, ratio_hi=nan, n_runs=int(n_runs))
-    if n_runs == 0:
-        return out
-    pa, pb = pooled_quantiles(a, qs), pooled_quantiles(b, qs)
-    out["shift"], out["ratio"] = pa - pb, pa / pb
-    if n_runs >= 2:
-        wa = bootstrap_run_weights(a.n_runs, n_boot, seed)
-        wb = wa if paired else bootstrap_run_weights(b.n_runs, n_boot, _other_seed(seed))
-        ba, bb = pooled_quantiles(a, qs, wa), pooled_quantiles(b, qs, wb)
-        out["lo"], out["hi"] = _percentile_interval(ba - bb, confidence)
-        out["ratio_lo"], out["ratio_hi"] = _percentile_interval(ba / bb, confidence)
-    return out
-
-
-def _other_seed(seed: int | None) -> int | None:
-    """A second, independent stream for the baseline of an unpaired bootstrap."""
-    if seed is None:
-        return None
-    return int(np.random.SeedSequence(seed).spawn(1)[0].generate_state(1)[0])
+    qa = a.run_quantiles(qs) if a.n_runs else np.empty((0, qs.size))
+    qb = b.run_quantiles(qs) if b.n_runs else np.empty((0, qs.size))
+    nan = float("nan")
+    rows = []
+    for i, q in enumerate(qs):
+        reason = _short_runs_reason(a, float(q)) or _short_runs_reason(b, float(q))
+        row = {
+            "q": float(q),
+            "shift": nan,
+            "lo": nan,
+            "hi": nan,
+            "ratio": nan,
+            "ratio_lo": nan,
+            "ratio_hi": nan,
+            "n_runs": int(n_runs),
+            "reason": reason,
+        }
+        if n_runs and reason is None:
+            x, y = qa[:, i], qb[:, i]
+            if paired:
+                row["shift"] = float(np.mean(x - y))
+                r = log_ratio_ci(x, y, confidence)
+                row.update(ratio=r.ratio, ratio_lo=r.lo, ratio_hi=r.hi)
+                if n_runs >= 2:
+                    row["lo"], row["hi"] = _t_interval(x - y, confidence)
+            else:
+                row["shift"] = float(x.mean() - y.mean())
+                row["ratio"] = float(np.exp(np.log(x).mean() - np.log(y).mean()))
+                if n_runs >= 2:
+                    row["lo"], row["hi"] = _welch_interval(x, y, confidence)
+                    lo, hi = _welch_interval(np.log(x), np.log(y), confidence)
+                    row["ratio_lo"], row["ratio_hi"] = float(np.exp(lo)), float(np.exp(hi))
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 # --- variance decomposition: mode (fixed) beside run (random) and residual ------------------
@@ -754,35 +813,33 @@ def verdict(
 
 
 def difference_verdict(
-    lo: float,
-    hi: float,
-    values,
-    baseline_values,
-    higher_is_better: bool = True,
-    alpha: float = 0.05,
+    values, baseline_values, higher_is_better: bool = True, alpha: float = 0.05
 ) -> str:
     """The verdict of a comparison for which no equivalence margin was fixed beforehand (cold
     start, a balancer against a direct connection, an engine's memory against another's): step
-    2 of ``verdict`` alone, so never "equivalent". ``(lo, hi)`` is the ratio's ``1 - alpha``
-    interval; ``values`` and ``baseline_values`` the per-run values paired by position, whose
-    two-sided paired t test on log ratios (``tost_log_ratio``'s ``diff_p``) must agree; with
-    fewer than ``TOST_MIN_RUNS`` pairs it cannot, and the verdict is "inconclusive"."""
-    diff_p = tost_log_ratio(values, baseline_values, 0.5, alpha).diff_p
-    if not bool(diff_p < alpha):  # NaN < alpha is False
+    2 of ``verdict`` alone, so never "equivalent". ``values`` and ``baseline_values`` are the
+    per-run values paired by position; the two-sided paired t test on their log ratios
+    (``tost_log_ratio``'s ``diff_p``) decides, and its sign says which side; with fewer than
+    ``TOST_MIN_RUNS`` pairs it cannot, and the verdict is "inconclusive"."""
+    t = tost_log_ratio(values, baseline_values, 0.5, alpha)
+    if not bool(t.diff_p < alpha):  # NaN < alpha is False
         return "inconclusive"
-    return difference(lo, hi, higher_is_better) or "inconclusive"
+    return difference(t.ci_lo, t.ci_hi, higher_is_better) or "inconclusive"
 
 
 @dataclass(frozen=True)
 class TostResult:
-    """Paired two one-sided t tests (TOST) on per-run log ratios ``log(mode) - log(baseline)``.
+    """Paired t analysis of per-run log ratios ``d = log(mode) - log(baseline)``.
 
-    ``p_value`` is statsmodels' ``ttost_paired`` p-value of non-equivalence for the margin
-    ``(1 - margin, 1 + margin)`` on the ratio; ``ratio`` the geometric mean of the per-run ratios
-    and ``(lo, hi)`` its ``1 - 2 alpha`` t interval. ``equivalent`` is ``p_value < alpha``, or
-    None with a ``reason`` when the test was not run. ``diff_p`` is the two-sided paired t test
-    of the opposite question on the same log ratios, "is there any difference" (H0: ratio 1),
-    which ``stats.verdict`` needs before it says "overhead" or "faster".
+    ``ratio`` is the geometric mean of the per-run ratios, ``(lo, hi)`` its ``1 - 2 alpha`` t
+    interval (the equivalence interval) and ``(ci_lo, ci_hi)`` its ``1 - alpha`` one.
+    ``p_value`` is the TOST's p-value of non-equivalence for the margin ``(1 - margin,
+    1 + margin)``; ``equivalent`` is ``p_value < alpha``, or None with a ``reason`` when the
+    tests were not run (fewer than ``TOST_MIN_RUNS`` pairs; the intervals need 2). ``diff_p``
+    is the two-sided t test of "no difference" (ratio 1) on the same ``d``, which
+    ``stats.verdict`` needs before it says "overhead" or "faster". ``sd_log`` is the SD of
+    ``d`` and ``resolvable`` the smallest relative difference the runs could resolve
+    (``stats.resolvable``).
     """
 
     p_value: float
@@ -795,22 +852,36 @@ class TostResult:
     equivalent: bool | None
     reason: str | None
     diff_p: float = float("nan")
+    ci_lo: float = float("nan")
+    ci_hi: float = float("nan")
+    sd_log: float = float("nan")
+    resolvable: float = float("nan")
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-def tost_log_ratio(values, baseline_values, margin: float, alpha: float = 0.05) -> TostResult:
-    """TOST of ``values / baseline_values`` (paired by position: one pair per run) in ``margin``.
+def _paired_tests(d: np.ndarray, low: float, high: float, alpha: float) -> tuple[float, float]:
+    """``(p of the TOST for low < mean(d) < high, p of the two-sided test mean(d) = 0)`` from
+    one-sample t statistics on ``d`` (n >= 2). Zero spread: the limits of the tests (p 0 or 1)."""
+    n, mean = d.size, d.mean()
+    if np.ptp(d) < 1e-12:  # equal values up to rounding (log(4) - log(2) != log(2) exactly)
+        inside = bool(low < mean < high)
+        return (0.0 if inside else 1.0), (1.0 if abs(mean) < 1e-12 else 0.0)
+    se = d.std(ddof=1) / np.sqrt(n)
+    t_low, t_high = (mean - low) / se, (mean - high) / se
+    p_tost = max(_st.t.sf(t_low, n - 1), _st.t.cdf(t_high, n - 1))
+    p_diff = 2.0 * _st.t.sf(abs(mean) / se, n - 1)
+    return float(p_tost), float(p_diff)
 
-    Used beside the bootstrap verdict where its assumptions hold: at least ``TOST_MIN_RUNS``
-    paired runs (with 2 the t distribution has one degree of freedom and the test says nothing),
-    positive values, runs independent of each other and per-run log ratios roughly normal (a
-    ratio of two positive measurements of the same run is close to log-normal). The log makes
-    the test one of ratios, as the margin is. Pairs with a NaN are dropped. When every run has
-    the same ratio the t statistics are infinite and the result is their limit (p 0 inside the
-    margin, 1 outside). ``stats.verdict`` only calls a comparison equivalent when this test
-    was run and agrees.
+
+def tost_log_ratio(values, baseline_values, margin: float, alpha: float = 0.05) -> TostResult:
+    """Paired t analysis of ``values / baseline_values`` (paired by position: one pair per run)
+    against ``margin``; see ``TostResult``.
+
+    Assumes positive values, runs independent of each other and per-run log ratios roughly
+    normal. The tests need ``TOST_MIN_RUNS`` pairs: with 2 the t distribution has one degree
+    of freedom and the verdict would rest on a single difference. Pairs with a NaN are dropped.
     """
     x = np.asarray(values, dtype=float)
     y = np.asarray(baseline_values, dtype=float)
@@ -820,39 +891,36 @@ def tost_log_ratio(values, baseline_values, margin: float, alpha: float = 0.05) 
     x, y = x[keep], y[keep]
     n = int(x.size)
     nan = float("nan")
-
-    def not_run(reason: str) -> TostResult:
-        return TostResult(nan, nan, nan, nan, margin, alpha, n, None, reason)
-
-    if n < TOST_MIN_RUNS:
-        return not_run(f"{n} paired run(s): the TOST needs at least {TOST_MIN_RUNS}")
     if (x <= 0).any() or (y <= 0).any():
-        return not_run("values not all positive: no log ratio")
+        return TostResult(nan, nan, nan, nan, margin, alpha, n, None,
+                          "values not all positive: no log ratio")  # fmt: skip
+    ci = log_ratio_ci(x, y, round(1.0 - alpha, 12))
+    eq = log_ratio_ci(x, y, round(1.0 - 2.0 * alpha, 12))
+    common = dict(
+        ratio=ci.ratio,
+        lo=eq.lo,
+        hi=eq.hi,
+        margin=margin,
+        alpha=alpha,
+        n_runs=n,
+        ci_lo=ci.lo,
+        ci_hi=ci.hi,
+        sd_log=ci.sd_log,
+        resolvable=ci.resolvable,
+    )
+    if n < TOST_MIN_RUNS:
+        why = f"{n} paired run(s): the TOST needs at least {TOST_MIN_RUNS}"
+        return TostResult(p_value=nan, equivalent=None, reason=why, **common)
     d = np.log(x) - np.log(y)
-    if np.ptp(d) < 1e-12:  # equal ratios up to rounding (log(4) - log(2) != log(2) exactly)
-        # Zero variance: the t statistics are infinite, the limit of the test is exact.
-        r = float(np.exp(d.mean()))
-        inside = bool(1.0 - margin < r < 1.0 + margin)
-        same = bool(abs(d.mean()) < 1e-12)  # every run exactly at ratio 1: no difference at all
-        diff_p = 1.0 if same else 0.0
-        return TostResult(0.0 if inside else 1.0, r, r, r, margin, alpha, n, inside, None, diff_p)
-    from statsmodels.stats.weightstats import DescrStatsW, ttost_paired
-
-    p, _, _ = ttost_paired(x, y, 1.0 - margin, 1.0 + margin, transform=np.log)
-    described = DescrStatsW(d)
-    lo, hi = described.tconfint_mean(alpha=2.0 * alpha)
-    _, diff_p, _ = described.ttest_mean(0.0)
-    p = float(p)
-    return TostResult(
-        p, float(np.exp(d.mean())), float(np.exp(lo)), float(np.exp(hi)), margin, alpha, n,
-        bool(p < alpha), None, float(diff_p),
-    )  # fmt: skip
+    p, diff_p = _paired_tests(d, np.log1p(-margin), np.log1p(margin), alpha)
+    return TostResult(p_value=p, equivalent=bool(p < alpha), reason=None, diff_p=diff_p,
+                      **common)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Equivalence:
-    """One comparison with native: ratio, its 95% (``lo``/``hi``) and 90% (``lo_eq``/``hi_eq``)
-    cluster-bootstrap intervals, the TOST beside them, and the verdict (see ``verdict``)."""
+    """One comparison with native: the geometric mean of per-run ratios, its 95% (``lo``/``hi``)
+    and 90% (``lo_eq``/``hi_eq``) t intervals, the tests (``tost``) and the verdict."""
 
     ratio: float
     lo: float
@@ -872,38 +940,32 @@ class Equivalence:
         return out | {f"tost_{k}": v for k, v in self.tost.as_dict().items()}
 
 
+def log_ratio_equivalence(
+    values, baseline_values, margin: float = 0.05, confidence: float = 0.95,
+    higher_is_better: bool = True,
+) -> Equivalence:  # fmt: skip
+    """``tost_log_ratio`` of paired per-run values and the verdict (``stats.verdict``)."""
+    alpha = round(1.0 - confidence, 12)
+    t = tost_log_ratio(values, baseline_values, margin, alpha)
+    said = verdict(t.ratio, t.ci_lo, t.ci_hi, t.lo, t.hi, margin, higher_is_better, t.p_value,
+                   alpha, t.diff_p)  # fmt: skip
+    return Equivalence(t.ratio, t.ci_lo, t.ci_hi, t.lo, t.hi, confidence,
+                       equivalence_level(confidence), margin, t.n_runs, t, said)  # fmt: skip
+
+
 def ratio_equivalence(
     per_run: pd.DataFrame,
     mode: str,
     baseline: str = "native",
     margin: float = 0.05,
     confidence: float = 0.95,
-    n_boot: int = 4000,
-    seed: int | None = 0,
     higher_is_better: bool = True,
 ) -> Equivalence:
-    """``ratio_ci`` at ``confidence`` and at ``equivalence_level(confidence)`` (the same seed,
-    so the same replicates), the paired TOST on the per-run values, and the verdict.
-
-    ``per_run`` as for ``ratio_ci``. With fewer than 3 paired runs there is no TOST and so no
-    "equivalent"; with fewer than 2 there is no interval and the verdict is "inconclusive"; with
-    none it is None.
-    """
-    eq_level = equivalence_level(confidence)
-    r = ratio_ci(per_run, mode, baseline, confidence, n_boot, seed)
-    r_eq = ratio_ci(per_run, mode, baseline, eq_level, n_boot, seed)
-    lo, hi, lo_eq, hi_eq = r.lo, r.hi, r_eq.lo, r_eq.hi
-    if r.n_runs < 2:  # one run resampled is that run: a zero-width interval, not a finding
-        lo = hi = lo_eq = hi_eq = float("nan")
+    """``log_ratio_equivalence`` over the runs where both modes were measured (``per_run`` as
+    for ``ratio_ci``). With fewer than 3 paired runs there are no tests and so no verdict but
+    "inconclusive"; with fewer than 2 no interval; with none the verdict is None."""
     pairs = _paired(per_run, mode, baseline)
-    alpha = round(1.0 - confidence, 12)
-    tost = tost_log_ratio(pairs[:, 0], pairs[:, 1], margin, alpha)
-    said = verdict(
-        r.ratio, lo, hi, lo_eq, hi_eq, margin, higher_is_better, tost.p_value, alpha, tost.diff_p
-    )
-    return Equivalence(
-        r.ratio, lo, hi, lo_eq, hi_eq, confidence, eq_level, margin, r.n_runs, tost, said
-    )
+    return log_ratio_equivalence(pairs[:, 0], pairs[:, 1], margin, confidence, higher_is_better)
 
 
 def quantile_equivalence(
@@ -912,60 +974,185 @@ def quantile_equivalence(
     qs=(0.5, 0.99),
     margin: float = 0.05,
     confidence: float = 0.95,
-    n_boot: int = 4000,
-    seed: int | None = 0,
     higher_is_better: bool = False,
 ) -> pd.DataFrame:
-    """Verdicts for ratios of pooled quantiles ``cell / baseline`` (latency: lower is better).
-
-    The ratio and its paired cluster-bootstrap intervals are those of ``quantile_shift_ci``
-    (same runs, seed and replicates), at ``confidence`` and ``equivalence_level(confidence)``
-    from one set of replicates. The TOST beside them is run on the per-run quantiles of the
-    paired runs (its estimand is the geometric mean of per-run quantile ratios, close to but
-    not the ratio of pooled quantiles). One row per level: ``q``, ``ratio``, ``lo``, ``hi``,
-    ``lo_eq``, ``hi_eq``, ``n_runs``, ``margin``, ``tost_p``, ``tost_ratio``, ``tost_lo``,
-    ``tost_hi``, ``tost_reason``, ``verdict``.
+    """Verdicts for ratios of per-run quantiles ``cell / baseline`` (latency: lower is better),
+    over the runs both measured: ``log_ratio_equivalence`` of the per-run quantiles. One row per
+    level: ``q``, ``ratio``, ``lo``, ``hi``, ``lo_eq``, ``hi_eq``, ``n_runs``, ``margin``,
+    ``tost_p``, ``diff_p``, ``sd_log``, ``resolvable``, ``tost_reason``, ``verdict``; a level
+    some run is too short for (``min_samples``) has no ratio and says so in ``tost_reason``.
     """
     qs = np.atleast_1d(np.asarray(qs, dtype=float))
-    alpha = round(1.0 - confidence, 12)
     common = np.intersect1d(cell.runs, baseline.runs)
-    nan = np.full(qs.size, np.nan)
-    ratio, lo, hi, lo_eq, hi_eq = nan.copy(), nan.copy(), nan.copy(), nan.copy(), nan.copy()
-    per_run_a = per_run_b = np.full((0, qs.size), np.nan)
-    if common.size:
-        # Subsetting copies and sorts the pooled samples: skip it when every run is common.
-        a = cell if np.array_equal(cell.runs, common) else cell.subset(common)
-        b = baseline if np.array_equal(baseline.runs, common) else baseline.subset(common)
-        ratio = pooled_quantiles(a, qs) / pooled_quantiles(b, qs)
-        per_run_a, per_run_b = a.run_quantiles(qs), b.run_quantiles(qs)
-        if common.size >= 2:
-            w = bootstrap_run_weights(int(common.size), n_boot, seed)
-            boot = pooled_quantiles(a, qs, w) / pooled_quantiles(b, qs, w)
-            lo, hi = _percentile_interval(boot, confidence)
-            lo_eq, hi_eq = _percentile_interval(boot, equivalence_level(confidence))
+    a, b = cell.subset(common), baseline.subset(common)
+    qa = a.run_quantiles(qs) if common.size else np.empty((0, qs.size))
+    qb = b.run_quantiles(qs) if common.size else np.empty((0, qs.size))
     rows = []
     for i, q in enumerate(qs):
-        tost = tost_log_ratio(per_run_a[:, i], per_run_b[:, i], margin, alpha)
-        said = verdict(
-            ratio[i], lo[i], hi[i], lo_eq[i], hi_eq[i], margin, higher_is_better,
-            tost.p_value, alpha, tost.diff_p,
-        )  # fmt: skip
-        rows.append(
-            {
-                "q": float(q),
-                "ratio": ratio[i],
-                "lo": lo[i],
-                "hi": hi[i],
-                "lo_eq": lo_eq[i],
-                "hi_eq": hi_eq[i],
-                "n_runs": int(common.size),
-                "margin": margin,
-                "tost_p": tost.p_value,
-                "tost_ratio": tost.ratio,
-                "tost_lo": tost.lo,
-                "tost_hi": tost.hi,
-                "tost_reason": tost.reason,
-                "verdict": said,
-            }
-        )
+        short = _short_runs_reason(a, float(q)) or _short_runs_reason(b, float(q))
+        x, y = (qa[:, i], qb[:, i]) if short is None else (np.empty(0), np.empty(0))
+        eq = log_ratio_equivalence(x, y, margin, confidence, higher_is_better)
+        t = eq.tost
+        rows.append({
+            "q": float(q), "ratio": eq.ratio, "lo": eq.lo, "hi": eq.hi, "lo_eq": eq.lo_eq,
+            "hi_eq": eq.hi_eq, "n_runs": int(common.size), "margin": margin,
+            "tost_p": t.p_value, "diff_p": t.diff_p, "sd_log": t.sd_log,
+            "resolvable": t.resolvable, "tost_reason": short or t.reason, "verdict": eq.verdict,
+        })  # fmt: skip
     return pd.DataFrame(rows)
+
+
+# --- many verdicts in one table ------------------------------------------------------------
+#
+# A table holds tens of comparisons; at 5% each, some would be called different by chance.
+# Each table's p-values (the TOSTs' and the difference tests', each family on its own) are
+# adjusted together with the method params.yaml names (``analysis.multiplicity``), and the
+# verdicts follow the adjusted values. Intervals stay per comparison.
+
+MULTIPLICITY = {"holm": "holm", "bh": "fdr_bh", "none": None}
+
+
+def adjust_p(p, method: str) -> np.ndarray:
+    """``p`` adjusted across its finite entries by ``method`` (a key of ``MULTIPLICITY``);
+    NaN stays NaN."""
+    if method not in MULTIPLICITY:
+        raise ValueError(f"multiplicity must be one of {sorted(MULTIPLICITY)}, got {method!r}")
+    p = np.asarray(p, dtype=float)
+    out = p.copy()
+    ok = np.isfinite(p)
+    if MULTIPLICITY[method] is None or ok.sum() < 2:
+        return out
+    from statsmodels.stats.multitest import multipletests
+
+    out[ok] = multipletests(p[ok], method=MULTIPLICITY[method])[1]
+    return out
+
+
+# verdict, TOST p, difference p, effect (a ratio); for a shift also its centre (0.0) and its own
+# direction (higher is better), which then overrides the table's
+VerdictColumns = tuple
+ONE_VERDICT: tuple[VerdictColumns, ...] = (("verdict", "tost_p", "diff_p", "ratio"),)
+
+
+def adjust_verdicts(
+    frame: pd.DataFrame,
+    method: str,
+    alpha: float = 0.05,
+    higher_is_better: bool | str = True,
+    columns: tuple[VerdictColumns, ...] | list[VerdictColumns] = ONE_VERDICT,
+) -> pd.DataFrame:
+    """One table's verdicts adjusted together for multiplicity.
+
+    ``columns`` names, per verdict a row carries (one, or one per percentile level), its
+    verdict, TOST p, difference p and ratio columns; a verdict on a shift (a difference, not a
+    ratio) adds a fifth element, ``0.0``, the shift's value at "no difference", and a sixth,
+    its direction (``higher_is_better`` for that verdict alone). Every verdict
+    of the table that was drawn (not None) enters the adjustment; each p column gets an
+    ``_adj`` twin and each verdict is re-derived from the adjusted values (``verdict_from_p``).
+    ``higher_is_better`` is a bool or the name of a boolean column. ``multiplicity`` says the
+    method and how many comparisons.
+    """
+    out = frame.copy()
+    blocks, n_total = [], 0
+    for verdict_col, tost_col, diff_col, ratio_col, *shift in columns:
+        has = out[verdict_col].notna() & out[ratio_col].notna()
+        blocks.append((verdict_col, tost_col, diff_col, ratio_col, has.to_numpy(), shift))
+        n_total += int(has.sum())
+    tost = np.concatenate([out[b[1]].to_numpy(float)[b[4]] for b in blocks])
+    diff = np.concatenate([out[b[2]].to_numpy(float)[b[4]] for b in blocks])
+    tost_adj, diff_adj = adjust_p(tost, method), adjust_p(diff, method)
+    hib = (
+        out[higher_is_better].to_numpy(bool)
+        if isinstance(higher_is_better, str)
+        else np.full(len(out), bool(higher_is_better))
+    )
+    start = 0
+    for verdict_col, tost_col, diff_col, ratio_col, has, shift in blocks:
+        k = int(has.sum())
+        t_adj = np.full(len(out), np.nan)
+        d_adj = np.full(len(out), np.nan)
+        t_adj[has], d_adj[has] = tost_adj[start : start + k], diff_adj[start : start + k]
+        start += k
+        out[f"{tost_col}_adj"], out[f"{diff_col}_adj"] = t_adj, d_adj
+        # a shift is read as a ratio to its centre: the side of "no difference" is what counts
+        ratios = out[ratio_col].to_numpy(float) + (1.0 - shift[0] if shift else 0.0)
+        better = np.full(len(out), bool(shift[1])) if len(shift) > 1 else hib
+        old = out[verdict_col].tolist()
+        out[verdict_col] = [
+            verdict_from_p(ratios[i], t_adj[i], d_adj[i], better[i], alpha) if has[i] else old[i]
+            for i in range(len(out))
+        ]
+    out["multiplicity"] = f"{method} across {n_total} comparisons"
+    return out
+
+
+def verdict_from_p(
+    ratio: float, tost_p: float, diff_p: float, higher_is_better: bool = True,
+    alpha: float = 0.05,
+) -> str:  # fmt: skip
+    """The verdict rule on the tests alone (the t intervals agree with them by construction):
+    equivalent when ``tost_p < alpha``, else overhead or faster (by the side of 1 the ratio
+    is on) when ``diff_p < alpha``, else inconclusive. NaN p-values never reject."""
+    if bool(tost_p < alpha):
+        return "equivalent"
+    if bool(diff_p < alpha):
+        worse = ratio < 1.0 if higher_is_better else ratio > 1.0
+        return "overhead" if worse else "faster"
+    return "inconclusive"
+
+
+@dataclass(frozen=True)
+class ShiftEquivalence:
+    """A comparison on an absolute scale (loss in percentage points, added latency in
+    microseconds): the mean per-run difference ``values - baseline`` over paired runs, its
+    ``1 - alpha`` (``lo``/``hi``) and ``1 - 2 alpha`` (``lo_eq``/``hi_eq``) t intervals, the TOST
+    against ``(-margin, margin)`` in the same unit, the difference test, the smallest shift the
+    runs could resolve and the verdict."""
+
+    shift: float
+    lo: float
+    hi: float
+    lo_eq: float
+    hi_eq: float
+    margin: float
+    n_runs: int
+    tost_p: float
+    diff_p: float
+    resolvable: float
+    reason: str | None
+    verdict: str | None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def shift_equivalence(
+    values, baseline_values, margin: float, confidence: float = 0.95,
+    higher_is_better: bool = False,
+) -> ShiftEquivalence:  # fmt: skip
+    """``ShiftEquivalence`` of ``values - baseline_values`` paired by position (NaN pairs
+    dropped); the verdict rule of ``verdict_from_p`` with the shift's side of 0."""
+    x = np.asarray(values, dtype=float)
+    y = np.asarray(baseline_values, dtype=float)
+    if x.shape != y.shape:
+        raise ValueError("values and baseline_values must be paired (same length)")
+    d = (x - y)[~(np.isnan(x) | np.isnan(y))]
+    n, nan = int(d.size), float("nan")
+    alpha = round(1.0 - confidence, 12)
+    if n == 0:
+        return ShiftEquivalence(nan, nan, nan, nan, nan, margin, 0, nan, nan, nan,
+                                "no paired runs", None)  # fmt: skip
+    shift = float(d.mean())
+    lo = hi = lo_eq = hi_eq = mde = nan
+    if n >= 2:
+        lo, hi = _t_interval(d, confidence)
+        lo_eq, hi_eq = _t_interval(d, equivalence_level(confidence))
+        mde = resolvable(float(d.std(ddof=1)), n, alpha)
+    if n < TOST_MIN_RUNS:
+        why = f"{n} paired run(s): the TOST needs at least {TOST_MIN_RUNS}"
+        return ShiftEquivalence(shift, lo, hi, lo_eq, hi_eq, margin, n, nan, nan, mde, why,
+                                "inconclusive")  # fmt: skip
+    tost_p, diff_p = _paired_tests(d, -margin, margin, alpha)
+    said = verdict_from_p(1.0 + shift, tost_p, diff_p, higher_is_better, alpha)
+    return ShiftEquivalence(shift, lo, hi, lo_eq, hi_eq, margin, n, tost_p, diff_p, mde, None,
+                            said)  # fmt: skip

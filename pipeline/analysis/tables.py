@@ -128,12 +128,28 @@ def margin_text(margin: float) -> str:
     return f"±{100 * margin:g}%"
 
 
-def verdict_text(verdict, lo: float, hi: float, higher_is_better: bool = True) -> str | None:
+def resolvable_text(resolvable: float, n_runs: int) -> str | None:
+    """ "a difference under 7.3% cannot be resolved with 3 runs" (``stats.resolvable`` as a
+    fraction), or None when it is unknown."""
+    if resolvable is None or not np.isfinite(resolvable) or n_runs < 2:
+        return None
+    return f"a difference under {100 * resolvable:.2g}% cannot be resolved with {n_runs} runs"
+
+
+def verdict_text(
+    verdict,
+    lo: float,
+    hi: float,
+    higher_is_better: bool = True,
+    resolvable: float = float("nan"),
+    n_runs: int = 0,
+) -> str | None:
     """A table cell for ``stats.verdict``'s result; ``(lo, hi)`` is the 95% interval of the ratio.
 
     "equivalent" whose 95% interval still excludes 1 reads "equivalent (small overhead)" or
-    "equivalent (slightly faster)": a real difference, smaller than the margin. No verdict
-    (None or NaN, e.g. not measured) is None, which ``write`` shows as n/a.
+    "equivalent (slightly faster)": a real difference, smaller than the margin. "inconclusive"
+    says the smallest difference the runs could resolve when ``resolvable`` is known. No
+    verdict (None or NaN, e.g. not measured) is None, which ``write`` shows as n/a.
     """
     if verdict is None or (isinstance(verdict, float) and np.isnan(verdict)):
         return None
@@ -143,6 +159,9 @@ def verdict_text(verdict, lo: float, hi: float, higher_is_better: bool = True) -
             return "equivalent (small overhead)"
         if side == "faster":
             return "equivalent (slightly faster)"
+    if verdict == "inconclusive":
+        why = resolvable_text(resolvable, n_runs)
+        return f"inconclusive ({why})" if why else "inconclusive"
     return str(verdict)
 
 
@@ -153,21 +172,35 @@ def p_text(p: float) -> str | None:
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def verdict_caption(margin: float, confidence: float, interval: str, tost: str) -> str:
-    """The caption sentence that states the verdict rule, the margin and the levels.
-
-    ``interval`` names the bootstrap interval of the ratio, ``tost`` what the TOST is run on.
-    """
+def verdict_caption(
+    margin: float, confidence: float, values: str, multiplicity: str | None = None
+) -> str:
+    """The caption sentences that state the estimate, the verdict rule, the margin, the levels
+    and the multiplicity adjustment. ``values`` names the per-run values the ratios are of
+    (e.g. "the per-run throughputs"); ``multiplicity`` is the summary's column of that name
+    (e.g. "holm across 24 comparisons")."""
     eq = stats.equivalence_level(confidence)
     alpha = 1.0 - confidence
-    return (
-        f"Verdict, against a margin of {margin_text(margin)} on the ratio to native fixed in "
-        f"params.yaml before any data was collected: equivalent when the {eq:.0%} {interval} "
-        f"lies inside [{1 - margin:g}, {1 + margin:g}] and a paired TOST on {tost} also "
-        f"rejects a difference as large as the margin at {alpha:.0%} (the TOST needs at least "
+    text = (
+        f"Ratio to native: geometric mean of the per-run ratios of {values} over the runs both "
+        f"measured, with its {confidence:.0%} Student t interval (per-run log ratios); it is "
+        "the estimate the verdict tests. "
+        f"Verdict, against a margin of {margin_text(margin)} on the ratio fixed in params.yaml "
+        f"before any data was collected: equivalent when the {eq:.0%} t interval lies inside "
+        f"[{1 - margin:g}, {1 + margin:g}] (a paired TOST at {alpha:.0%}; it needs at least "
         f"{stats.TOST_MIN_RUNS} paired runs: with fewer, nothing is called equivalent); "
-        "otherwise overhead (faster) when the "
-        f"{confidence:.0%} interval lies entirely on the worse (better) side of 1; otherwise "
-        'inconclusive. "equivalent (small overhead)": the difference is real (its '
+        f"otherwise overhead (faster) when a paired t test rejects a ratio of 1 at {alpha:.0%} "
+        "and the ratio is on the worse (better) side; otherwise inconclusive, with the smallest "
+        "difference the runs could resolve (80% power). "
+        '"equivalent (small overhead)": the difference is real (its '
         f"{confidence:.0%} interval excludes 1) but smaller than the margin."
     )
+    if multiplicity:
+        method = multiplicity.split(" ", 1)
+        name = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}.get(method[0], method[0])
+        rest = f" ({method[1]})" if len(method) > 1 else ""
+        text += (
+            f" Multiplicity: {name} adjustment of the table's p-values{rest}; the verdicts "
+            "follow the adjusted p-values, the intervals are per comparison."
+        )
+    return text

@@ -3,14 +3,15 @@
 The per-run value is iperf3's receiver-side total of the measured window
 (``tcp_throughput_received``): what actually arrived, not what the sender pushed into its
 socket buffer. Each mode is compared with native on the *same path* (``docker-proxy`` is
-measured over localhost, so its baseline is native over localhost), as a ratio of medians
-across runs with a cluster-bootstrap interval that resamples runs (blocks).
+measured over localhost, so its baseline is native over localhost), as the geometric mean of
+the per-run ratios over the runs both measured, with its paired t interval.
 
 The UDP variant (iperf3 ``-u`` at a fixed offered rate) has its own summary and table: per run
 the received throughput (``udp_throughput_received``), the jitter (``udp_jitter``, ms) and the
 datagram loss (``udp_loss``, percent) of the measured window; per mode their medians across runs
-with distribution-free intervals, and the received throughput as a percentage of native on the
-same path with the same cluster bootstrap as TCP.
+with distribution-free intervals, the received throughput as a percentage of native on the
+same path as for TCP, and the loss against native's in percentage points, tested against its
+own margin (at a fixed offered rate the received throughput hardly moves; the loss does).
 
 Modes that were skipped or failed stay in every output with their reason.
 """
@@ -33,7 +34,10 @@ UDP_VARIANT = "udp"
 BASELINE = "native"
 PATH_ORDER = ["dc", "local", "internet"]
 PATH_LABELS = {
-    "dc": "datacenter", "local": "localhost", "internet": "internet", "host": "on the host"
+    "dc": "datacenter",
+    "local": "localhost",
+    "internet": "internet",
+    "host": "on the host",
 }
 
 # What the reader of the article should picture for each row, in the words of the 002 article.
@@ -64,21 +68,24 @@ CELL_COLUMNS = [
 ]
 # ... the ratio to native, and the settings the intervals were computed with.
 RATIO_COLUMNS = ["baseline", "ratio", "ratio_lo", "ratio_hi", "ratio_n_runs"]
-# ... the verdict against the equivalence margin: the ratio's 90% interval (same bootstrap
-# replicates), the paired TOST on per-run log ratios beside it, and stats.verdict's word.
+# ... the verdict against the equivalence margin: the ratio's 90% t interval, the paired tests
+# on per-run log ratios (TOST, difference; adjusted across the table), the smallest difference
+# the runs could resolve, and the verdict.
 VERDICT_COLUMNS = [
     "margin",
     "equivalence_confidence",
     "ratio_eq_lo",
     "ratio_eq_hi",
     "tost_p",
-    "tost_ratio",
-    "tost_lo",
-    "tost_hi",
+    "diff_p",
+    "tost_p_adj",
+    "diff_p_adj",
+    "resolvable",
     "tost_reason",
     "verdict",
+    "multiplicity",
 ]
-SETTINGS_COLUMNS = ["confidence", "n_boot", "seed"]
+SETTINGS_COLUMNS = ["confidence"]
 SUMMARY_COLUMNS = [
     *CELL_COLUMNS,
     "median_gbps",
@@ -163,7 +170,7 @@ def _cells(per_run: pd.DataFrame, runs: pd.DataFrame):
         yield env, mode, path, mine, run_rows
 
 
-def _cell_row(cell: tuple, metric: str, confidence: float, n_boot: int, seed: int) -> dict:
+def _cell_row(cell: tuple, metric: str, confidence: float) -> dict:
     """The columns every summary row has: the cell, its label, status and reason, the settings."""
     env, mode, path, mine, run_rows = cell
     status, reason = cell_status(run_rows, len(mine), metric)
@@ -176,8 +183,6 @@ def _cell_row(cell: tuple, metric: str, confidence: float, n_boot: int, seed: in
         "reason": reason,
         "baseline": BASELINE,
         "confidence": confidence,
-        "n_boot": n_boot,
-        "seed": seed,
     }
 
 
@@ -186,13 +191,11 @@ def _add_ratio(
     per_run: pd.DataFrame,
     n_runs: int,
     value: str,
-    n_boot: int,
-    seed: int,
     margin: float = 0.05,
 ) -> None:
-    """Add ``ratio*`` (ratio of medians of ``value`` to native on the same environment and path)
-    and the verdict columns to ``row``; a measured mode whose path has no native run says so in
-    its reason."""
+    """Add ``ratio*`` (geometric mean of the per-run ratios of ``value`` to native on the same
+    environment and path) and the verdict columns to ``row``; a measured mode whose path has no
+    native run says so in its reason."""
     mode, path = row["mode"], row["path"]
     row.update(margin=margin, equivalence_confidence=stats.equivalence_level(row["confidence"]))
     if mode == BASELINE and n_runs:
@@ -203,40 +206,37 @@ def _add_ratio(
         & (per_run["path"] == path)
         & per_run["mode"].isin([mode, BASELINE])
     ][["run", "mode", value]].rename(columns={value: "value"})
-    r = stats.ratio_ci(pair, mode, BASELINE, row["confidence"], n_boot, seed)
-    row.update(ratio=r.ratio, ratio_lo=r.lo, ratio_hi=r.hi, ratio_n_runs=r.n_runs)
-    _add_verdict(row, pair, mode, n_boot, seed, margin)
-    if n_runs and not r.n_runs and row["status"] == "ok":
+    eq = stats.ratio_equivalence(
+        pair, mode, BASELINE, margin, row["confidence"], higher_is_better=True
+    )
+    row.update(
+        ratio=eq.ratio,
+        ratio_lo=eq.lo,
+        ratio_hi=eq.hi,
+        ratio_n_runs=eq.n_runs,
+        ratio_eq_lo=eq.lo_eq,
+        ratio_eq_hi=eq.hi_eq,
+        tost_p=eq.tost.p_value,
+        diff_p=eq.tost.diff_p,
+        resolvable=eq.tost.resolvable,
+        tost_reason=eq.tost.reason if eq.n_runs else None,
+        verdict=eq.verdict,
+    )
+    if n_runs and not eq.n_runs and row["status"] == "ok":
         extra = f"no {BASELINE} baseline measured on path {path}"
         row["reason"] = f"{row['reason']}; {extra}" if row["reason"] else extra
 
 
-def _add_verdict(
-    row: dict, pair: pd.DataFrame, mode: str, n_boot: int, seed: int, margin: float
-) -> None:
-    """The verdict columns of one comparison with native (throughput: higher is better)."""
-    eq = stats.ratio_equivalence(
-        pair, mode, BASELINE, margin, row["confidence"], n_boot, seed, higher_is_better=True
-    )
-    row.update(
-        ratio_eq_lo=eq.lo_eq,
-        ratio_eq_hi=eq.hi_eq,
-        tost_p=eq.tost.p_value,
-        tost_ratio=eq.tost.ratio,
-        tost_lo=eq.tost.lo,
-        tost_hi=eq.tost.hi,
-        tost_reason=eq.tost.reason if eq.n_runs else None,
-        verdict=eq.verdict,
-    )
-
-
-def _finish(out: pd.DataFrame) -> pd.DataFrame:
-    """Empty reasons as None, counts as integers, rows in reading order."""
+def _finish(out: pd.DataFrame, multiplicity: str, specs=stats.ONE_VERDICT) -> pd.DataFrame:
+    """Empty reasons as None, counts as integers, verdicts adjusted across the table
+    (``stats.adjust_verdicts``), rows in reading order."""
     out["reason"] = [as_text(r) or None for r in out["reason"]]
-    for col in ("verdict", "tost_reason"):
+    for col in [c for c in out.columns if c.endswith(("verdict", "tost_reason"))]:
         out[col] = [as_text(v) or None for v in out[col]]
     out["n_runs"] = out["n_runs"].astype("int64")
     out["ratio_n_runs"] = out["ratio_n_runs"].astype("int64")
+    alpha = round(1.0 - float(out["confidence"].iloc[0]), 12) if len(out) else 0.05
+    out = stats.adjust_verdicts(out, multiplicity, alpha, True, specs)
     return _row_order(out)
 
 
@@ -244,31 +244,29 @@ def summarise(
     samples: pd.DataFrame,
     runs: pd.DataFrame,
     confidence: float = 0.95,
-    n_boot: int = 4000,
-    seed: int = 20261121,
     margin: float = 0.05,
+    multiplicity: str = "holm",
 ) -> pd.DataFrame:
     """One row per (environment, mode, path) with the columns of ``SUMMARY_COLUMNS``.
 
     ``median_*``: median across runs of the per-run throughput with a distribution-free
     interval; when there are too few runs for ``confidence`` it is the range of the runs and
-    ``median_coverage`` (< confidence) says what it really covers. ``ratio*``: ratio of medians
-    to native on the same environment and path with a cluster-bootstrap percentile interval;
-    ``impact_*`` is the same as a percentage change (ratio - 1). The same ``seed`` is used for
-    every comparison, so every mode is resampled over the same bootstrap run sets.
+    ``median_coverage`` (< confidence) says what it really covers. ``ratio*``: geometric mean
+    of the per-run ratios to native on the same environment and path, with its paired t
+    interval; ``impact_*`` is the same as a percentage change (ratio - 1).
 
     ``verdict``: ``stats.verdict`` against the equivalence ``margin`` on the ratio (fixed in
-    params.yaml before the data), from the ratio's ``equivalence_confidence`` interval
-    (``ratio_eq_*``, 90% for a 95% ``confidence``) and, with at least 3 paired runs, the paired
-    TOST on per-run log ratios (``tost_*``; ``tost_reason`` says why it was not run). None for
-    native itself and for cells without a comparison.
+    params.yaml before the data): the paired TOST and difference test on per-run log ratios
+    (with at least 3 paired runs; ``tost_reason`` says why they were not run), adjusted across
+    the table by ``multiplicity``. ``resolvable``: the smallest relative difference the runs
+    could resolve. None for native itself and for cells without a comparison.
     """
     per_run = per_run_throughput(samples, runs)
     rows = []
     for cell in _cells(per_run, variant_rows(runs, TCP_VARIANT)):
         mine, run_rows = cell[3], cell[4]
         med = stats.quantile_ci(mine["value"].to_numpy(), 0.5, confidence)
-        row = _cell_row(cell, METRIC, confidence, n_boot, seed)
+        row = _cell_row(cell, METRIC, confidence)
         row.update(
             n_runs=med.n,
             n_runs_planned=int(max(run_rows["run"].nunique(), mine["run"].nunique())),
@@ -278,7 +276,7 @@ def summarise(
             median_coverage=med.coverage,
             median_ci_reached=med.reached,
         )
-        _add_ratio(row, per_run, med.n, "value", n_boot, seed, margin)
+        _add_ratio(row, per_run, med.n, "value", margin)
         rows.append(row)
     out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     for col, src in (
@@ -287,7 +285,7 @@ def summarise(
         ("impact_hi_pct", "ratio_hi"),
     ):
         out[col] = (out[src] - 1.0) * 100.0
-    return _finish(out)
+    return _finish(out, multiplicity)
 
 
 def _fmt_ci(point: float, lo: float, hi: float, digits: int) -> str | None:
@@ -296,10 +294,12 @@ def _fmt_ci(point: float, lo: float, hi: float, digits: int) -> str | None:
     return f"{point:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
-def _fmt_signed_ci(point: float, lo: float, hi: float) -> str | None:
+def _fmt_signed_ci(point: float, lo: float, hi: float, digits: int = 1) -> str | None:
     if np.isnan(point):
         return None
-    return f"{point:+.1f} [{lo:+.1f}, {hi:+.1f}]"
+    if np.isnan(lo):
+        return f"{point:+.{digits}f}"
+    return f"{point:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
 
 
 def _note(row: pd.Series, stat: str = "median", interval: str = "throughput interval is") -> str:
@@ -315,6 +315,11 @@ def _note(row: pd.Series, stat: str = "median", interval: str = "throughput inte
     return "; ".join(parts)
 
 
+def _first(summary: pd.DataFrame, column: str):
+    """The column's value on the first row (a table-wide setting), or None."""
+    return summary[column].iloc[0] if column in summary.columns and len(summary) else None
+
+
 def _margin(summary: pd.DataFrame) -> float:
     return float(summary["margin"].iloc[0]) if len(summary) else 0.05
 
@@ -327,7 +332,10 @@ def _verdict_cells(summary: pd.DataFrame) -> tuple[list, list]:
             verdicts.append("")
             p_values.append("")
             continue
-        verdicts.append(tables.verdict_text(r.verdict, r.ratio_lo, r.ratio_hi, True))
+        verdicts.append(
+            tables.verdict_text(r.verdict, r.ratio_lo, r.ratio_hi, True, r.resolvable,
+                                r.ratio_n_runs)
+        )  # fmt: skip
         p_values.append(tables.p_text(r.tost_p))
     return verdicts, p_values
 
@@ -393,15 +401,13 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
 
 def table_caption(summary: pd.DataFrame) -> str:
     conf = float(summary["confidence"].iloc[0])
-    n_boot = int(summary["n_boot"].iloc[0])
     return (
         "iperf3 TCP throughput per execution mode (receiver-side total of each measured "
         "window, warm-up excluded). Throughput: median across runs with a "
-        f"{conf:.0%} distribution-free (order-statistic) interval. % of native: ratio of medians "
-        f"to native on the same path, {conf:.0%} cluster-bootstrap percentile interval "
-        f"({n_boot} replicates resampling whole runs). Impact = ratio - 1. "
+        f"{conf:.0%} distribution-free (order-statistic) interval. % of native: on the same "
+        "path. Impact = ratio - 1. "
         + tables.verdict_caption(
-            _margin(summary), conf, "bootstrap interval of the ratio", "per-run log ratios"
+            _margin(summary), conf, "the throughputs", _first(summary, "multiplicity")
         )
         + " Modes that could not run are listed with n/a and their reason."
     )
@@ -442,7 +448,6 @@ def figure(summary: pd.DataFrame, per_run: pd.DataFrame) -> tuple[alt.HConcatCha
     frame = _figure_frame(summary)
     order = frame["row"].tolist()
     conf = float(summary["confidence"].iloc[0])
-    n_boot = int(summary["n_boot"].iloc[0])
     color = alt.Color("mode:N", scale=figures.mode_scale(frame["mode"]), legend=None)
     y = alt.Y("row:N", sort=order, title=None)
     y_bare = alt.Y("row:N", sort=order, title=None, axis=alt.Axis(labels=False, ticks=False))
@@ -519,10 +524,9 @@ def figure(summary: pd.DataFrame, per_run: pd.DataFrame) -> tuple[alt.HConcatCha
         "iperf3 TCP throughput by execution mode. Left: diamonds are the median across runs of "
         "the per-run throughput (receiver-side total of the measured window, warm-up excluded), "
         f"bars its {conf:.0%} distribution-free order-statistic interval, grey dots the "
-        "individual runs. Right: ratio of medians to native on the same path (docker-proxy is "
-        "compared with native over localhost); diamonds are the ratio, bars its "
-        f"{conf:.0%} cluster-bootstrap percentile interval ({n_boot} replicates resampling "
-        "whole runs), the dashed line marks parity with native."
+        "individual runs. Right: ratio to native on the same path (docker-proxy is compared "
+        "with native over localhost); diamonds are the geometric mean of the per-run ratios, "
+        f"bars its {conf:.0%} paired t interval, the dashed line marks parity with native."
     )
     if short_ci:
         caption += (
@@ -630,8 +634,26 @@ UDP_SUMMARY_COLUMNS = [
     ),
     *RATIO_COLUMNS,
     *VERDICT_COLUMNS,
+    # datagram loss against native's, in percentage points, with its own margin
+    "loss_margin_pp",
+    "loss_shift_pp",
+    "loss_shift_lo_pp",
+    "loss_shift_hi_pp",
+    "loss_tost_p",
+    "loss_diff_p",
+    "loss_tost_p_adj",
+    "loss_diff_p_adj",
+    "loss_resolvable_pp",
+    "loss_tost_reason",
+    "loss_verdict",
     *SETTINGS_COLUMNS,
 ]
+# the UDP table's two verdicts per row: received throughput (a ratio), loss (a shift from 0,
+# where less is better)
+UDP_VERDICTS = (
+    ("verdict", "tost_p", "diff_p", "ratio"),
+    ("loss_verdict", "loss_tost_p", "loss_diff_p", "loss_shift_pp", 0.0, False),
+)
 
 
 def per_run_udp(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -655,23 +677,26 @@ def summarise_udp(
     samples: pd.DataFrame,
     runs: pd.DataFrame,
     confidence: float = 0.95,
-    n_boot: int = 4000,
-    seed: int = 20261121,
     margin: float = 0.05,
+    multiplicity: str = "holm",
+    loss_margin: float = 0.005,
 ) -> pd.DataFrame:
     """One row per (environment, mode, path) of the UDP variant (``UDP_SUMMARY_COLUMNS``).
 
     Received throughput, jitter and loss: median across runs with a distribution-free interval
     (the range and its actual coverage when there are too few runs). ``ratio*``: received
-    throughput as a ratio of medians to native on the same path, cluster-bootstrap interval
-    over the paired runs, as for TCP, with the same verdict columns against ``margin``. Empty
+    throughput as a ratio to native on the same path, as for TCP, with the same verdict
+    columns against ``margin``. ``loss_*``: the mean per-run difference of the loss from
+    native's in percentage points, with its paired t interval and a verdict against
+    ``loss_margin`` (a fraction of the datagrams: 0.005 = 0.5 points; ``stats.shift_equivalence``;
+    more loss is the overhead). Both verdicts are adjusted together across the table. Empty
     (with the columns) when no UDP run was recorded.
     """
     per_run = per_run_udp(samples, runs)
     rows = []
     for cell in _cells(per_run, variant_rows(runs, UDP_VARIANT)):
         mine, run_rows = cell[3], cell[4]
-        row = _cell_row(cell, "udp_throughput_received", confidence, n_boot, seed)
+        row = _cell_row(cell, "udp_throughput_received", confidence)
         row.update(n_runs=len(mine), n_runs_planned=int(max(run_rows["run"].nunique(), len(mine))))
         for name, _ in UDP_METRICS.values():
             q = stats.quantile_ci(mine[name].to_numpy(dtype=float), 0.5, confidence)
@@ -684,10 +709,30 @@ def summarise_udp(
                     f"{name}_ci_reached": q.reached,
                 }
             )
-        _add_ratio(row, per_run, len(mine), "received_gbps", n_boot, seed, margin)
+        _add_ratio(row, per_run, len(mine), "received_gbps", margin)
+        _add_loss(row, per_run, 100.0 * loss_margin)
         rows.append(row)
     out = pd.DataFrame(rows, columns=UDP_SUMMARY_COLUMNS)
-    return out if out.empty else _finish(out)
+    return out if out.empty else _finish(out, multiplicity, UDP_VERDICTS)
+
+
+def _add_loss(row: dict, per_run: pd.DataFrame, margin_pp: float) -> None:
+    """The loss columns of one UDP row: its per-run loss against native's on the same path."""
+    row["loss_margin_pp"] = margin_pp
+    if row["mode"] == BASELINE:
+        return
+    where = (per_run["environment"] == row["environment"]) & (per_run["path"] == row["path"])
+    wide = per_run[where].pivot_table(index="run", columns="mode", values="loss_pct")
+    if row["mode"] not in wide.columns or BASELINE not in wide.columns:
+        return
+    pair = wide[[row["mode"], BASELINE]].dropna()
+    eq = stats.shift_equivalence(pair[row["mode"]], pair[BASELINE], margin_pp,
+                                 row["confidence"], higher_is_better=False)  # fmt: skip
+    row.update(
+        loss_shift_pp=eq.shift, loss_shift_lo_pp=eq.lo, loss_shift_hi_pp=eq.hi,
+        loss_tost_p=eq.tost_p, loss_diff_p=eq.diff_p, loss_resolvable_pp=eq.resolvable,
+        loss_tost_reason=eq.reason, loss_verdict=eq.verdict,
+    )  # fmt: skip
 
 
 def udp_article_table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -717,6 +762,17 @@ def udp_article_table(summary: pd.DataFrame) -> pd.DataFrame:
             verdicts, p_values = _verdict_cells(summary)
             table[f"Verdict ({tables.margin_text(_margin(summary))})"] = verdicts
             table["TOST p"] = p_values
+    margin = float(summary["loss_margin_pp"].iloc[0]) if len(summary) else 0.5
+    table[f"Loss vs native, points {ci}"] = [
+        ("" if r.n_runs else None) if r.mode == BASELINE
+        else _fmt_signed_ci(r.loss_shift_pp, r.loss_shift_lo_pp, r.loss_shift_hi_pp, 2)
+        for r in summary.itertuples()
+    ]  # fmt: skip
+    table[f"Loss verdict (±{margin:g} points)"] = [
+        ("" if r.n_runs else None) if r.mode == BASELINE
+        else _loss_verdict_text(r)
+        for r in summary.itertuples()
+    ]  # fmt: skip
     table["Runs"] = _runs_text(summary)
     table["Note"] = [
         _note(row, "received_gbps", "intervals of the medians are") for _, row in summary.iterrows()
@@ -726,21 +782,35 @@ def udp_article_table(summary: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+def _loss_verdict_text(r) -> str | None:
+    """The loss verdict's cell: "more loss" for an overhead, the resolvable size when
+    inconclusive."""
+    if not as_text(r.loss_verdict):
+        return None
+    if r.loss_verdict == "inconclusive" and np.isfinite(r.loss_resolvable_pp):
+        return (f"inconclusive (under {r.loss_resolvable_pp:.2g} points cannot be resolved with "
+                f"{r.ratio_n_runs} runs)")  # fmt: skip
+    return {"overhead": "more loss", "faster": "less loss"}.get(r.loss_verdict, r.loss_verdict)
+
+
 def udp_table_caption(summary: pd.DataFrame) -> str:
     if summary.empty:
         return "iperf3 UDP: no UDP variant was measured in this dataset."
     conf = float(summary["confidence"].iloc[0])
-    n_boot = int(summary["n_boot"].iloc[0])
+    loss_margin = float(summary["loss_margin_pp"].iloc[0])
     return (
         "iperf3 UDP per execution mode (fixed offered rate; receiver-side values of each "
         "measured window, warm-up excluded). Received throughput, jitter and loss: medians "
         f"across runs with {conf:.0%} distribution-free (order-statistic) intervals. % of "
-        "native: ratio of the median received throughput to native's on the same path, "
-        f"{conf:.0%} cluster-bootstrap percentile interval ({n_boot} replicates resampling "
-        "whole runs). "
+        "native: received throughput on the same path. "
         + tables.verdict_caption(
-            _margin(summary), conf, "bootstrap interval of the ratio", "per-run log ratios"
+            _margin(summary), conf, "the received throughputs", _first(summary, "multiplicity")
         )
+        + " At a fixed offered rate the received throughput barely moves, so the loss has its "
+        "own verdict: Loss vs native is the mean per-run difference in percentage points with "
+        f"its paired t interval, equivalent when its {stats.equivalence_level(conf):.0%} "
+        f"interval lies inside ±{loss_margin:g} points (params.yaml), more loss when a paired "
+        f"t test rejects no difference at {1 - conf:.0%}."
         + " Modes that could not run are listed with n/a and their reason."
     )
 

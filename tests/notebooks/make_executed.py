@@ -27,9 +27,9 @@ PARAMETERS = {
     "figures_dir": f"{OUT}/figures",
     "tables_dir": f"{OUT}/tables",
     "confidence": 0.95,
-    "n_boot": 4000,
     "margin": 0.05,
-    "seed": 20261121,
+    "multiplicity": "holm",
+    "udp_loss_margin": 0.005,
 }
 
 
@@ -42,7 +42,6 @@ def _fixture_parameters(stem: str, **extra) -> dict:
         "tables_dir": f"{out}/tables",
         "confidence": 0.95,
         **extra,
-        "seed": 20261121,
     }
 
 
@@ -52,17 +51,17 @@ NOTEBOOKS: dict[str, tuple[Path, Path, dict]] = {
     "latency": (
         ROOT / "notebooks" / "analysis" / "21-summarise-latency.ipynb",
         ROOT / "tests" / "notebooks" / "21-summarise-latency.fixture.ipynb",
-        _fixture_parameters("latency", n_boot=4000, margin=0.05),
+        _fixture_parameters("latency", margin=0.05, multiplicity="holm"),
     ),
     "http": (
         ROOT / "notebooks" / "analysis" / "22-summarise-http.ipynb",
         ROOT / "tests" / "notebooks" / "22-summarise-http.fixture.ipynb",
-        _fixture_parameters("http", n_boot=4000, margin=0.05),
+        _fixture_parameters("http", margin=0.05, multiplicity="holm"),
     ),
     "internet_vs_dc": (
         ROOT / "notebooks" / "analysis" / "23-compare-internet-datacenter.ipynb",
         ROOT / "tests" / "notebooks" / "23-compare-internet-datacenter.fixture.ipynb",
-        _fixture_parameters("internet_vs_dc", n_sim=100),
+        _fixture_parameters("internet_vs_dc", n_sim=100, seed=20261121),
     ),
     # One notebook for every host benchmark, parameterised by `benchmark`.
     **{
@@ -71,7 +70,7 @@ NOTEBOOKS: dict[str, tuple[Path, Path, dict]] = {
             ROOT / "tests" / "notebooks" / f"26-summarise-host-{benchmark}.fixture.ipynb",
             {
                 "benchmark": benchmark,
-                **_fixture_parameters(benchmark, n_boot=4000, margin=0.02),
+                **_fixture_parameters(benchmark, margin=0.02, multiplicity="holm"),
             },
         )
         for benchmark in ("cpu", "memory")
@@ -80,27 +79,23 @@ NOTEBOOKS: dict[str, tuple[Path, Path, dict]] = {
     "coldstart": (
         ROOT / "notebooks" / "analysis" / "27-summarise-coldstart.ipynb",
         ROOT / "tests" / "notebooks" / "27-summarise-coldstart.fixture.ipynb",
-        _fixture_parameters("coldstart", n_boot=4000),
+        _fixture_parameters("coldstart", multiplicity="holm"),
     ),
     "lb": (
         ROOT / "notebooks" / "analysis" / "31-summarise-lb.ipynb",
         ROOT / "tests" / "notebooks" / "31-summarise-lb.fixture.ipynb",
-        _fixture_parameters("lb", n_boot=4000),
+        _fixture_parameters("lb", multiplicity="holm"),
     ),
     # Footprint + density, and orchestration (tests/fixtures/make_fixture_scaling.py's fixture).
     "footprint": (
         ROOT / "notebooks" / "analysis" / "28-summarise-footprint.ipynb",
         ROOT / "tests" / "notebooks" / "28-summarise-footprint.fixture.ipynb",
-        _fixture_parameters("footprint", n_boot=4000, predict_at=100),
+        _fixture_parameters("footprint", predict_at=100),
     ),
     "orchestration": (
         ROOT / "notebooks" / "analysis" / "30-summarise-orchestration.ipynb",
         ROOT / "tests" / "notebooks" / "30-summarise-orchestration.fixture.ipynb",
-        {
-            k: v
-            for k, v in _fixture_parameters("orchestration").items()
-            if k != "seed"  # no bootstrap: the notebook has no seed
-        },
+        _fixture_parameters("orchestration"),
     ),
     # The instrument check (tests/fixtures/make_fixture_instrument.py's fixture); no WAN
     # calibration data beside it, so no delay row.
@@ -108,8 +103,7 @@ NOTEBOOKS: dict[str, tuple[Path, Path, dict]] = {
         ROOT / "notebooks" / "analysis" / "29-check-instrument.ipynb",
         ROOT / "tests" / "notebooks" / "29-check-instrument.fixture.ipynb",
         _fixture_parameters("instrument", raw_dir="tests/fixtures/raw/instrument",
-                            wan_raw_dir="reports/executed/fixture/instrument/no-wan",
-                            n_boot=4000),  # fmt: skip
+                            wan_raw_dir="reports/executed/fixture/instrument/no-wan"),
     ),
     # Run-to-run noise of every benchmark in the raw fixture (a table, no figure).
     "noise": (
@@ -117,7 +111,7 @@ NOTEBOOKS: dict[str, tuple[Path, Path, dict]] = {
         ROOT / "tests" / "notebooks" / "32-summarise-noise.fixture.ipynb",
         {
             k: v
-            for k, v in _fixture_parameters("noise", n_sim=20).items()
+            for k, v in _fixture_parameters("noise", n_sim=20, seed=20261121).items()
             if k != "figures_dir"
         },
     ),
@@ -131,8 +125,6 @@ NOTEBOOKS: dict[str, tuple[Path, Path, dict]] = {
             "processed_dir": "tests/fixtures/processed",
             "tables_dir": "reports/executed/fixture/replication/tables",
             "confidence": 0.95,
-            "n_boot": 4000,
-            "seed": 20261121,
         },
     ),
 }

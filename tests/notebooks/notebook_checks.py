@@ -42,7 +42,7 @@ INJECTED = "injected-parameters"
 def executed_fixture(notebook: Path, name: str, **parameters) -> Callable:
     """A module-scoped fixture ``executed``: {"notebook", "processed", "figures", "tables"}.
 
-    ``parameters`` are the notebook's own (confidence, n_boot, seed, ...); the data and output
+    ``parameters`` are the notebook's own (confidence, margin, multiplicity, ...); the data and output
     directories are filled in here.
     """
 

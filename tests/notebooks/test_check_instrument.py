@@ -18,7 +18,7 @@ RAW = nc.FIXTURE / "instrument"
 
 executed = nc.executed_fixture(
     NOTEBOOK, "check-instrument", raw_dir=str(RAW), wan_raw_dir=str(RAW / "no-wan-data"),
-    n_boot=4000, confidence=0.95,
+    confidence=0.95,
 )  # fmt: skip
 
 
@@ -36,8 +36,8 @@ def test_no_false_difference_and_every_injection_recovered(executed):
 
 
 def test_source_notebook_is_clean_and_thin():
-    names = {*nc.DIR_PARAMETERS, "wan_raw_dir", "wan_delays_ms", "confidence", "n_boot",
-             "margin_network", "margin_cpu", "margin_memory", "margin_disk", "seed"}  # fmt: skip
+    names = {*nc.DIR_PARAMETERS, "wan_raw_dir", "wan_delays_ms", "confidence",
+             "margin_network", "margin_cpu", "margin_memory", "margin_disk"}  # fmt: skip
     nc.assert_source_clean_and_thin(NOTEBOOK, names)
 
 

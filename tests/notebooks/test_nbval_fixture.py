@@ -26,7 +26,7 @@ def test_executed_copy_has_checked_headline_outputs():
     assert "| Docker proxy (localhost) | localhost | 6.80 [6.65, 6.92] |" in text
     # Verdicts against the 5% margin (see test_summarise_throughput.KNOWN_VERDICTS).
     assert "lab docker-host dc: ok, 5 runs," in text
-    assert "ratio 0.9989 [0.9926, 1.0043], verdict equivalent (90% [" in text
+    assert "ratio 0.9985 [0.9929, 1.0042], verdict equivalent (90% [" in text
     assert "| equivalent (small overhead) |" in text  # macvlan, ~1% below native
 
 

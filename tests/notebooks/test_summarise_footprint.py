@@ -21,7 +21,7 @@ COPY = nc.HERE / "28-summarise-footprint.fixture.ipynb"
 MIB = 1024.0
 
 executed = nc.executed_fixture(
-    NOTEBOOK, "summarise-footprint", confidence=0.95, n_boot=4000, predict_at=100, seed=20261121
+    NOTEBOOK, "summarise-footprint", confidence=0.95, predict_at=100
 )
 
 
@@ -58,8 +58,8 @@ def test_lines_are_the_constructed_ones_and_intervals_cover_them(costs, mode):
 
 
 def test_ratio_to_rootful_docker(costs):
-    assert costs.loc["rootless-docker", "ratio"] == pytest.approx(5.0 / 3.2, abs=1e-9)
-    assert costs.loc["podman", "ratio"] == pytest.approx(1.8 / 3.2, abs=1e-9)
+    assert costs.loc["rootless-docker", "ratio"] == pytest.approx(5.0 / 3.2, rel=1e-5)  # per-run slopes: jitter
+    assert costs.loc["podman", "ratio"] == pytest.approx(1.8 / 3.2, rel=1e-4)
     r = costs.loc["rootless-docker"]
     assert r["ratio_lo"] < 5.0 / 3.2 < r["ratio_hi"] and r["ratio_n_runs"] == 4
     assert costs.loc["podman", "ratio_n_runs"] == 3
@@ -123,7 +123,7 @@ def test_figures_and_processed_files(executed):
 
 def test_source_notebook_is_clean_and_thin():
     nc.assert_source_clean_and_thin(
-        NOTEBOOK, {*nc.DIR_PARAMETERS, "confidence", "n_boot", "predict_at", "seed"}
+        NOTEBOOK, {*nc.DIR_PARAMETERS, "confidence", "predict_at"}
     )
 
 
@@ -159,7 +159,7 @@ def test_smoke_sized_data_gives_na_with_reasons_not_errors(tmp_path):
     for name, frame, schema in (("samples", s, SAMPLES), ("runs", r, RUNS)):
         write_table(to_table(frame, schema), tmp_path / "footprint" / "lab" / f"{name}.parquet")
     s, r = fa.load(tmp_path, "footprint")
-    costs = fa.cost_summary(s, r, n_boot=100)
+    costs = fa.cost_summary(s, r)
     bridge = costs.set_index("mode").loc["docker-bridge"]
     assert bridge["status"] == "ok" and np.isnan(bridge["pss_per_container_kib"])
     assert "a line needs 3 readings" in bridge["reason"] and np.isnan(bridge["ratio"])
@@ -184,7 +184,7 @@ def test_replication_reads_the_ratio_to_rootful_docker():
     study = rp.load_study(nc.ROOT / "tests" / "fixtures" / "processed")
     result = rp.replicate(published, study).set_index("id")
     row = result.loc["004-mem-docker-rootless"]
-    assert row["study_point"] == pytest.approx(1.5625) and row["verdict"] == rp.CONSISTENT
+    assert row["study_point"] == pytest.approx(1.5625, rel=1e-5) and row["verdict"] == rp.CONSISTENT
     assert row["study_n_runs"] == 4
     assert "skipped: rootless Podman" in result.loc["004-mem-podman-rootless", "reason"]
     density = result.loc["004-density-rootless"]

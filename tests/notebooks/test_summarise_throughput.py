@@ -16,7 +16,7 @@ from pipeline.analysis import throughput as throughput_analysis
 
 NOTEBOOK = nc.ANALYSIS / "20-summarise-throughput.ipynb"
 LAB = nc.FIXTURE / "throughput" / "lab"
-CONFIDENCE, N_BOOT, SEED, MARGIN = 0.95, 4000, 20261121, 0.05
+CONFIDENCE, MARGIN = 0.95, 0.05
 # What make_fixture.py put in, read by eye from its RECEIVED_GBPS table.
 KNOWN_MEDIANS = {
     ("native", "dc"): 9.41,
@@ -46,9 +46,9 @@ executed = nc.executed_fixture(
     NOTEBOOK,
     "summarise-throughput",
     confidence=CONFIDENCE,
-    n_boot=N_BOOT,
     margin=MARGIN,
-    seed=SEED,
+    multiplicity="holm",
+    udp_loss_margin=0.005,
 )
 
 
@@ -72,16 +72,11 @@ def expected_per_run() -> pd.DataFrame:
     return per_run
 
 
-def _loop_bootstrap(mode_values: np.ndarray, base_values: np.ndarray) -> tuple[float, float]:
-    """Plain one-replicate-at-a-time bootstrap over runs, same seed and draw order."""
-    rng = np.random.default_rng(SEED)
-    n = len(mode_values)
-    ratios = []
-    for _ in range(N_BOOT):
-        idx = rng.integers(0, n, size=n)
-        ratios.append(np.median(mode_values[idx]) / np.median(base_values[idx]))
-    lo, hi = np.quantile(ratios, [(1 - CONFIDENCE) / 2, 1 - (1 - CONFIDENCE) / 2])
-    return float(lo), float(hi)
+def _paired_t(mode_values: np.ndarray, base_values: np.ndarray) -> tuple[float, float, float]:
+    """Geometric mean of the per-run ratios and scipy's paired t interval of the logs."""
+    d = np.log(mode_values) - np.log(base_values)
+    ci = st.ttest_1samp(d, 0.0).confidence_interval(CONFIDENCE)
+    return float(np.exp(d.mean())), float(np.exp(ci.low)), float(np.exp(ci.high))
 
 
 def test_medians_and_their_intervals(summary, expected_per_run):
@@ -102,7 +97,7 @@ def test_medians_and_their_intervals(summary, expected_per_run):
         )
 
 
-def test_ratios_and_bootstrap_intervals(summary, expected_per_run):
+def test_ratios_and_their_paired_t_intervals(summary, expected_per_run):
     wide = expected_per_run.pivot_table(index="run", columns=["mode", "path"], values="value")
     for (mode, path), _ in KNOWN_MEDIANS.items():
         row = summary.loc[(mode, path)]
@@ -110,18 +105,17 @@ def test_ratios_and_bootstrap_intervals(summary, expected_per_run):
             assert (row["ratio"], row["ratio_lo"], row["ratio_hi"]) == (1.0, 1.0, 1.0)
             continue
         pair = wide[[(mode, path), ("native", path)]].dropna().sort_index().to_numpy()
-        ratio = np.median(pair[:, 0]) / np.median(pair[:, 1])
-        lo, hi = _loop_bootstrap(pair[:, 0], pair[:, 1])
+        ratio, lo, hi = _paired_t(pair[:, 0], pair[:, 1])
         assert row["ratio"] == pytest.approx(ratio, rel=1e-12)
         assert row["ratio_lo"] == pytest.approx(lo, rel=1e-12)
         assert row["ratio_hi"] == pytest.approx(hi, rel=1e-12)
         assert row["ratio_n_runs"] == len(pair)
         assert row["impact_pct"] == pytest.approx(100 * (ratio - 1))
     # The proxy is judged against native over localhost, not over the datacenter path.
-    assert summary.loc[("docker-proxy", "local"), "ratio"] == pytest.approx(6.80 / 38.0)
+    assert summary.loc[("docker-proxy", "local"), "ratio"] == pytest.approx(6.80 / 38.0, rel=0.02)
     # macvlan failed in run 3: its ratio uses the 4 runs both modes have.
     assert summary.loc[("macvlan", "dc"), "ratio_n_runs"] == 4
-    assert summary.loc[("macvlan", "dc"), "ratio"] == pytest.approx(9.315 / 9.405)
+    assert summary.loc[("macvlan", "dc"), "ratio"] == pytest.approx(9.315 / 9.405, rel=0.005)
 
 
 def test_warmups_are_excluded(executed, summary):
@@ -161,7 +155,9 @@ def test_article_table_rows(executed):
     table = pd.read_csv(executed["tables"] / "throughput.csv", keep_default_na=False)
     bridge = table[table["Scenario"] == "Docker bridge (container address)"].iloc[0]
     assert bridge["Throughput Gbit/s [95% CI]"] == "8.20 [8.15, 8.30]"
-    assert bridge["% of native [95% CI]"].startswith(f"{100 * 8.20 / 9.41:.1f} [")
+    # the geometric mean of the per-run ratios: close to the ratio of medians, not it
+    pct = float(bridge["% of native [95% CI]"].split(" [")[0])
+    assert pct == pytest.approx(100 * 8.20 / 9.41, abs=0.2)
     assert bridge["Runs"] == "5"
     assert "coverage 93.8%" in bridge["Note"]
     macvlan = table[table["Scenario"] == "Docker macvlan"].iloc[0]
@@ -187,7 +183,7 @@ def test_verdicts_follow_the_construction(summary, expected_per_run):
         row = summary.loc[(mode, path)]
         assert row["verdict"] == known, (mode, path)
         assert row["margin"] == MARGIN and row["equivalence_confidence"] == 0.9
-        # The 90% interval comes from the same replicates as the 95% one: nested.
+        # The 90% and 95% t intervals of the same per-run log ratios: nested.
         assert row["ratio_lo"] <= row["ratio_eq_lo"] <= row["ratio_eq_hi"] <= row["ratio_hi"]
         pair = wide[[(mode, path), ("native", path)]].dropna().to_numpy()
         assert row["tost_p"] == pytest.approx(_tost_p(pair, MARGIN), rel=1e-9)
@@ -214,11 +210,29 @@ def test_udp_verdicts(executed):
     assert verdicts[("docker-proxy", "local")] == "overhead"
 
 
+def test_udp_loss_has_its_own_verdict(executed):
+    """UDP_LOSS_PCT: native and docker-host lose nothing, the overlay 0.8-0.9% of its
+    datagrams, the proxy 2.2-3.0%: more loss than the 0.5-point margin, called so, while
+    their received throughput at the fixed offered rate is a separate verdict."""
+    udp = pd.read_parquet(executed["processed"] / "throughput_udp_summary.parquet")
+    udp = udp.set_index(["mode", "path"])
+    assert udp.loc[("docker-host", "dc"), "loss_verdict"] == "equivalent"
+    for key in (("swarm-overlay", "dc"), ("docker-proxy", "local")):
+        row = udp.loc[key]
+        assert row["loss_verdict"] == "overhead" and row["loss_shift_lo_pp"] > 0.5
+    assert udp.loc[("swarm-overlay", "dc"), "loss_shift_pp"] == pytest.approx(0.834, abs=1e-9)
+    assert pd.isna(udp.loc[("native", "dc"), "loss_verdict"])
+    table = pd.read_csv(executed["tables"] / "throughput_udp.csv", keep_default_na=False)
+    said = dict(zip(table["Scenario"], table["Loss verdict (±0.5 points)"], strict=True))
+    assert said["Swarm overlay (container on another node)"] == "more loss"
+    assert said["Docker host network"] == "equivalent"
+
+
 def test_margin_decides_the_verdict():
     # The same fixture against a 0.5% margin: docker-host's per-run ratios (0.993-1.004)
     # straddle 1 and leave the margin (inconclusive); macvlan's lie below 1 (overhead).
     samples, runs = throughput_analysis.load(nc.FIXTURE)
-    tight = throughput_analysis.summarise(samples, runs, n_boot=N_BOOT, seed=SEED, margin=0.005)
+    tight = throughput_analysis.summarise(samples, runs, margin=0.005)
     tight = tight.set_index(["mode", "path"])
     assert tight.loc[("docker-host", "dc"), "verdict"] == "inconclusive"
     assert tight.loc[("macvlan", "dc"), "verdict"] == "overhead"
@@ -236,8 +250,9 @@ def test_verdict_in_the_article_table(executed):
     tost = dict(zip(table["Scenario"], table["TOST p"], strict=True))
     assert tost["Docker host network"] == "<0.001" and tost["Swarm ingress (routing mesh)"] == "n/a"
     md = (executed["tables"] / "throughput.md").read_text()
-    assert "margin of ±5% on the ratio to native fixed in params.yaml" in md
-    assert "equivalent when the 90% bootstrap interval of the ratio lies inside [0.95, 1.05]" in md
+    assert "margin of ±5% on the ratio fixed in params.yaml" in md
+    assert "equivalent when the 90% t interval lies inside [0.95, 1.05]" in md
+    assert "geometric mean of the per-run ratios of the throughputs" in md
     assert r"Verdict (±5\%)" in (executed["tables"] / "throughput.tex").read_text()
     udp = pd.read_csv(executed["tables"] / "throughput_udp.csv", keep_default_na=False)
     assert "Verdict (±5%)" in udp.columns
@@ -259,5 +274,6 @@ def test_figure_and_table_files_exist(executed):
 
 def test_source_notebook_is_clean_and_thin():
     nc.assert_source_clean_and_thin(
-        NOTEBOOK, {*nc.DIR_PARAMETERS, "confidence", "n_boot", "margin", "seed"}
+        NOTEBOOK,
+        {*nc.DIR_PARAMETERS, "confidence", "margin", "multiplicity", "udp_loss_margin"},
     )

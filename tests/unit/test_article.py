@@ -293,8 +293,9 @@ def test_lb_and_coldstart_prose_states_their_fixtures_known_answers(md, numbers)
     assert direct["value"] == 20000.0 and direct["interval"] == [19600.0, 20400.0]
     assert "One replica dialled directly served 20,000 req/s [19,600, 20,400]" in text
     haproxy = numbers["lb.lab.haproxy-r1.pct_of_direct"]
-    assert haproxy["value"] == pytest.approx(44.86, abs=0.01)
-    assert "HAProxy 44.9% [" in text and "Swarm VIP" not in text.split("Table:")[0]
+    assert haproxy["value"] == pytest.approx(45.0, abs=0.1)  # geometric mean of run ratios
+    assert f"HAProxy {haproxy['value']:.1f}% [" in text
+    assert "Swarm VIP" not in text.split("Table:")[0]
     cold = _section(md, "Cold start and scaling")
     plus = numbers["coldstart.lab.rootless-docker.p50_plus_pct_vs_rootful"]
     assert plus["value"] == pytest.approx(20.0, abs=0.7) and plus["interval"][0] < plus["value"]
@@ -374,7 +375,7 @@ def test_footprint_and_orchestration_prose_states_their_fixtures_known_answers(m
     assert per["value"] == pytest.approx(3.2) and per["interval"][0] < 3.2 < per["interval"][1]
     assert "Docker bridge: 90.0 MiB [89.3, 90.7] idle and 3.20 MiB [3.18, 3.22] per" in text
     ratio = numbers["footprint.lab.rootless-docker.per_container_vs_rootful_docker"]
-    assert ratio["value"] == pytest.approx(1.5625)
+    assert ratio["value"] == pytest.approx(1.5625, rel=1e-5)
     assert "Rootless Podman" not in text.split("Table:")[0]
     assert "the cap of 50 in every run, not a limit of the engine" in text
     orch = _section(md, "Swarm orchestration")
@@ -407,7 +408,8 @@ def _native_comparisons() -> pd.DataFrame:
                 if isinstance(r[verdict], str):
                     rows.append({"benchmark": directory, "mode": r["mode"], "path": r["path"],
                                  "ratio": r["ratio" + suffix], "lo": r[f"ratio{suffix}_lo"],
-                                 "hi": r[f"ratio{suffix}_hi"], "verdict": r[verdict]})  # fmt: skip
+                                 "hi": r[f"ratio{suffix}_hi"], "verdict": r[verdict],
+                                 "resolvable": r.get(f"resolvable{suffix}")})  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -454,11 +456,15 @@ def test_the_summary_says_what_was_equivalent_and_what_is_unresolved(md):
     assert "- CPU within ±2%: Podman (rootful) and Rootless Podman on the host" in equivalent
     unresolved = summary.split("**Not resolved by this run.**")[1]
     inconclusive = found[found["verdict"] == "inconclusive"]
-    assert set(inconclusive["benchmark"]) == {"http"} and len(inconclusive) == 2
-    assert unresolved.startswith(f" 2 of the {len(found)} comparisons are inconclusive")
+    # the dc p99s of the two modes closest to native: inside the margin on their own TOST
+    # for latency, but not once the table's Holm adjustment is applied
+    assert set(inconclusive["benchmark"]) == {"http", "latency"} and len(inconclusive) == 5
+    assert set(inconclusive["mode"]) == {"docker-host", "macvlan"}
+    assert unresolved.startswith(f" 5 of the {len(found)} comparisons are inconclusive")
     assert "HTTP request latency p99 (`1k`): Docker host network and Docker macvlan" in unresolved
-    widths = 100 * (inconclusive["hi"] - inconclusive["lo"])
-    assert f"intervals are {widths.min():.1f} to {widths.max():.1f} percentage points" in unresolved
+    smallest = 100 * inconclusive["resolvable"]
+    assert (f"a difference under {smallest.min():.1f} to {smallest.max():.1f}% cannot be "
+            "resolved here") in unresolved  # fmt: skip
 
 
 def test_tables_are_in_the_appendix_and_sections_point_to_them(md):

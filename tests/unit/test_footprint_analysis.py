@@ -149,16 +149,22 @@ def _line_frame(slopes: dict[int, float], intercept: float = 1000.0) -> pd.DataF
     return pd.DataFrame(rows)
 
 
-def test_slope_ratio_is_the_ratio_of_pooled_slopes_with_a_run_bootstrap_interval():
+def test_slope_ratio_is_the_geometric_mean_of_per_run_slope_ratios_with_a_t_interval():
+    from scipy import stats as st
+
     from pipeline.analysis.footprint import slope_ratio
 
-    cell = _line_frame({1: 5100.0, 2: 4900.0, 3: 5050.0, 4: 4950.0})  # mean slope 5000
-    reference = _line_frame({1: 3200.0, 2: 3180.0, 3: 3220.0, 4: 3200.0})  # mean 3200
-    ratio, lo, hi, n = slope_ratio(cell, reference, 0.95, 2000, 1)
-    assert ratio == pytest.approx(5000 / 3200) and n == 4
+    cell_slopes = {1: 5100.0, 2: 4900.0, 3: 5050.0, 4: 4950.0}
+    ref_slopes = {1: 3200.0, 2: 3180.0, 3: 3220.0, 4: 3200.0}
+    cell, reference = _line_frame(cell_slopes), _line_frame(ref_slopes)
+    ratio, lo, hi, n = slope_ratio(cell, reference, 0.95)
+    logs = np.log([cell_slopes[r] / ref_slopes[r] for r in (1, 2, 3, 4)])
+    ci = st.ttest_1samp(logs, 0.0).confidence_interval(0.95)
+    assert ratio == pytest.approx(np.exp(logs.mean())) and n == 4
+    assert (lo, hi) == (pytest.approx(np.exp(ci.low)), pytest.approx(np.exp(ci.high)))
     assert lo < 5000 / 3200 < hi and hi < 1.7  # the runs' spread, not more
     # Only runs both measured count; one common run gives the point and no interval.
-    ratio1, lo1, hi1, n1 = slope_ratio(cell[cell["run"] == 2], reference, 0.95, 200, 1)
+    ratio1, lo1, hi1, n1 = slope_ratio(cell[cell["run"] == 2], reference, 0.95)
     assert ratio1 == pytest.approx(4900 / 3180) and n1 == 1 and np.isnan(lo1) and np.isnan(hi1)
 
 
@@ -180,7 +186,7 @@ def test_cost_summary_keeps_skipped_engines_and_drops_failed_runs_and_warmups():
     skipped = {"environment": "lab", "mode": "rootless-podman", "run": 1, "path": "host",
                "variant": "idle", "status": "skipped", "reason": "skipped: no user"}  # fmt: skip
     runs = pd.concat([runs, pd.DataFrame([skipped])], ignore_index=True)
-    table = cost_summary(samples, runs, n_boot=500).set_index("mode")
+    table = cost_summary(samples, runs).set_index("mode")
     assert table.loc["rootless-podman", "status"] == "skipped"
     assert np.isnan(table.loc["rootless-podman", "pss_per_container_kib"])
     assert table.loc["podman", "n_runs"] == 2 and "failed: boom" in table.loc["podman", "reason"]

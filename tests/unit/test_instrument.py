@@ -57,7 +57,7 @@ def checked(tmp_path_factory):
     native-tbf added, tests/fixtures/make_fixture_instrument.py), built afresh and summarised."""
     raw = tmp_path_factory.mktemp("raw")
     fx.build(raw)
-    return instrument.summarise(raw, MARGINS, n_boot=1000, seed=3)
+    return instrument.summarise(raw, MARGINS)
 
 
 def test_the_a_a_twin_is_never_called_different(checked):
@@ -191,13 +191,13 @@ def test_the_wan_delay_is_recovered_against_the_same_path_at_delay_zero(tmp_path
 
     monkeypatch.setattr(latency_analysis, "load_cells", fake_load)
     (tmp_path / "wan").mkdir()
-    rows = instrument.wan_rows(tmp_path / "wan", [0, 20], 0.95, 1000, 1)
+    rows = instrument.wan_rows(tmp_path / "wan", [0, 20], 0.95)
     assert len(rows) == 4  # udp, tcp x p50, p99; delay 0 injects nothing
     for r in rows:
         assert r["expected"] == 40_000 and "delay 0" in r["injected"], r
         assert r["recovered_lo"] <= 40_000 <= r["recovered_hi"], r  # the hop cancelled
         assert abs(r["recovered"] - 40_000) < 25, r
-    hop_included = instrument.wan_rows(tmp_path / "wan", [20], 0.95, 1000, 1)
+    hop_included = instrument.wan_rows(tmp_path / "wan", [20], 0.95)
     assert {r["variant"] for r in hop_included} == {r["variant"] for r in rows}
     p50 = [r for r in hop_included if r["variant"] == "udp p50"][0]
     assert "emulator hop included" in p50["injected"]

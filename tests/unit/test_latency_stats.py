@@ -1,19 +1,20 @@
-"""Known-answer tests for the latency statistics in pipeline.analysis.stats: pooled percentiles
-with a
-cluster bootstrap over runs, paired percentile shifts, the mixed-model variance decomposition."""
+"""Known-answer tests for the latency statistics in pipeline.analysis.stats: pooled percentiles,
+per-run percentiles with t intervals over runs, paired percentile shifts, the mixed-model
+variance decomposition."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from pipeline.analysis.stats import (
     RunSamples,
-    bootstrap_run_weights,
-    cluster_quantile_ci,
+    min_samples,
     pooled_quantiles,
     quantile_shift_ci,
+    run_quantile_ci,
     variance_components,
 )
 
@@ -29,8 +30,8 @@ def _cell(per_run: list[np.ndarray], run_ids=None) -> RunSamples:
 # --- pooled quantiles ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("trial", range(40))
-def test_pooled_quantiles_equal_numpy_on_the_replicated_sample(trial):
+@pytest.mark.parametrize("trial", range(10))
+def test_pooled_quantiles_equal_numpy_on_all_samples(trial):
     rng = np.random.default_rng(trial)
     n_runs = int(rng.integers(1, 7))
     per_run = [np.round(rng.exponential(10, int(rng.integers(1, 60))), 1) for _ in range(n_runs)]
@@ -39,16 +40,6 @@ def test_pooled_quantiles_equal_numpy_on_the_replicated_sample(trial):
     np.testing.assert_array_equal(
         pooled_quantiles(cell, QS), np.quantile(pooled, QS, method="inverted_cdf")
     )
-    weights = rng.integers(0, 4, size=(6, n_runs))
-    got = pooled_quantiles(cell, QS, weights)
-    for b in range(weights.shape[0]):
-        replicate = np.concatenate(
-            [np.tile(v, w) for v, w in zip(per_run, weights[b], strict=True)]
-        )
-        if replicate.size == 0:
-            assert np.isnan(got[b]).all()
-        else:
-            np.testing.assert_array_equal(got[b], np.quantile(replicate, QS, method="inverted_cdf"))
 
 
 def test_run_samples_groups_by_run_and_drops_nan():
@@ -60,46 +51,44 @@ def test_run_samples_groups_by_run_and_drops_nan():
     np.testing.assert_array_equal(cell.run_quantiles([0.5]), [[2.0], [1.0]])
 
 
-def test_bootstrap_weights_count_the_same_draws_as_ratio_ci():
-    w = bootstrap_run_weights(5, 300, seed=11)
-    idx = np.random.default_rng(11).integers(0, 5, size=(300, 5))
-    expected = np.stack([np.bincount(row, minlength=5) for row in idx])
-    np.testing.assert_array_equal(w, expected)
-    assert (w.sum(axis=1) == 5).all()
+def _t_interval(x, confidence=0.95):
+    """Independent: scipy's one-sample t interval of the mean."""
+    res = stats.ttest_1samp(np.asarray(x, float), 0.0)
+    ci = res.confidence_interval(confidence)
+    return ci.low, ci.high
 
 
-def test_cluster_interval_equals_a_plain_loop_bootstrap():
+def test_run_quantile_interval_is_the_t_interval_of_the_runs_log_quantiles():
     rng = np.random.default_rng(3)
-    per_run = [rng.gamma(2.0, 5.0, 200) + 50 + 3 * r for r in range(6)]
-    got = cluster_quantile_ci(_cell(per_run), [0.5, 0.99], 0.95, n_boot=500, seed=5)
-    draws = np.random.default_rng(5).integers(0, 6, size=(500, 6))
-    boot = np.array(
-        [
-            np.quantile(np.concatenate([per_run[i] for i in d]), [0.5, 0.99], method="inverted_cdf")
-            for d in draws
-        ]
-    )
-    lo, hi = np.quantile(boot, [0.025, 0.975], axis=0)
-    np.testing.assert_allclose(got["lo"], lo, rtol=1e-12)
-    np.testing.assert_allclose(got["hi"], hi, rtol=1e-12)
-    assert got["n_runs"].tolist() == [6, 6] and got["n_samples"].tolist() == [1200, 1200]
+    per_run = [rng.gamma(2.0, 5.0, 2000) + 50 + 3 * r for r in range(6)]
+    got = run_quantile_ci(_cell(per_run), [0.5, 0.99], 0.95).set_index("q")
+    for q in (0.5, 0.99):
+        logs = np.log([np.quantile(v, q, method="inverted_cdf") for v in per_run])
+        lo, hi = _t_interval(logs)
+        assert got.loc[q, "value"] == pytest.approx(np.exp(logs.mean()), rel=1e-12)
+        assert got.loc[q, "lo"] == pytest.approx(np.exp(lo), rel=1e-12)
+        assert got.loc[q, "hi"] == pytest.approx(np.exp(hi), rel=1e-12)
+        pooled = np.quantile(np.concatenate(per_run), q, method="inverted_cdf")
+        assert got.loc[q, "pooled"] == pooled
+    assert got["n_runs"].tolist() == [6, 6] and got["n_samples"].tolist() == [12000, 12000]
 
 
-def test_cluster_interval_covers_known_exponential_quantiles():
-    # 40 runs of Exp(scale 10), no run effect: true p50 = 10 ln 2, p99 = 10 ln 100.
-    rng = np.random.default_rng(20261121)
-    cell = _cell([rng.exponential(10.0, 2000) for _ in range(40)])
-    got = cluster_quantile_ci(cell, [0.5, 0.99], n_boot=2000, seed=1).set_index("q")
-    for q, truth in ((0.5, 10 * np.log(2)), (0.99, 10 * np.log(100))):
-        assert got.loc[q, "lo"] <= truth <= got.loc[q, "hi"]
-        assert got.loc[q, "value"] == pytest.approx(truth, rel=0.03)
-        # 80,000 samples: the interval is narrow (a few percent), not the whole range.
-        assert got.loc[q, "hi"] - got.loc[q, "lo"] < 0.06 * truth
+def test_a_tail_percentile_needs_enough_samples_in_every_run():
+    assert min_samples(0.5) == 20 and min_samples(0.99) == 1000 and min_samples(0.999) == 10000
+    rng = np.random.default_rng(4)
+    per_run = [rng.exponential(10.0, 2000) for _ in range(3)]
+    got = run_quantile_ci(_cell(per_run), [0.99, 0.999]).set_index("q")
+    assert np.isfinite(got.loc[0.99, "value"]) and pd.isna(got.loc[0.99, "reason"])
+    assert np.isnan(got.loc[0.999, "value"]) and np.isnan(got.loc[0.999, "lo"])
+    assert "p99.9 needs 10,000 samples per run" in got.loc[0.999, "reason"]
+    assert "2,000" in got.loc[0.999, "reason"]
+    shift = quantile_shift_ci(_cell(per_run), _cell(per_run), [0.999])
+    assert np.isnan(shift["shift"].iloc[0]) and "p99.9" in shift["reason"].iloc[0]
 
 
 def test_one_run_has_no_interval():
-    got = cluster_quantile_ci(_cell([np.arange(100.0)]), [0.5])
-    assert got["value"].iloc[0] == 49.0 and np.isnan(got["lo"].iloc[0])
+    got = run_quantile_ci(_cell([np.arange(1.0, 101.0)]), [0.5])
+    assert got["value"].iloc[0] == pytest.approx(50.0) and np.isnan(got["lo"].iloc[0])
 
 
 # --- shifts (overhead vs native) ---------------------------------------------------------------
@@ -107,24 +96,27 @@ def test_one_run_has_no_interval():
 
 def test_exact_shift_is_recovered_exactly():
     rng = np.random.default_rng(1)
-    base = [rng.gamma(2.0, 4.0, 500) + 50 for _ in range(6)]
+    base = [rng.gamma(2.0, 4.0, 20000) + 50 for _ in range(6)]
     mode = [v + 8.0 for v in base]  # the same packets, 8 us later
-    got = quantile_shift_ci(_cell(mode), _cell(base), [0.5, 0.99, 0.999], n_boot=500, seed=2)
+    got = quantile_shift_ci(_cell(mode), _cell(base), [0.5, 0.99, 0.999])
     np.testing.assert_allclose(got["shift"], 8.0, atol=1e-9)
     np.testing.assert_allclose(got["lo"], 8.0, atol=1e-9)
     np.testing.assert_allclose(got["hi"], 8.0, atol=1e-9)
     assert (got["n_runs"] == 6).all()
 
 
-def test_shift_of_d_with_independent_noise_is_recovered_within_tolerance():
+def test_shift_is_the_paired_t_interval_of_the_per_run_differences():
     rng = np.random.default_rng(7)
     offsets = rng.normal(0, 20.0, 12)  # large run effects, shared by both cells of a run
     base = [rng.gamma(2.0, 4.0, 3000) + 50 + o for o in offsets]
     mode = [rng.gamma(2.0, 4.0, 3000) + 55 + o for o in offsets]  # d = 5 us
-    got = quantile_shift_ci(_cell(mode), _cell(base), [0.5, 0.99], n_boot=2000, seed=3)
-    for r in got.itertuples():
+    got = quantile_shift_ci(_cell(mode), _cell(base), [0.5, 0.99])
+    for q, r in zip((0.5, 0.99), got.itertuples(), strict=True):
+        d = [np.quantile(m, q, method="inverted_cdf") - np.quantile(b, q, method="inverted_cdf")
+             for m, b in zip(mode, base, strict=True)]  # fmt: skip
+        lo, hi = _t_interval(d)
+        assert (r.shift, r.lo, r.hi) == pytest.approx((np.mean(d), lo, hi), rel=1e-12)
         assert r.lo <= 5.0 <= r.hi
-    assert got["shift"].iloc[0] == pytest.approx(5.0, abs=0.5)
     # Paired: the +-20 us run effects cancel, so the p50 interval is far narrower than them.
     assert got["hi"].iloc[0] - got["lo"].iloc[0] < 1.5
 
@@ -135,54 +127,42 @@ def test_pairing_is_respected():
     base = [rng.gamma(2.0, 4.0, 1000) + 50 + o for o in offsets]
     mode = [rng.gamma(2.0, 4.0, 1000) + 53 + o for o in offsets]
     a, b = _cell(mode), _cell(base)
-    paired = quantile_shift_ci(a, b, [0.5], n_boot=2000, seed=4)
-    # Unpaired: the two cells resampled independently.
-    ua = pooled_quantiles(a, [0.5], bootstrap_run_weights(8, 2000, 4))
-    ub = pooled_quantiles(b, [0.5], bootstrap_run_weights(8, 2000, 5))
-    unpaired_width = np.diff(np.quantile(ua - ub, [0.025, 0.975], axis=0).ravel())[0]
+    paired = quantile_shift_ci(a, b, [0.5])
+    unpaired = quantile_shift_ci(a, b, [0.5], paired=False)
     paired_width = paired["hi"].iloc[0] - paired["lo"].iloc[0]
+    unpaired_width = unpaired["hi"].iloc[0] - unpaired["lo"].iloc[0]
     assert paired_width < 0.1 * unpaired_width
     assert paired["lo"].iloc[0] <= 3.0 <= paired["hi"].iloc[0]
 
 
 def test_shift_uses_only_runs_both_cells_measured():
-    base = _cell([np.full(10, 100.0), np.full(10, 200.0), np.full(10, 300.0)], [1, 2, 3])
-    mode = _cell([np.full(10, 110.0), np.full(10, 310.0)], [1, 3])  # run 2 failed
-    got = quantile_shift_ci(mode, base, [0.5], n_boot=200, seed=0)
+    base = _cell([np.full(20, 100.0), np.full(20, 200.0), np.full(20, 300.0)], [1, 2, 3])
+    mode = _cell([np.full(20, 110.0), np.full(20, 310.0)], [1, 3])  # run 2 failed
+    got = quantile_shift_ci(mode, base, [0.5])
     assert got["n_runs"].iloc[0] == 2
-    # Over runs 1 and 3: the pooled p50 is 110 vs 100 (inverted CDF: the 10th of 20 values).
+    # Over runs 1 and 3: per-run differences 10 and 10, ratios 1.1 and 310/300.
     assert got["shift"].iloc[0] == pytest.approx(10.0)
-    assert got["ratio"].iloc[0] == pytest.approx(1.1)
-    none = quantile_shift_ci(mode, _cell([np.ones(3)], [9]), [0.5])
+    assert got["ratio"].iloc[0] == pytest.approx(np.sqrt(1.1 * 310 / 300))
+    none = quantile_shift_ci(mode, _cell([np.ones(30)], [9]), [0.5])
     assert none["n_runs"].iloc[0] == 0 and np.isnan(none["shift"].iloc[0])
 
 
-def test_unpaired_shift_uses_every_run_of_each_cell_and_resamples_them_independently():
+def test_unpaired_shift_uses_every_run_of_each_cell_with_welchs_interval():
     """Cells of separate campaigns (the WAN calibration's delays): run numbers pair nothing."""
     rng = np.random.default_rng(11)
     base = [rng.gamma(2.0, 4.0, 800) + 50 + o for o in (0.0, 30.0, -20.0, 10.0)]
     mode = [rng.gamma(2.0, 4.0, 800) + 90 + o for o in (5.0, -25.0, 15.0)]  # d = 40 us
     a, b = _cell(mode, [1, 2, 3]), _cell(base, [1, 2, 5, 6])  # runs 5, 6: base only
-    got = quantile_shift_ci(a, b, [0.5], n_boot=3000, seed=8, paired=False)
+    got = quantile_shift_ci(a, b, [0.5], paired=False)
     assert got["n_runs"].iloc[0] == 3  # the smaller cell's
-    point = np.quantile(np.concatenate(mode), 0.5, method="inverted_cdf") - np.quantile(
-        np.concatenate(base), 0.5, method="inverted_cdf"
-    )
-    assert got["shift"].iloc[0] == pytest.approx(point)  # all 7 runs, none dropped
-    # The same interval from an independent implementation: resample each cell's runs with
-    # replacement on its own, pool, take the quantile, difference.
-    r = np.random.default_rng(123)
-    boot = []
-    for _ in range(3000):
-        ma = np.concatenate([mode[i] for i in r.integers(0, 3, 3)])
-        mb = np.concatenate([base[i] for i in r.integers(0, 4, 4)])
-        boot.append(np.quantile(ma, 0.5) - np.quantile(mb, 0.5))
-    lo, hi = np.quantile(boot, [0.025, 0.975])
-    width = hi - lo
-    assert got["lo"].iloc[0] == pytest.approx(lo, abs=0.15 * width)
-    assert got["hi"].iloc[0] == pytest.approx(hi, abs=0.15 * width)
+    qa = [np.quantile(v, 0.5, method="inverted_cdf") for v in mode]
+    qb = [np.quantile(v, 0.5, method="inverted_cdf") for v in base]
+    assert got["shift"].iloc[0] == pytest.approx(np.mean(qa) - np.mean(qb))  # all 7 runs
+    ci = stats.ttest_ind(qa, qb, equal_var=False).confidence_interval(0.95)
+    assert got["lo"].iloc[0] == pytest.approx(ci.low, rel=1e-9)
+    assert got["hi"].iloc[0] == pytest.approx(ci.high, rel=1e-9)
     # the +-30 us run effects do not cancel unpaired: the interval is as wide as they are
-    assert width > 10 and got["lo"].iloc[0] <= 40.0 <= got["hi"].iloc[0]
+    assert ci.high - ci.low > 10 and got["lo"].iloc[0] <= 40.0 <= got["hi"].iloc[0]
 
 
 # --- variance decomposition --------------------------------------------------------------------

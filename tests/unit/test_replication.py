@@ -331,7 +331,7 @@ def _tput(**kw) -> pd.Series:
 
 
 def _judge(row: pd.Series, study: rp.Study) -> tuple[str, rp.Figure]:
-    fig = rp.study_figure(row, study, "lab", n_boot=2000, seed=1)
+    fig = rp.study_figure(row, study, "lab")
     lo, hi = rp.implied(row)[1:]
     return rp.verdict(lo, hi, fig), fig
 
@@ -377,7 +377,7 @@ def test_a_ratio_to_another_mode_is_bootstrapped_from_per_run_values(study):
 def test_a_ratio_across_paths_is_bootstrapped_too(study):
     row = _tput(mode="docker-bridge", path="local", value="14", baseline_value="10.3")
     row["baseline_path"] = "dc"
-    fig = rp.study_figure(row, study, "lab", n_boot=500, seed=1)
+    fig = rp.study_figure(row, study, "lab")
     assert fig.point == pytest.approx(20.0 / 9.0) and fig.n_runs == 5
 
 
@@ -499,7 +499,7 @@ def test_replicate_repeats_rows_per_environment(study, tmp_path):
     two = rp.load_study(study.processed_dir)
     assert two.environments() == ["bare-metal", "lab"]
     published = rp.load_published(PUBLISHED).head(2)
-    out = rp.replicate(published, two, n_boot=100)
+    out = rp.replicate(published, two)
     assert len(out) == 4 and set(out["environment"]) == {"bare-metal", "lab"}
     assert "Environment" in rp.article_table(out).columns
 

@@ -150,22 +150,6 @@ def test_analysis_loads_the_same_cells_from_either_layout(tmp_path, shuffle):
         assert [v.size for v in cell.values] == want.groupby("run").size().tolist()
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_pooled_quantiles_across_many_rank_blocks_equal_the_replicated_sample(seed):
-    # cells far larger than one rank block, with heavy ties (0.1 us resolution)
-    rng = np.random.default_rng(seed)
-    per_run = [np.round(rng.lognormal(4, 0.3, int(rng.integers(0, 900))), 1) for _ in range(12)]
-    runs = np.repeat(np.arange(12), [v.size for v in per_run])
-    cell = stats.RunSamples.from_arrays(np.concatenate(per_run), runs)
-    qs = [0.001, 0.25, 0.5, 0.9, 0.99, 0.999]
-    weights = stats.bootstrap_run_weights(cell.n_runs, 20, seed)
-    got = stats.pooled_quantiles(cell, qs, weights)
-    kept = [v for v in per_run if v.size]
-    for b in range(weights.shape[0]):
-        replicate = np.concatenate([np.tile(v, w) for v, w in zip(kept, weights[b], strict=True)])
-        np.testing.assert_array_equal(got[b], np.quantile(replicate, qs, method="inverted_cdf"))
-
-
 def test_subset_of_every_run_is_the_cell_itself():
     cell = stats.RunSamples.from_arrays([3.0, 1.0, 2.0, 5.0], [1, 1, 2, 2])
     assert cell.subset([1, 2, 7]) is cell

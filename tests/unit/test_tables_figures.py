@@ -154,7 +154,7 @@ def test_summary_edge_cases_failed_and_no_baseline():
         + [("docker-bridge", "internet", r, "ok", None) for r in range(1, 8)]
         + [("macvlan", "dc", r, "failed", "failed: parent NIC not found") for r in range(1, 8)]
     )
-    s = ta.summarise(samples, runs, n_boot=500, seed=1).set_index(["mode", "path"])
+    s = ta.summarise(samples, runs).set_index(["mode", "path"])
     bridge = s.loc[("docker-bridge", "dc")]
     assert bridge["median_ci_reached"] and bridge["median_coverage"] >= 0.95  # 7 runs suffice
     assert (bridge["median_lo_gbps"], bridge["median_hi_gbps"]) == (8.01, 8.07)

@@ -59,6 +59,8 @@ class Comparison:
     higher_is_better: bool
     confidence: float | None
     source: Path
+    resolvable: float | None = None  # smallest relative difference the runs could resolve
+    n_runs: int | None = None  # runs both measured
 
     @property
     def size(self) -> float:
@@ -146,9 +148,21 @@ def _from_summary(directory: str, stem: str, path: Path) -> list[Comparison]:
                     higher_is_better=bool(hib) if not missing(hib) else stat is None,
                     confidence=_float(r.get("confidence")),
                     source=path,
+                    resolvable=_float(r.get(f"resolvable{suffix}")),
+                    n_runs=_runs(r),
                 )
             )
     return out
+
+
+def _runs(row: dict) -> int | None:
+    """The runs a comparison rests on: ``ratio_n_runs`` or, for percentiles,
+    ``overhead_n_runs``."""
+    for column in ("ratio_n_runs", "overhead_n_runs"):
+        value = _float(row.get(column))
+        if value is not None:
+            return int(value)
+    return None
 
 
 def comparisons(processed: Path | str) -> list[Comparison]:

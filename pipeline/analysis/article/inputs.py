@@ -30,6 +30,9 @@ INCLUDE_BEGIN = "<!-- include: {} -->"
 INCLUDE_END = "<!-- end include -->"
 RANK = "distribution-free order-statistic interval of the median across runs"
 BOOTSTRAP = "cluster-bootstrap percentile interval (runs resampled whole)"
+RATIO_T = "paired t interval of the per-run log ratios (runs both measured)"
+RUN_T = "t interval over runs of the per-run percentiles (log scale)"
+SHIFT_T = "paired t interval of the per-run differences (runs both measured)"
 _TABLE_RULE = re.compile(r"^\|(?: *:?-{3,}:? *\|)+\s*$", re.M)
 
 

@@ -16,6 +16,7 @@ import pandas as pd
 
 from pipeline.analysis import figures
 from pipeline.analysis.article.inputs import (
+    SHIFT_T,
     Inputs,
     figure_blocks,
     label,
@@ -223,7 +224,7 @@ def _wan(inputs: Inputs, numbers: Numbers) -> list[str]:
             path,
             *m[1:],
             inputs.confidence,
-            "paired run-cluster bootstrap",
+            SHIFT_T,
             decimals=0,
         )
         text = (
@@ -239,7 +240,7 @@ def _wan(inputs: Inputs, numbers: Numbers) -> list[str]:
                 e[1],
                 e[2],
                 inputs.confidence,
-                "paired run-cluster bootstrap",
+                SHIFT_T,
                 decimals=0,
             )
             text += f" (emulator excess {ex.with_ci(' us', signed=True)})"

@@ -24,6 +24,9 @@ from pipeline.analysis.article.inputs import (
     BASELINE,
     BOOTSTRAP,
     RANK,
+    RATIO_T,
+    RUN_T,
+    SHIFT_T,
     Inputs,
     col,
     figure_blocks,
@@ -127,7 +130,7 @@ def _throughput(inputs: Inputs, numbers: Numbers) -> list[str] | None:
                     100 * r.ratio_lo,
                     100 * r.ratio_hi,
                     conf,
-                    "cluster-bootstrap percentile interval (runs resampled whole)",
+                    RATIO_T,
                 )
             if ratios:
                 counts = _verdict_counts(others, "verdict", numbers, key, source)
@@ -181,7 +184,7 @@ def _host(benchmark: str, stage: str, what: str) -> Callable:
                 ratio = numbers.add(
                     f"{key}.{r.mode}.pct_of_native", 100 * r.ratio, "% of native", source,
                     100 * r.ratio_lo, 100 * r.ratio_hi, conf,
-                    "cluster-bootstrap percentile interval (runs resampled whole)",
+                    RATIO_T,
                 )  # fmt: skip
                 verdict = f", {r.verdict}" if isinstance(r.verdict, str) else ""
                 parts.append(f"{label(r.mode)} {ratio.with_ci('%')}{verdict}")
@@ -217,7 +220,7 @@ def _udp(inputs: Inputs, numbers: Numbers) -> list[str]:
             100 * worst["ratio_lo"],
             100 * worst["ratio_hi"],
             col(worst, "confidence"),
-            "cluster-bootstrap percentile interval (runs resampled whole)",
+            RATIO_T,
         )
         loss = numbers.add(
             f"{key}.{lossy['mode']}.loss_pct",
@@ -253,7 +256,7 @@ def _percentiles(benchmark: str, stage: str, what: str) -> Callable:
                 b = base.iloc[0]
                 conf = col(b, "confidence")
                 key = f"{benchmark}.{env}.{path}.{variant}"
-                kind = "cluster-bootstrap percentile interval (runs resampled whole)"
+                kind = RUN_T
                 p50 = numbers.add(
                     f"{key}.native.p50_us",
                     b["p50_us"],
@@ -264,20 +267,15 @@ def _percentiles(benchmark: str, stage: str, what: str) -> Callable:
                     conf,
                     kind,
                 )
-                p99 = numbers.add(
-                    f"{key}.native.p99_us",
-                    b["p99_us"],
-                    "us",
-                    source,
-                    b["p99_lo_us"],
-                    b["p99_hi_us"],
-                    conf,
-                    kind,
-                )
-                text = (
-                    f"{what} ({variant}), {path_label(path)} path: native p50 "
-                    f"{p50.with_ci(' us')}, p99 {p99.with_ci(' us')}."
-                )
+                text = f"{what} ({variant}), {path_label(path)} path: native p50 "
+                text += p50.with_ci(" us")
+                if not missing(b["p99_us"]):
+                    p99 = numbers.add(
+                        f"{key}.native.p99_us", b["p99_us"], "us", source, b["p99_lo_us"],
+                        b["p99_hi_us"], conf, kind,
+                    )  # fmt: skip
+                    text += f", p99 {p99.with_ci(' us')}"
+                text += "."
                 others = cells[(cells["mode"] != BASELINE) & cells["d_p50_us"].notna()]
                 if not others.empty:
                     worst = others.loc[others["d_p50_us"].idxmax()]
@@ -289,7 +287,7 @@ def _percentiles(benchmark: str, stage: str, what: str) -> Callable:
                         worst["d_p50_lo_us"],
                         worst["d_p50_hi_us"],
                         conf,
-                        "paired cluster bootstrap over the runs both measured",
+                        SHIFT_T,
                     )
                     text += (
                         f" The largest p50 difference to native: {label(worst['mode'])}, "
@@ -406,7 +404,7 @@ def _lb(inputs: Inputs, numbers: Numbers) -> list[str] | None:
                 pct = numbers.add(
                     f"{key}.{r.variant}.pct_of_direct", 100 * r.ratio, "% of direct", source,
                     100 * r.ratio_lo, 100 * r.ratio_hi, col(r._asdict(), "confidence"),
-                    "cluster-bootstrap percentile interval (runs resampled whole)",
+                    RATIO_T,
                 )  # fmt: skip
                 verdict = getattr(r, "verdict", None)
                 said = f", {verdict}" if isinstance(verdict, str) and verdict else ""
@@ -431,7 +429,7 @@ def _coldstart(inputs: Inputs, numbers: Numbers) -> list[str] | None:
     if found is None:
         return None
     summary, source = found
-    kind = "cluster-bootstrap percentile interval (runs resampled whole)"
+    kind = RUN_T
     paragraphs = []
     for env, cells in summary.groupby("environment", sort=True):
         ok = cells[(cells["status"] == "ok") & (cells["n_runs"] > 0)]
@@ -446,11 +444,13 @@ def _coldstart(inputs: Inputs, numbers: Numbers) -> list[str] | None:
                 f"{key}.{r.mode}.p50_ms", 1000 * r.p50_s, "ms", source, 1000 * r.p50_lo_s,
                 1000 * r.p50_hi_s, conf, kind,
             )  # fmt: skip
-            p99 = numbers.add(
-                f"{key}.{r.mode}.p99_ms", 1000 * r.p99_s, "ms", source, 1000 * r.p99_lo_s,
-                1000 * r.p99_hi_s, conf, kind,
-            )  # fmt: skip
-            text = f"{label(r.mode)} p50 {p50.with_ci(' ms')}, p99 {p99.with_ci(' ms')}"
+            text = f"{label(r.mode)} p50 {p50.with_ci(' ms')}"
+            if not missing(r.p99_s):
+                p99 = numbers.add(
+                    f"{key}.{r.mode}.p99_ms", 1000 * r.p99_s, "ms", source, 1000 * r.p99_lo_s,
+                    1000 * r.p99_hi_s, conf, kind,
+                )  # fmt: skip
+                text += f", p99 {p99.with_ci(' ms')}"
             said = coldstart_analysis.SAID.get(d.get("verdict_p50"))
             if r.mode != "native" and said:
                 text += f" ({said} than native at p50)" if said != "inconclusive" else (
@@ -461,7 +461,7 @@ def _coldstart(inputs: Inputs, numbers: Numbers) -> list[str] | None:
                 plus = numbers.add(
                     f"{key}.{r.mode}.p50_plus_pct_vs_rootful", r.rootful_plus_pct_p50, "%",
                     source, r.rootful_plus_pct_p50_lo, r.rootful_plus_pct_p50_hi, conf,
-                    "paired cluster bootstrap over the runs both measured",
+                    SHIFT_T,
                 )  # fmt: skip
                 rootless.append(
                     f"{label(r.mode)} against {label(r.rootful_mode)}: "
@@ -522,7 +522,7 @@ def _footprint(inputs: Inputs, numbers: Numbers) -> list[str] | None:
                 ratio = numbers.add(
                     f"{key}.per_container_vs_rootful_docker", r.ratio, "ratio", source,
                     r.ratio_lo, r.ratio_hi, conf,
-                    "cluster-bootstrap percentile interval (runs resampled whole)", decimals=2,
+                    BOOTSTRAP, decimals=2,
                 )  # fmt: skip
                 text += f", {ratio.with_ci('x')} rootful Docker's cost per container"
                 verdict = getattr(r, "verdict", None)
@@ -715,7 +715,7 @@ def comparison_number(numbers: Numbers, c: Comparison, prefix: str):
     return numbers.add(
         f"{key}.pct_of_native", 100 * c.ratio, "% of native", c.source,
         None if c.lo is None else 100 * c.lo, None if c.hi is None else 100 * c.hi,
-        c.confidence, BOOTSTRAP,
+        c.confidence, RATIO_T,
     )  # fmt: skip
 
 

@@ -124,15 +124,6 @@ def _rank(benchmark: str) -> tuple[int, str]:
     return (order.index(benchmark) if benchmark in order else len(order), benchmark)
 
 
-def _needed_width(c: Comparison) -> float:
-    """The widest interval (percentage points) that would decide ``c`` at its estimate: one
-    excluding parity, or, with a margin, one fitting inside it, whichever is wider."""
-    d = 100 * abs(c.ratio - 1)
-    if c.margin is None or d >= 100 * c.margin:
-        return 2 * d
-    return max(2 * d, 2 * (100 * c.margin - d))
-
-
 def _range(numbers: Numbers, key: str, values: list[float], unit: str, source, decimals: int):
     lo = numbers.add(f"{key}_min", min(values), unit, source, decimals=decimals)
     hi = numbers.add(f"{key}_max", max(values), unit, source, decimals=decimals)
@@ -163,32 +154,24 @@ def _unresolved(inputs: Inputs, numbers: Numbers, found: list[Comparison], total
         sections = list(dict.fromkeys(c.section for c in unresolved))
         text += figure_refs(inputs, sections)
     text += "."
-    sized = [c for c in unresolved if c.lo is not None and c.hi is not None]
+    sized = [c for c in unresolved if c.resolvable is not None and c.n_runs]
     if sized:
-        source = inputs.processed
-        widths = [100 * (c.hi - c.lo) for c in sized]
-        needed = [_needed_width(c) for c in sized]
-        key = "summary.inconclusive"
-        width = _range(numbers, f"{key}.width_pts", widths, "points", source, 1)
-        need = _range(numbers, f"{key}.needed_pts", needed, "points", source, 1)
+        source, key = inputs.processed, "summary.inconclusive"
+        smallest = [100 * c.resolvable for c in sized]
+        runs = _range(numbers, f"{key}.runs", [c.n_runs for c in sized], "runs", source, 0)
+        said = _range(numbers, f"{key}.resolvable_pct", smallest, "%", source, 1)
         text += (
-            f" Their {_levels(inputs, numbers)[0].text()}% intervals are {width} percentage "
-            f"points wide; at their estimates a verdict needs one at most {need} points wide "
-            "(narrow enough to exclude parity or, for equivalence, to fit inside the margin)"
+            f" With the {runs} runs they rest on, a difference under {said}% cannot be resolved "
+            "here (the smallest difference a paired t test at the intervals' level finds four "
+            "times in five, at the run-to-run spread measured)"
         )
-        factors = [(w / m) ** 2 for w, m in zip(widths, needed, strict=True) if m > 0 and w > m]
-        if factors:
-            f = numbers.add(f"{key}.runs_factor_max", max(factors), "x runs", source, decimals=1)
+        alone = [c for c in sized if c.lo is not None and c.hi is not None
+                 and (c.hi < 1.0 or c.lo > 1.0)]  # fmt: skip
+        if alone:
+            k = numbers.add(f"{key}.withheld", len(alone), "comparisons", source)
             text += (
-                f": up to {f.text()} times the runs, if intervals narrow as one over the square "
-                "root of the number of runs"
-            )
-        narrow = sum(1 for w, m in zip(widths, needed, strict=True) if w <= m)
-        if narrow:
-            k = numbers.add(f"{key}.narrow_enough", narrow, "comparisons", source)
-            text += (
-                f". {k.text()} of them are narrow enough already: the paired test on the per-run "
-                "ratios did not agree, which with few runs it rarely can"
+                f". {k.text()} of them would be called a difference on their own interval; the "
+                "table's multiplicity adjustment withholds it"
             )
         text += "."
     return [text]
