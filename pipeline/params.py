@@ -282,12 +282,14 @@ def check_params(params: Any, root: Path | None = None) -> list[str]:
     analysis = check.mapping(doc.get("analysis"), "analysis") if "analysis" in doc else None
     if analysis is not None:
         check.keys(analysis, "analysis", ("confidence", "n_sim", "predict_at", "multiplicity",
-                                          "udp_loss_margin"))  # fmt: skip
+                                          "udp_loss_margin", "internet_margin_us"))  # fmt: skip
         check.number(analysis.get("confidence"), "analysis.confidence", 0.5, 1, hi_open=True)
         check.number(analysis.get("n_sim"), "analysis.n_sim", 10, 10**5, integer=True)
         check.number(analysis.get("predict_at"), "analysis.predict_at", 1, 10**5, integer=True)
         check.number(analysis.get("udp_loss_margin"), "analysis.udp_loss_margin", 0, 1,
                      lo_open=True, hi_open=True)  # fmt: skip
+        check.number(analysis.get("internet_margin_us"), "analysis.internet_margin_us", 0, 10**6,
+                     lo_open=True)  # fmt: skip
         if analysis.get("multiplicity") not in MULTIPLICITY:
             got = _brief(analysis.get("multiplicity"))
             allowed = ", ".join(MULTIPLICITY)

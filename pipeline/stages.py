@@ -49,7 +49,8 @@ class Analysis:
     """How a family of benchmarks is summarised: its notebook and the settings it takes."""
 
     notebook: str
-    # of: confidence, n_sim, predict_at, multiplicity, udp_loss_margin (analysis.*),
+    # of: confidence, n_sim, predict_at, multiplicity, udp_loss_margin, internet_margin_us
+    # (analysis.*),
     # margin (the benchmark's), seed (common.seed)
     settings: tuple[str, ...]
     figures: tuple[str, ...]  # the figures' stems (figures/<stage>/<stem>.png: DVC plots)
@@ -60,9 +61,10 @@ _VERDICTS = ("confidence", "margin", "multiplicity")  # summaries with verdicts 
 ANALYSES: dict[str, Analysis] = {
     "throughput": Analysis("20-summarise-throughput.ipynb", (*_VERDICTS, "udp_loss_margin"),
                            ("throughput",)),
-    "latency": Analysis("21-summarise-latency.ipynb", _VERDICTS,
+    "latency": Analysis("21-summarise-latency.ipynb", (*_VERDICTS, "internet_margin_us"),
                         ("latency_ecdf", "latency_percentiles")),
-    "http": Analysis("22-summarise-http.ipynb", _VERDICTS, ("http_ecdf", "http_percentiles")),
+    "http": Analysis("22-summarise-http.ipynb", (*_VERDICTS, "internet_margin_us"),
+                     ("http_ecdf", "http_percentiles")),
     "host": Analysis("26-summarise-host.ipynb", _VERDICTS, ("{benchmark}",), per_benchmark=True),
     "coldstart": Analysis("27-summarise-coldstart.ipynb", ("confidence", "multiplicity"),
                           ("coldstart",)),

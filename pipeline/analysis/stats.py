@@ -383,7 +383,7 @@ def min_samples(q: float) -> int:
     return int(np.ceil(TAIL_SAMPLES / (1.0 - q) - 1e-9))
 
 
-def _short_runs_reason(cell: RunSamples, q: float) -> str | None:
+def short_runs_reason(cell: RunSamples, q: float) -> str | None:
     """Why ``q`` is not reported for ``cell`` (some run too short), or None."""
     sizes = [v.size for v in cell.values]
     need = min_samples(q)
@@ -404,7 +404,7 @@ def run_quantile_ci(
     pooled = pooled_quantiles(cell, qs)
     rows = []
     for i, q in enumerate(qs):
-        reason = _short_runs_reason(cell, float(q))
+        reason = short_runs_reason(cell, float(q))
         v = per_run[:, i]
         r = log_ratio_ci(v, np.ones_like(v), confidence)
         ok = reason is None and r.n_runs > 0
@@ -457,7 +457,7 @@ def quantile_shift_ci(
     nan = float("nan")
     rows = []
     for i, q in enumerate(qs):
-        reason = _short_runs_reason(a, float(q)) or _short_runs_reason(b, float(q))
+        reason = short_runs_reason(a, float(q)) or short_runs_reason(b, float(q))
         row = {
             "q": float(q),
             "shift": nan,
@@ -989,7 +989,7 @@ def quantile_equivalence(
     qb = b.run_quantiles(qs) if common.size else np.empty((0, qs.size))
     rows = []
     for i, q in enumerate(qs):
-        short = _short_runs_reason(a, float(q)) or _short_runs_reason(b, float(q))
+        short = short_runs_reason(a, float(q)) or short_runs_reason(b, float(q))
         x, y = (qa[:, i], qb[:, i]) if short is None else (np.empty(0), np.empty(0))
         eq = log_ratio_equivalence(x, y, margin, confidence, higher_is_better)
         t = eq.tost

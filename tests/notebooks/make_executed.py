@@ -51,12 +51,14 @@ NOTEBOOKS: dict[str, tuple[Path, Path, dict]] = {
     "latency": (
         ROOT / "notebooks" / "analysis" / "21-summarise-latency.ipynb",
         ROOT / "tests" / "notebooks" / "21-summarise-latency.fixture.ipynb",
-        _fixture_parameters("latency", margin=0.05, multiplicity="holm"),
+        _fixture_parameters("latency", margin=0.05, multiplicity="holm",
+                            internet_margin_us=100.0),
     ),
     "http": (
         ROOT / "notebooks" / "analysis" / "22-summarise-http.ipynb",
         ROOT / "tests" / "notebooks" / "22-summarise-http.fixture.ipynb",
-        _fixture_parameters("http", margin=0.05, multiplicity="holm"),
+        _fixture_parameters("http", margin=0.05, multiplicity="holm",
+                            internet_margin_us=100.0),
     ),
     "internet_vs_dc": (
         ROOT / "notebooks" / "analysis" / "23-compare-internet-datacenter.ipynb",

@@ -84,7 +84,8 @@ def test_values_are_the_summaries_own(metrics):
     p99 = metrics["latency"]["swarm-overlay"]["dc"]["udp_p99"]
     assert (p99["ratio"], p99["lo"], p99["hi"]) == (r["ratio_p99"], r["ratio_p99_lo"],
                                                      r["ratio_p99_hi"])  # fmt: skip
-    assert metrics["latency"]["docker-bridge"]["internet"]["tcp_p50"]["verdict"] == "equivalent"
+    # the Internet path is judged on the added microseconds: six jittery runs cannot resolve it
+    assert metrics["latency"]["docker-bridge"]["internet"]["tcp_p50"]["verdict"] == "inconclusive"
 
     assert metrics["http"]["docker-host"]["dc"]["1k_p99"]["verdict"] == "inconclusive"
     assert metrics["http"]["docker-host"]["dc"]["1k_p50"]["verdict"] == "overhead"

@@ -50,6 +50,9 @@ def test_every_problem_at_once_with_key_and_rule(repo):
         d["lab"]["wan"]["jitter_dist"] = "pareto"
         d["modes"] = {"throughput": "native,docker-hots", "thruput": "all"}
         d["analysiss"] = {}
+        d["analysis"]["multiplicity"] = "bonferoni"
+        d["analysis"]["internet_margin_us"] = -5
+        d["analysis"]["udp_loss_margin"] = 2
 
     _edit(repo / "params.yaml", broken)
     problems = _problems(repo)
@@ -63,7 +66,10 @@ def test_every_problem_at_once_with_key_and_rule(repo):
                for p in problems)
     assert any(p.startswith("params.yaml.analysiss: unknown setting (did you mean 'analysis'?)")
                for p in problems)
-    assert len(problems) == 7
+    assert "analysis.multiplicity: must be one of holm, bh, none, got 'bonferoni'" in problems
+    assert "analysis.internet_margin_us: must be a number in (0, 1e+06], got -5" in problems
+    assert "analysis.udp_loss_margin: must be a number in (0, 1), got 2" in problems
+    assert len(problems) == 10
 
 
 def test_profile_windows_runs_and_options(repo):

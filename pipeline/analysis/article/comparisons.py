@@ -61,6 +61,7 @@ class Comparison:
     source: Path
     resolvable: float | None = None  # smallest relative difference the runs could resolve
     n_runs: int | None = None  # runs both measured
+    margin_us: float | None = None  # a verdict on the added microseconds (the Internet path)
 
     @property
     def size(self) -> float:
@@ -150,6 +151,7 @@ def _from_summary(directory: str, stem: str, path: Path) -> list[Comparison]:
                     source=path,
                     resolvable=_float(r.get(f"resolvable{suffix}")),
                     n_runs=_runs(r),
+                    margin_us=_float(r.get("margin_us")),
                 )
             )
     return out

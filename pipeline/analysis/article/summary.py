@@ -97,6 +97,11 @@ def _equivalent(inputs: Inputs, numbers: Numbers, found: list[Comparison]) -> li
                 low = numbers.add(f"{key}_min_pct", 100 * margins[0], "%", eq[0].source, decimals=0)
                 pcts.insert(0, low)
             within = " within ±" + " to ±".join(f"{p.text()}%" for p in pcts)
+        shifts = sorted({c.margin_us for c in eq if c.margin_us is not None})
+        if shifts:
+            us = numbers.add(f"summary.equivalent.{benchmark}.margin_us", shifts[-1], "us",
+                             eq[0].source, decimals=0)  # fmt: skip
+            within += f" ({'' if margins else 'within '}±{us.text()} us on the Internet path)"
         cells: dict[tuple[str, str], list[Comparison]] = {}
         for c in mine:
             cells.setdefault((c.environment, c.path), []).append(c)
@@ -157,13 +162,20 @@ def _unresolved(inputs: Inputs, numbers: Numbers, found: list[Comparison], total
     sized = [c for c in unresolved if c.resolvable is not None and c.n_runs]
     if sized:
         source, key = inputs.processed, "summary.inconclusive"
-        smallest = [100 * c.resolvable for c in sized]
+        ratios = [100 * c.resolvable for c in sized if c.margin_us is None]
+        shifts = [c.resolvable for c in sized if c.margin_us is not None]
         runs = _range(numbers, f"{key}.runs", [c.n_runs for c in sized], "runs", source, 0)
-        said = _range(numbers, f"{key}.resolvable_pct", smallest, "%", source, 1)
+        said = []
+        if ratios:
+            pct = _range(numbers, f"{key}.resolvable_pct", ratios, "%", source, 1)
+            said.append(f"a difference under {pct}%")
+        if shifts:
+            us = _range(numbers, f"{key}.resolvable_us", shifts, "us", source, 0)
+            said.append(f"{'on the Internet path ' if ratios else ''}a shift under {us} us")
         text += (
-            f" With the {runs} runs they rest on, a difference under {said}% cannot be resolved "
-            "here (the smallest difference a paired t test at the intervals' level finds four "
-            "times in five, at the run-to-run spread measured)"
+            f" With the {runs} runs they rest on, {' and '.join(said)} cannot be resolved here "
+            "(the smallest a paired t test at the intervals' level finds four times in five, at "
+            "the run-to-run spread measured)"
         )
         alone = [c for c in sized if c.lo is not None and c.hi is not None
                  and (c.hi < 1.0 or c.lo > 1.0)]  # fmt: skip
