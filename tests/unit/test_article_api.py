@@ -37,15 +37,17 @@ def test_noise_paragraph_states_the_range_and_names_its_table(tmp_path):
     rows = [{"benchmark": "cpu", "environment": "lab", "path": "host", "variant": v,
              "metric": "cpu_events_per_s", "status": "ok", "reason": None,
              "cv_sd_within_pct": cv, "cv_sd_within_lo_pct": cv / 2,
-             "cv_sd_within_hi_pct": cv * 2, "confidence": 0.95}
-            for v, cv in (("1thread", 0.41), ("allthreads", 1.37))]  # fmt: skip
+             "cv_sd_within_hi_pct": cv * 2, "confidence": 0.95, "resolvable_pct": res}
+            for v, cv, res in (("1thread", 0.41, 1.2), ("allthreads", 1.37, 3.4))]  # fmt: skip
     (tmp_path / "processed" / "noise").mkdir(parents=True)
     pd.DataFrame(rows).to_parquet(tmp_path / "processed" / "noise" / "noise_summary.parquet")
     (tmp_path / "tables").mkdir()
     (tmp_path / "tables" / "noise.md").write_text(TABLE.format("noise"))
     numbers = article.Numbers(root=tmp_path)
     text = "\n\n".join(article._noise(_inputs(tmp_path), numbers))
+    assert text.startswith("Noise floor of this machine.")
     assert "cpu 0.41% to 1.37%" in text and "tables/noise.md" in text
+    assert "resolves differences of 1.2% (cpu) to 3.4% (cpu)" in text
     assert numbers.entries["noise.cpu.lab.host.1thread.cpu_events_per_s.cv_pct"].value == 0.41
 
 

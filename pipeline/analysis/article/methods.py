@@ -322,10 +322,24 @@ def _noise(inputs: Inputs, numbers: Numbers) -> list[str]:
             f"{ends[0].text()}% to {ends[1].text()}")  # fmt: skip
         parts.append(f"{bench} {span}%")
     text = (
-        "Run-to-run noise (SD of one configuration's per-run value across runs, from a mixed "
-        "model with mode fixed and run random, as % of native's mean; smallest to largest over "
-        "each benchmark's variants, paths and statistics): " + "; ".join(parts) + "."
+        "Noise floor of this machine. Run-to-run noise (SD of one configuration's per-run value "
+        "across runs, from a mixed model with mode fixed and run random, as % of native's mean; "
+        "smallest to largest over each benchmark's variants, paths and statistics): "
+        + "; ".join(parts) + "."
     )
+    sized = fitted.dropna(subset=["resolvable_pct"]) if "resolvable_pct" in fitted else fitted[:0]
+    if not sized.empty:
+        lo = sized.loc[sized["resolvable_pct"].idxmin()]
+        hi = sized.loc[sized["resolvable_pct"].idxmax()]
+        small = numbers.add("noise.resolvable_min_pct", lo["resolvable_pct"], "%", path,
+                            decimals=1)  # fmt: skip
+        large = numbers.add("noise.resolvable_max_pct", hi["resolvable_pct"], "%", path,
+                            decimals=1)  # fmt: skip
+        text += (
+            " With the runs measured, a paired comparison with native resolves differences of "
+            f"{small.text()}% ({lo['benchmark']}) to {large.text()}% ({hi['benchmark']}); a "
+            "smaller difference cannot be told from this noise here, whatever its verdict says."
+        )
     return [text, *tables_for(inputs, NOISE_TABLES, "Methods: run-to-run noise")]
 
 
@@ -354,6 +368,7 @@ def methods(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> str:
         m = numbers.add(f"methods.margin.{name}_pct", pct, "%", "parameters")
         margins.append(f"{name} ±{m.text()}%")
     blocks = ["## Methods"]
+    blocks += _noise(inputs, numbers)
     blocks += _hosts(inputs, numbers, benchmarks)
     blocks.append(_modes(inputs, benchmarks))
     blocks.append(
@@ -363,19 +378,21 @@ def methods(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> str:
     blocks.append("\n".join(_runs(inputs, numbers, benchmarks)) or "No runs were collected.")
     seeds = sorted(_seeds(inputs))
     # A seed is an identifier, not a quantity: a code span, as written in the summaries.
-    seed_text = " Bootstrap seed: " + ", ".join(f"`{s}`" for s in seeds) + "." if seeds else ""
+    seed_text = " Simulation seed: " + ", ".join(f"`{s}`" for s in seeds) + "." if seeds else ""
     blocks.append(
         f"Statistics: per-run values are the unit of inference; every interval is at "
-        f"{conf.text()}%. Equivalence margins on the ratio to native, fixed before any data: "
-        f"{', '.join(margins)}. A mode is called equivalent only when the {eq.text()}% interval "
-        f"of its ratio lies inside the margin and a paired TOST agrees; otherwise an interval "
-        f"wholly on one side of parity is an overhead (or faster) when a paired t test on the "
-        f"per-run log ratios agrees, else inconclusive. Both tests need at least 3 paired "
-        f"runs.{seed_text}"
+        f"{conf.text()}%. A ratio to native is the geometric mean of the per-run ratios over "
+        f"the runs both measured, with its Student t interval, the estimate the verdict tests. "
+        f"Equivalence margins on the ratio to native, fixed before any data: "
+        f"{', '.join(margins)}. A mode is called equivalent when the {eq.text()}% interval of "
+        f"its ratio lies inside the margin (a paired TOST); otherwise an overhead (or faster) "
+        f"when a paired t test on the per-run log ratios rejects parity, else inconclusive, "
+        f"with the smallest difference the runs could resolve. Both tests need at least 3 "
+        f"paired runs, and each table's p-values are adjusted together for multiplicity (its "
+        f"caption names the method).{seed_text}"
     )
     blocks += _wan(inputs, numbers)
     blocks += _instrument(inputs, numbers)
-    blocks += _noise(inputs, numbers)
     duty = _duty_cycle(inputs, numbers, benchmarks)
     blocks.append(
         "Duty cycle (seconds inside load windows / wall seconds of the campaign) and, on the "
