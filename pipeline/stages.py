@@ -344,7 +344,7 @@ def parameters(stage: Stage, params: Params, environment: str | None) -> dict:
     elif stage.name == "assemble-article":
         values.update(processed_dir="data/processed", raw_dir="data/raw", tables_dir=TABLES,
                       figures_dir="figures", out_dir="reports", metrics_file=stage.metrics[0],
-                      profile=raw["profile"], leaves_out=params.leaves_out,
+                      profile=raw["profile"], leaves_out="\n".join(params.leaves_out),
                       **{f"margin_{k}": v for k, v in raw["common"]["margins"].items()},
                       confidence=raw["analysis"]["confidence"])  # fmt: skip
     return values
