@@ -42,7 +42,7 @@ LOADGEN_SRC := $(filter-out %_test.go,$(wildcard tools/loadgen/*.go)) tools/load
 	cd tools/loadgen && CGO_ENABLED=0 GOPROXY=off GOTOOLCHAIN=local \
 	  GOCACHE=$(CURDIR)/.make/go-cache go build -trimpath -o $(CURDIR)/$@ .
 
-# The demo profile by default (params.yaml), about 20 minutes. pipeline.demo runs each
+# The demo profile by default (params.yaml), about 23 minutes on 2 cores. pipeline.demo runs each
 # benchmark's collection and then its summary before the next benchmark (a first figure within
 # minutes), prints each figure and table as it appears, and ends with `dvc repro`.
 demo: setup ## install, bring up the lab, run the pipeline on params.yaml's profile (demo)
