@@ -42,11 +42,14 @@ LOADGEN_SRC := $(filter-out %_test.go,$(wildcard tools/loadgen/*.go)) tools/load
 	cd tools/loadgen && CGO_ENABLED=0 GOPROXY=off GOTOOLCHAIN=local \
 	  GOCACHE=$(CURDIR)/.make/go-cache go build -trimpath -o $(CURDIR)/$@ .
 
-demo: setup ## install, bring up the lab, run the pipeline on params.yaml's profile (quick)
+# The demo profile by default (params.yaml), about 23 minutes on 2 cores. pipeline.demo runs each
+# benchmark's collection and then its summary before the next benchmark (a first figure within
+# minutes), prints each figure and table as it appears, and ends with `dvc repro`.
+demo: setup ## install, bring up the lab, run the pipeline on params.yaml's profile (demo)
 	$(PY) -m pipeline.params
 	$(PY) -m pipeline.stages --check
 	$(PY) -m pipeline.lab up
-	dvc repro
+	$(PY) -m pipeline.demo
 	@echo
 	@echo "Figures (svg, png):    $$(ls -d figures/*/ | tr '\n' ' ')"
 	@echo "Tables (md, csv, tex): $$(ls reports/tables/*.md | tr '\n' ' ')"

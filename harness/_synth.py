@@ -1,9 +1,10 @@
 """A synthetic raw latency dataset in the project's own schema, written as collection writes it.
 
 Shape: ``modes x paths x runs`` measured windows (one UDP round-trip window each, rep 1) plus a
-warm-up window (rep 0, ``warmup`` true, 1 % of the count as in the full profile), consolidated
-into ``<root>/latency/<environment>/{samples,runs,hosts}.parquet`` in the order the campaign's
-part files sort in, through ``pipeline.analysis.schema``'s stored layout and writer options.
+warm-up window (rep 0, ``warmup`` true, 1 % of the count as in the publication profile),
+consolidated into ``<root>/latency/<environment>/{samples,runs,hosts}.parquet`` in the order the
+campaign's part files sort in, through ``pipeline.analysis.schema``'s stored layout and writer
+options.
 
 The distributions copy what the lab's sockperf logs show (integer-nanosecond timestamps):
 

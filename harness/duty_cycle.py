@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--profile-json",
         help="the profile the data was collected with, as JSON (only for datasets without "
-        "campaign.json), e.g. the `profiles.quick` section of params.yaml",
+        "campaign.json), e.g. conf/profiles/study.yaml",
     )
     args = parser.parse_args(argv)
     profile = json.loads(args.profile_json) if args.profile_json else None

@@ -18,18 +18,18 @@ by-hand runs of one round differ by is the machine's own noise, the floor under 
 effect this design can resolve.
 
 Per round: sockperf UDP ping-pong p50 round trip over a 10 s window after a 1 s warm-up run
-(case "latency"; "latency-quick" is the quick profile's window, 10,000 round trips after 1,000
+(case "latency"; "latency-study" is the study profile's window, 10,000 round trips after 1,000
 warm-up ones in one run, ~0.55 s here) and iperf3 TCP throughput, the median of the 1 s
-intervals of a 10 s window after 2 s omitted and a 1 s warm-up run ("throughput-quick": the
-quick profile's 3 s window after 1 s omitted). Why 10 s for latency: on this 2-core machine the
+intervals of a 10 s window after 2 s omitted and a 1 s warm-up run ("throughput-study": the
+study profile's 3 s window after 1 s omitted). Why 10 s for latency: on this 2-core machine the
 p50 of a 0.55 s stretch of one continuous sockperf run moves by ~11% (SD of the log ratio of two
-stretches 5 s apart, no harness anywhere: harness/window_noise.py), so the quick window would need
+stretches 5 s apart, no harness anywhere: harness/window_noise.py), so the study window would need
 ~350 paired rounds to resolve 2%; 10 s stretches of the same run differ by ~4% (~40 rounds). Why
 10 s for throughput: a new iperf3 connection here now and then runs at about half its rate for
 its first ~3 s (a 90 s run by hand: 10.0, 9.6, 9.2, then 17-18.6 Gbit/s), which a 3
-s window after 1 s omitted takes whole (with the quick window: 10 of 80 rounds under 13
+s window after 1 s omitted takes whole (with the study window: 10 of 80 rounds under 13
 Gbit/s, round-to-round CV 15-18%); the median of ten intervals after two omitted takes it far
-less often (2 of 80 rounds under 13 Gbit/s, CV 9%). The full profile's windows
+less often (2 of 80 rounds under 13 Gbit/s, CV 9%). The publication profile's windows
 (1,000,000 round trips, ~55 s; 20 s after 2 s omitted) are longer still. The figure is the ratio
 of the arms' medians over rounds, with bootstrap intervals over rounds; the verdict is the
 study's own rule (`pipeline.analysis.stats.verdict`) against a 2% margin: "equivalent" means the 90%
@@ -44,7 +44,7 @@ processes on the first half of the CPUs, the client host's on the rest, so the s
 puts sockperf's client and server on one CPU by chance (that round's p50 would fall from ~55 us
 to ~6 us and decide the comparison). Throughput runs "shared", as the campaigns run: "split"
 does not spare it the half-rate windows (harness/placement.py: 5 of 96 windows under split, 1 of
-96 under shared; with the quick window: 14 of 80 rounds under split). The harness itself
+96 under shared; with the study window: 14 of 80 rounds under split). The harness itself
 (Python, the SSH client) stays free on every CPU, so whatever it takes from the measurement
 still shows.
 
@@ -82,13 +82,13 @@ GOAL = 0.02
 CASES = {
     # benchmark, variant, profile, metric, statistic, the lab's CPU placement (see above)
     "latency": (Latency, "udp", Profile(1, 10.0, 0.0, 1.0, 1), "udp_rtt", 0.5, "split"),
-    "latency-quick": (
+    "latency-study": (
         Latency, "udp", Profile(1, 30.0, 0.0, 1.0, 1, 10_000, 1_000), "udp_rtt", 0.5, "split"
     ),
     "throughput": (
         Throughput, "tcp", Profile(1, 10.0, 2.0, 1.0), "tcp_throughput_received", 0.5, "shared"
     ),
-    "throughput-quick": (
+    "throughput-study": (
         Throughput, "tcp", Profile(1, 3.0, 1.0, 1.0), "tcp_throughput_received", 0.5, "shared"
     ),
 }  # fmt: skip

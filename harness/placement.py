@@ -10,7 +10,7 @@ mode's usual value (a dip: under 75 % of the mode's median over both placements,
 a p50 under 25 % of it, the client and server on one CPU), and docker-host / native per run.
 
 Cases: throughput (iperf3 TCP received, 3 s windows after 1 s omitted) and latency (sockperf
-UDP p50 round trip, the quick profile's 10,000 measured round trips). A benchmark of the
+UDP p50 round trip, the study profile's 10,000 measured round trips). A benchmark of the
 study's method, not a timed test: it prints what it measured, it passes no verdict.
 
 Needs root and the embedded lab (brought up here if it is down). Traffic stays in the lab.

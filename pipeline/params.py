@@ -33,6 +33,9 @@ REL_PATH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._/-]*$")
 TOP_KEYS = ("profile", "common", "environments", "lab", "modes", "analysis", "wan_calibration")
 MARGINS = ("network", "cpu", "memory", "disk")
 WINDOW_KEYS = ("runs", "seconds", "omit_seconds", "warmup_seconds", "count", "warmup_count")
+# A profile may measure fewer modes or paths of a benchmark than it applies to (the demo does):
+# comma-separated names; params.yaml's `modes:` entry for the benchmark, when set, wins.
+PLAN_KEYS = ("modes", "paths")
 INSTRUMENT_KEYS = ("runs", "benchmarks", "compile_packages")
 JITTER_DISTS = ("normal", "uniform")
 MULTIPLICITY = ("holm", "bh", "none")  # stats.MULTIPLICITY: params must not import analysis
@@ -157,6 +160,31 @@ def _check_window(check: _Check, entry: dict, key: str, bench: Benchmark) -> Non
             check.number(entry["warmup_count"], f"{key}.warmup_count", 0, 10**9, integer=True)
 
 
+def _names(value: Any) -> list[str]:
+    return [v.strip() for v in value.split(",")] if isinstance(value, str) else []
+
+
+def _check_plan(check: _Check, entry: dict, key: str, bench: Benchmark) -> None:
+    from pipeline.collect.modes import MODES
+
+    if "modes" in entry:
+        names = _names(entry["modes"])
+        unknown = [m for m in names if m not in MODES]
+        if not names or unknown or "" in names:
+            check.add(f"{key}.modes", f"must be comma-separated mode names; unknown: "
+                      f"{', '.join(map(_brief, unknown or [entry['modes']]))}"
+                      f"{_suggest(unknown[0], MODES) if unknown else ''}; modes: "
+                      f"{', '.join(MODES)}")  # fmt: skip
+        elif bench.modes is not None and not any(m in bench.modes for m in names):
+            check.add(f"{key}.modes", f"none of them is a mode {bench.name} runs in: "
+                                      f"{', '.join(bench.modes)}")  # fmt: skip
+    if "paths" in entry:
+        names = _names(entry["paths"])
+        if not names or any(p not in bench.paths for p in names):
+            check.add(f"{key}.paths", f"must be comma-separated paths of {bench.name}: "
+                      f"{', '.join(bench.paths)}; got {_brief(entry['paths'])}")  # fmt: skip
+
+
 def _check_options(check: _Check, entry: dict, key: str, bench: Benchmark) -> None:
     for name, default in bench.options.items():
         if name not in entry:
@@ -180,7 +208,7 @@ def check_profile(profile: Any, source: str) -> list[str]:
     doc = check.mapping(profile, source)
     if doc is None:
         return check.problems
-    known = ("runs", "reps", *BENCHMARKS, "instrument")
+    known = ("runs", "reps", *BENCHMARKS, "instrument", "leaves_out")
     check.keys(doc, source, known)
     for name in ("runs", "reps"):
         if name not in doc:
@@ -197,9 +225,16 @@ def check_profile(profile: Any, source: str) -> list[str]:
         if entry is None:
             continue
         bench = cls()
-        check.keys(entry, key, (*WINDOW_KEYS, *bench.options))
+        check.keys(entry, key, (*WINDOW_KEYS, *PLAN_KEYS, *bench.options))
         _check_window(check, entry, key, bench)
+        _check_plan(check, entry, key, bench)
         _check_options(check, entry, key, bench)
+    leaves_out = doc.get("leaves_out", [])
+    if not isinstance(leaves_out, list) or not all(
+        isinstance(x, str) and x.strip() for x in leaves_out
+    ):
+        check.add(f"{source}.leaves_out", "must be a list of sentences (what the profile does "
+                                          "not measure, for the article)")  # fmt: skip
     inst = doc.get("instrument")
     if inst is None:
         check.add(f"{source}.instrument", "missing: the instrument check's runs and benchmarks")
@@ -350,9 +385,22 @@ class Params:
         return dict(self.raw["lab"]["wan"])
 
     def modes(self, benchmark: str) -> list[str] | None:
-        """The benchmark's planned modes (None: every mode it applies to)."""
-        value = self.raw.get("modes", {}).get(benchmark, "all")
+        """The benchmark's planned modes (None: every mode it applies to): params.yaml's
+        `modes:` entry, else the profile's, else all."""
+        value = self.raw.get("modes", {}).get(benchmark)
+        if value is None:
+            value = self.profile[benchmark].get("modes", "all")
         return None if value == "all" else [m.strip() for m in value.split(",")]
+
+    def paths(self, benchmark: str) -> list[str] | None:
+        """The benchmark's planned paths (None: every path it applies to)."""
+        value = self.profile[benchmark].get("paths")
+        return None if value is None else [p.strip() for p in value.split(",")]
+
+    @property
+    def leaves_out(self) -> list[str]:
+        """What the profile does not measure, in sentences (the article says it)."""
+        return list(self.profile.get("leaves_out", []))
 
     def window(self, benchmark: str, entry: dict | None = None) -> dict:
         """The campaign's window settings (``pipeline.collect.campaign.Profile``'s fields)."""
@@ -371,7 +419,8 @@ class Params:
 
     def options(self, benchmark: str) -> dict:
         """The benchmark's own settings (``Benchmark.options``) the profile sets."""
-        return {k: v for k, v in self.profile[benchmark].items() if k not in WINDOW_KEYS}
+        entry = self.profile[benchmark]
+        return {k: v for k, v in entry.items() if k not in (*WINDOW_KEYS, *PLAN_KEYS)}
 
 
 def load(params_file: str | Path = PARAMS_FILE, root: Path | None = None) -> Params:

@@ -205,7 +205,8 @@ def fixed_stages(params: Params) -> list[Stage]:
         Stage("assemble-article", "notebooks/analysis/39-assemble-article.ipynb",
               f"{EXECUTED}/assemble-article.ipynb",
               deps=["data/processed", "data/raw", TABLES, "figures"],
-              params=["common.margins", "analysis.confidence"],
+              params=["profile", "common.margins", "analysis.confidence",
+                      {f"{PROFILES_DIR}/${{profile}}.yaml": ["leaves_out"]}],
               outs=[{"reports/numbers.json": {"cache": False}},
                     {"reports/article.md": {"cache": False}},
                     {"reports/article.html": {"cache": False}}],
@@ -297,7 +298,9 @@ def parameters(stage: Stage, params: Params, environment: str | None) -> dict:
         modes = params.modes(bench)
         values.update(
             inventory_file=params.environments[environment], raw_dir="data/raw",
-            modes="all" if modes is None else ",".join(modes), seed=raw["common"]["seed"],
+            modes="all" if modes is None else ",".join(modes),
+            paths="all" if params.paths(bench) is None else ",".join(params.paths(bench)),
+            seed=raw["common"]["seed"],
             window=params.window(bench), options=params.options(bench), wan=wan,
         )  # fmt: skip
     elif stage.name == "collect-instrument":
@@ -341,6 +344,7 @@ def parameters(stage: Stage, params: Params, environment: str | None) -> dict:
     elif stage.name == "assemble-article":
         values.update(processed_dir="data/processed", raw_dir="data/raw", tables_dir=TABLES,
                       figures_dir="figures", out_dir="reports", metrics_file=stage.metrics[0],
+                      profile=raw["profile"], leaves_out="\n".join(params.leaves_out),
                       **{f"margin_{k}": v for k, v in raw["common"]["margins"].items()},
                       confidence=raw["analysis"]["confidence"])  # fmt: skip
     return values

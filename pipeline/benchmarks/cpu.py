@@ -14,7 +14,7 @@ container compiles the same files with the same compiler), an empty build cache
 (``GOCACHE`` in a fresh temporary directory), ``CGO_ENABLED=0`` (no C compiler involved) and
 ``-p`` = the host's CPU count. It takes about a minute on the 2-core lab; the 000 article
 compiled a Linux kernel, which takes far longer here. The packages are the option
-``compile_packages`` (the smoke profile builds ``fmt`` and its dependencies only). The
+``compile_packages`` (the smoke profile builds ``errors`` and its dependencies only). The
 sample, ``compile_s``, is the build's wall time as measured inside the mode by ``date``
 around ``go build`` (container start-up excluded); the warm-up runs ``go list -deps`` over
 the same packages, which reads every package's files into the page cache without compiling.

@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.lab, ROOT_ONLY]
 PROFILE, OPTIONS = smoke_settings("cpu")
 assert smoke_settings("memory")[0] == PROFILE
 MUST_RUN = {"native", "docker-bridge"}  # the lab always has these; the others may be skipped
-COMPILE = OPTIONS["compile_packages"]  # smoke: fmt and its dependencies (~6 s here)
+COMPILE = OPTIONS["compile_packages"]  # smoke: errors and its dependencies (~3 s here)
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,9 @@ from pipeline.benchmarks.latency import Latency
 
 
 def test_latency_ceiling_is_windows_against_windows_plus_sockperfs_fixed_time():
-    # a quick latency campaign as measured: 1094 s of windows over 168 measurements, one sockperf
-    # run each (warm-up in the window), 2.0 s sleep + 0.45 s discarded + 0.1 s drain per run
+    # a study-profile latency campaign as measured: 1094 s of windows over 168 measurements, one
+    # sockperf run each (warm-up in the window), 2.0 s sleep + 0.45 s discarded + 0.1 s drain per
+    # run
     assert Latency.tool_fixed_seconds == pytest.approx(2.55)
     assert duty_cycle.ceiling(1094.0, 168, "latency") == pytest.approx(1094 / (1094 + 168 * 2.55))
 

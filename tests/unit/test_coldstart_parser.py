@@ -233,13 +233,13 @@ def test_a_failed_start_fails_the_step(tmp_path):
 
 def _profiles() -> dict:
     return {p: yaml.safe_load((ROOT / f"conf/profiles/{p}.yaml").read_text())
-            for p in ("smoke", "quick", "full")}
+            for p in ("smoke", "demo", "study", "publication")}
 
 
 def test_profiles_size_the_starts():
     profiles = _profiles()
-    for name in ("smoke", "quick", "full"):
+    for name in ("smoke", "demo", "study", "publication"):
         profile = profiles[name]["coldstart"]
         assert profile["starts"] >= 5 and profile["warmup_starts"] >= 1
-    assert profiles["full"]["coldstart"]["starts"] == 200
-    assert profiles["quick"]["coldstart"]["starts"] == 30
+    assert profiles["publication"]["coldstart"]["starts"] == 200
+    assert profiles["study"]["coldstart"]["starts"] == 30

@@ -20,7 +20,7 @@ from pipeline.analysis.footprint import (
 
 SLOPE = 3200.0  # KiB per container (the 000 article's ~3.2 MB per shim)
 INTERCEPT = 81000.0  # KiB idle
-COUNTS = np.arange(0, 21, 5)  # the quick profile: 0, 5, ..., 20 containers
+COUNTS = np.arange(0, 21, 5)  # the study profile: 0, 5, ..., 20 containers
 
 
 def _synthetic(seed: int, runs: int = 5, run_sd: float = 2000.0, slope_sd: float = 40.0,

@@ -150,14 +150,16 @@ def test_the_profiles_name_known_checks():
 
     root = Path(__file__).resolve().parents[2]
     profiles = {p: yaml.safe_load((root / f"conf/profiles/{p}.yaml").read_text())
-                for p in ("smoke", "quick", "full")}
+                for p in ("smoke", "demo", "study", "publication")}
     for profile in profiles.values():
         section = profile["instrument"]
         assert set(section) == {"runs", "benchmarks", "compile_packages"}
         assert parse_benchmarks(section["benchmarks"])  # only known checks
         assert section["runs"] >= 2
-    # quick and full run the A/A in every benchmark of the check, with enough runs for a TOST
-    for profile in ("quick", "full"):
+    # study and publication run the A/A in every benchmark of the check, with enough runs for
+    # a TOST; the demo in fewer, three runs
+    assert profiles["demo"]["instrument"]["runs"] >= 3
+    for profile in ("study", "publication"):
         section = profiles[profile]["instrument"]
         assert parse_benchmarks(section["benchmarks"]) == list(CHECKS)
         assert section["runs"] >= 5

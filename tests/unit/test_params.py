@@ -36,7 +36,7 @@ def _problems(repo: Path) -> list[str]:
 
 
 def test_the_committed_settings_are_valid_for_every_profile(repo):
-    for profile in ("smoke", "quick", "full"):
+    for profile in ("smoke", "demo", "study", "publication"):
         _edit(repo / "params.yaml", lambda d, p=profile: d.update(profile=p))
         loaded = params.load("params.yaml", root=repo)
         assert loaded.profile["runs"] >= 1
@@ -82,23 +82,78 @@ def test_profile_windows_runs_and_options(repo):
         d["coldstart"]["starts"] = 2.5
         d["lb"]["wrk_threads"] = 4
 
-    _edit(repo / "conf/profiles/quick.yaml", broken)
+    _edit(repo / "conf/profiles/demo.yaml", broken)
     problems = _problems(repo)
-    src = "conf/profiles/quick.yaml"
+    src = "conf/profiles/demo.yaml"
     assert f"{src}.runs: must be a whole number in [1, 1000], got 0" in problems
     assert f"{src}.throughput.seconds: must be a number in (0, 86400], got -3" in problems
-    assert f"{src}.http.omit_seconds: must be shorter than the window (4 s): got 9" in problems
+    assert f"{src}.http.omit_seconds: must be shorter than the window (2 s): got 9" in problems
     assert f"{src}.latency.count: missing: samples per window (a count-based tool)" in problems
     assert f"{src}.cpu.compile_packages: must be a non-empty text, got ''" in problems
     assert f"{src}.coldstart.starts: must be a whole number in [1, 1e+09], got 2.5" in problems
     assert any(p.startswith(f"{src}.lb.wrk_threads: unknown setting") for p in problems)
 
 
+def test_a_profile_plans_fewer_modes_and_paths_and_says_so(repo):
+    def broken(d):
+        d["throughput"]["modes"] = "native,docker-hots"
+        d["latency"]["paths"] = "dc,wan"
+        d["cpu"]["modes"] = "swarm-overlay"
+        d["leaves_out"] = "everything"
+
+    _edit(repo / "conf/profiles/demo.yaml", broken)
+    problems = _problems(repo)
+    src = "conf/profiles/demo.yaml"
+    assert any(p.startswith(f"{src}.throughput.modes: must be comma-separated mode names; "
+                            "unknown: 'docker-hots' (did you mean 'docker-host'?)")
+               for p in problems), problems
+    assert f"{src}.latency.paths: must be comma-separated paths of latency: dc, internet, " \
+           "local; got 'dc,wan'" in problems
+    assert any(p.startswith(f"{src}.cpu.modes: none of them is a mode cpu runs in")
+               for p in problems), problems
+    assert any(p.startswith(f"{src}.leaves_out: must be a list of sentences") for p in problems)
+    assert len(problems) == 4
+
+
+def test_params_yaml_modes_win_over_the_profiles(repo):
+    _edit(repo / "conf/profiles/demo.yaml", lambda d: (
+        d["throughput"].update(modes="native,docker-bridge", paths="dc"),
+        d["http"].pop("modes", None), d["http"].pop("paths", None)))
+    loaded = params.load("params.yaml", root=repo)
+    assert loaded.modes("throughput") == ["native", "docker-bridge"]
+    assert loaded.paths("throughput") == ["dc"]
+    assert loaded.modes("http") is None and loaded.paths("http") is None
+    assert not {"modes", "paths"} & set(loaded.options("throughput"))
+    _edit(repo / "params.yaml", lambda d: d.update(modes={"throughput": "native,macvlan"}))
+    assert params.load("params.yaml", root=repo).modes("throughput") == ["native", "macvlan"]
+
+
+def test_every_comparison_with_native_has_three_runs_beyond_smoke(repo):
+    """A verdict needs runs: every profile but CI's gives each benchmark compared with native
+    (a margin, or native among its modes) at least three runs, native planned."""
+    from pipeline.benchmarks import BENCHMARKS
+
+    for profile in ("demo", "study", "publication"):
+        _edit(repo / "params.yaml", lambda d, p=profile: d.update(profile=p))
+        loaded = params.load("params.yaml", root=repo)
+        for name, cls in BENCHMARKS.items():
+            planned = loaded.modes(name)
+            if cls.margin is None and "native" not in (cls.modes or ()):
+                continue
+            assert loaded.window(name)["runs"] >= 3, (profile, name)
+            assert planned is None or "native" in planned, (profile, name)
+            assert planned is None or len(planned) >= 2, (profile, name)
+        if profile == "demo":
+            assert loaded.leaves_out, "the demo says what it leaves out"
+        else:
+            assert loaded.leaves_out == []
+
+
 def test_a_missing_benchmark_entry_and_an_unknown_profile(repo):
-    _edit(repo / "conf/profiles/quick.yaml", lambda d: d.pop("memory"))
-    assert any(p.startswith("conf/profiles/quick.yaml.memory: missing") for p in _problems(repo))
-    _edit(repo / "params.yaml", lambda d: d.update(profile="quik"))
-    assert any("no file conf/profiles/quik.yaml (did you mean 'quick'?)" in p
+    _edit(repo / "conf/profiles/demo.yaml", lambda d: d.pop("memory"))
+    assert any(p.startswith("conf/profiles/demo.yaml.memory: missing") for p in _problems(repo))
+    _edit(repo / "params.yaml", lambda d: d.update(profile="studdy"))
+    assert any("no file conf/profiles/studdy.yaml (did you mean 'study'?)" in p
                for p in _problems(repo))
 
 
@@ -138,6 +193,6 @@ def test_long_values_are_quoted_briefly(repo):
 def test_the_command_line_check(repo, monkeypatch, capsys):
     monkeypatch.setattr(params, "ROOT", repo)
     assert params.main([]) == 0
-    _edit(repo / "conf/profiles/quick.yaml", lambda d: d.update(runs=-1))
+    _edit(repo / "conf/profiles/demo.yaml", lambda d: d.update(runs=-1))
     assert params.main([]) == 1
-    assert "conf/profiles/quick.yaml.runs: must be a whole number" in capsys.readouterr().err
+    assert "conf/profiles/demo.yaml.runs: must be a whole number" in capsys.readouterr().err

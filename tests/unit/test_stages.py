@@ -94,6 +94,22 @@ def test_collection_parameters_come_from_the_profile(params):
     assert latency["count"] == params.profile["latency"]["count"]
 
 
+def test_a_profiles_modes_and_paths_reach_the_campaign(params):
+    raw, profile = copy.deepcopy(params.raw), copy.deepcopy(params.profile)
+    profile["throughput"].update(modes="native,docker-bridge", paths="dc")
+    profile["http"].pop("modes", None)
+    profile["http"].pop("paths", None)
+    raw["modes"] = {}
+    other = params_mod.Params(raw=raw, profile=profile)
+    values = stages.parameters(stages.find("collect-throughput", other), other, "lab")
+    assert (values["modes"], values["paths"]) == ("native,docker-bridge", "dc")
+    assert "modes" not in values["options"] and "paths" not in values["options"]
+    values = stages.parameters(stages.find("collect-http", other), other, "lab")
+    assert (values["modes"], values["paths"]) == ("all", "all")
+    article = stages.parameters(stages.find("assemble-article", other), other, None)
+    assert article["leaves_out"].splitlines() == profile.get("leaves_out", [])
+
+
 def test_a_new_environment_needs_its_stages(tmp_path, params, capsys):
     raw = copy.deepcopy(params.raw)
     raw["environments"]["bare-metal"] = "inventory/example-hosts.yaml"
