@@ -72,7 +72,7 @@ def summarise(samples: pd.DataFrame, runs: pd.DataFrame, confidence: float = 0.9
 # each run's value is the median of its repetitions (they share the run's Swarm state), and the
 # median over runs gets a distribution-free interval; the pooled numbers stay in the summary
 # for comparison. With too few runs for the stated level the interval is the runs' range and
-# its coverage is said (the quick profile's 3 runs cover 75%).
+# its coverage is said (the study profile's 3 runs cover 75%).
 
 METRIC_S = "orchestration_s"
 CELL = ["environment", "mode", "path", "variant"]

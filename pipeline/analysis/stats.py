@@ -372,15 +372,17 @@ def _percentile_interval(boot: np.ndarray, confidence: float) -> tuple[np.ndarra
 # cells' values over the same runs is the geometric mean of their per-run ratios). The pooled
 # quantile of all samples is kept beside it (``pooled``) as a description of the samples.
 
-#: A run's ``q``-quantile is used only when at least this many of the run's samples lie beyond
-#: it, i.e. the run has ``min_samples(q)`` samples: p99 needs 1,000, p99.9 10,000. With fewer,
-#: the "p99.9" is the run's largest sample or so, and what varies between runs is an extreme.
+#: A run's upper-tail ``q``-quantile is used only when at least this many of the run's samples
+#: lie beyond it, i.e. the run has ``min_samples(q)`` samples: p90 needs 100, p99 1,000, p99.9
+#: 10,000. With fewer, the "p99.9" is the run's largest sample or so, and what varies between
+#: runs is an extreme. A run's median (and anything below) is always its own.
 TAIL_SAMPLES = 10
 
 
 def min_samples(q: float) -> int:
-    """Samples a run needs for its ``q``-quantile (``TAIL_SAMPLES`` beyond it)."""
-    return int(np.ceil(TAIL_SAMPLES / (1.0 - q) - 1e-9))
+    """Samples a run needs for its ``q``-quantile: one up to the median, else ``TAIL_SAMPLES``
+    beyond it."""
+    return 1 if q <= 0.5 else int(np.ceil(TAIL_SAMPLES / (1.0 - q) - 1e-9))
 
 
 def short_runs_reason(cell: RunSamples, q: float) -> str | None:

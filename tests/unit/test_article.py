@@ -500,3 +500,25 @@ def test_the_html_renders_tables_through_markdown_it(tree):
     assert re.search(r'<img src="data:image/svg\+xml;base64,[^"]+" alt="throughput" '
                      r'id="figure-throughput-throughput" ?/?>', page)  # fmt: skip
     assert '<a href="#figure-throughput-throughput">1</a>' in page  # the summary's link
+
+
+def test_a_profile_that_measures_less_says_so_first_in_the_limitations(tree):
+    said = ["Throughput: native and Docker host and bridge only.",
+            "Use the study profile (`dvc exp run -S profile=study`) for every mode."]  # fmt: skip
+    proc, tabs = tree / "data" / "processed", tree / "reports" / "tables"
+    built = article.assemble(proc, tree / "data" / "raw", tabs, tree / "figures",
+                             tree / "reports", MARGINS, 0.95, root=tree, profile="demo",
+                             leaves_out=said)  # fmt: skip
+    limits = _section(built.markdown, "Limitations")
+    assert limits.lstrip().startswith(
+        "This run used the **demo** profile (`conf/profiles/demo.yaml`), which measures less "
+        "than the study:\n\n- Throughput: native and Docker host and bridge only.\n- Use the "
+        "study profile"
+    )
+    assert "Profile: demo (fewer modes and paths; see Limitations)." in built.markdown
+    # a profile that leaves nothing out adds only its name
+    full = article.assemble(
+        proc, tree / "data" / "raw", tabs, tree / "figures", tree / "reports", MARGINS, 0.95,
+        root=tree, profile="study",
+    )  # fmt: skip
+    assert "Profile: study." in full.markdown and "measures less" not in full.markdown

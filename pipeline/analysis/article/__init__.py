@@ -19,6 +19,7 @@ native, and metrics.json), ``summary``, ``methods`` (Methods and Limitations), `
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -132,9 +133,12 @@ def assemble(
     margins: dict[str, float],
     confidence: float = 0.95,
     root: Path | str | None = None,
+    profile: str | None = None,
+    leaves_out: Sequence[str] = (),
 ) -> Article:
     """The article's Markdown, its numbers and its metrics, from the generated files (nothing
-    is written)."""
+    is written). ``profile`` names the measurement profile and ``leaves_out`` says, a sentence
+    each, what it does not measure: the Limitations open with them."""
     root = Path(root or Path.cwd()).resolve()
     inputs = Inputs(
         Path(processed_dir),
@@ -157,11 +161,15 @@ def assemble(
             not_measured.append(section)
     tail = [
         methods(inputs, numbers, benchmarks),
-        limitations(inputs, numbers, benchmarks, not_measured),
+        limitations(inputs, numbers, benchmarks, not_measured, profile, leaves_out),
         _appendix(inputs, numbers),
     ]
     # Written last, placed first: it points to figures the body has placed and numbered.
-    parts = [TITLE, PROVENANCE, summary(inputs, numbers, found), *body, *tail]
+    provenance = PROVENANCE
+    if profile:
+        scope = " (fewer modes and paths; see Limitations)" if leaves_out else ""
+        provenance += f" Profile: {profile}{scope}."
+    parts = [TITLE, provenance, summary(inputs, numbers, found), *body, *tail]
     markdown = "\n\n".join(p for p in parts if p).rstrip() + "\n"
     return Article(
         markdown,
@@ -182,14 +190,17 @@ def build(
     confidence: float = 0.95,
     root: Path | str | None = None,
     metrics_file: Path | str | None = None,
+    profile: str | None = None,
+    leaves_out: Sequence[str] = (),
 ) -> dict[str, Path]:
     """Write ``numbers.json``, ``article.md`` and ``article.html`` into ``out_dir``, and the
     comparisons with native to ``metrics_file`` (default ``<out_dir>/metrics.json``)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     article = assemble(
-        processed_dir, raw_dir, tables_dir, figures_dir, out, margins, confidence, root
-    )
+        processed_dir, raw_dir, tables_dir, figures_dir, out, margins, confidence, root,
+        profile, leaves_out,
+    )  # fmt: skip
     paths = {
         "numbers": out / "numbers.json",
         "markdown": out / "article.md",

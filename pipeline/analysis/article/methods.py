@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -506,10 +507,23 @@ def not_ok(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[str]
 
 
 def limitations(
-    inputs: Inputs, numbers: Numbers, benchmarks: list[str], not_measured: list[Section]
+    inputs: Inputs,
+    numbers: Numbers,
+    benchmarks: list[str],
+    not_measured: list[Section],
+    profile: str | None = None,
+    leaves_out: Sequence[str] = (),
 ) -> str:
-    """The Limitations section: what did not run and why, what was not measured."""
+    """The Limitations section: what the profile leaves out, what did not run and why, what
+    was not measured."""
     blocks = ["## Limitations"]
+    said = [s.strip() for s in leaves_out if s.strip()]
+    if said:
+        blocks.append(
+            f"This run used the **{profile or 'chosen'}** profile "
+            f"(`conf/profiles/{profile}.yaml`), which measures less than the study:\n\n"
+            + "\n".join(f"- {s}" for s in said)
+        )
     skipped = not_ok(inputs, numbers, benchmarks)
     blocks.append(
         "Modes that did not run, each reason recorded by the campaign quoted once with the steps "
