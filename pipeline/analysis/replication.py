@@ -350,7 +350,7 @@ SOURCES: dict[str, Source] = {
     ),
     # notebook 28 (pipeline.analysis.footprint): one row per engine on the path "host",
     # variant "idle"; no native (an engine's own memory has none): the PSS cost per container
-    # as a ratio to rootful Docker's (``reference``: docker-bridge), run-bootstrapped. The 004
+    # as a ratio to rootful Docker's (``reference``: docker-bridge), per-run slopes. The 004
     # article's "at 100 containers" is 100 x its per-container figure: the same ratio.
     "footprint": Source(
         files={"*": "footprint_summary"},
@@ -750,7 +750,7 @@ def table_caption(result: pd.DataFrame, confidence: float = 0.95) -> str:
         "ratio to its baseline or a difference in microseconds, derived from its raw numbers. "
         "Published: that comparison; a printed number stands for every value that rounds to it. "
         f"Study: the same comparison from this study's summaries with its {confidence:.0%} "
-        "interval (t over runs; footprint: cluster bootstrap). Verdict: consistent when the "
+        "interval (t over runs). Verdict: consistent when the "
         "published comparison overlaps the study's interval, not consistent when it lies "
         f"outside it, not measurable here with the reason. {tally}."
     )

@@ -3,7 +3,8 @@
 Per-run summaries are the unit of inference: samples inside one run share the run's
 conditions (placement, cache state, neighbours), so they are not independent draws and an
 interval computed from pooled samples would be far too narrow. Intervals here are therefore
-computed across runs (blocks), and the bootstrap resamples whole runs.
+computed across runs: Student t intervals of per-run values (or of their logs, for ratios), the
+median's rank interval across runs, and a parametric bootstrap for the variance components.
 """
 
 from __future__ import annotations
@@ -171,19 +172,6 @@ def resolvable(sd: float, n: int, alpha: float = 0.05, power: float = POWER) -> 
         return float("nan")
     df = n - 1
     return float((_st.t.ppf(1.0 - alpha / 2.0, df) + _st.t.ppf(power, df)) * sd / np.sqrt(n))
-
-
-def runs_to_resolve(
-    sd: float, effect: float, alpha: float = 0.05, power: float = POWER, max_runs: int = 1000
-) -> int | None:
-    """Fewest runs whose ``resolvable`` is at most ``effect`` (same units as ``sd``), or None
-    when more than ``max_runs`` would be needed or ``sd`` is unknown."""
-    if not (np.isfinite(sd) and effect > 0):
-        return None
-    for n in range(2, max_runs + 1):
-        if resolvable(sd, n, alpha, power) <= effect:
-            return n
-    return None
 
 
 @dataclass(frozen=True)
@@ -772,27 +760,22 @@ def verdict(
     """The verdict of one comparison with native: one of ``VERDICTS``, or None without a ratio.
 
     ``ratio`` is the mode's ratio to native, ``(lo, hi)`` its ``1 - alpha`` interval (95%) and
-    ``(lo_eq, hi_eq)`` its ``1 - 2 alpha`` interval (90%, see ``equivalence_level``), both from
-    the same bootstrap replicates. The rule, applied in this order:
+    ``(lo_eq, hi_eq)`` its ``1 - 2 alpha`` interval (90%, see ``equivalence_level``), both t
+    intervals of the same per-run log ratios (``tost_log_ratio``). The rule, applied in this
+    order:
 
     1. **equivalent** when ``1 - margin < lo_eq`` and ``hi_eq < 1 + margin``: the 90% interval
        lies strictly inside the margin, i.e. both one-sided tests at ``alpha`` reject a
-       difference as large as the margin. When the caller has per-run values it passes the
-       p-value of the paired TOST on them (``tost_log_ratio``), which must then agree
-       (``tost_p < alpha``); NaN (the TOST could not be run, e.g. fewer than 3 paired runs)
-       never agrees. With few runs the bootstrap percentile interval is too narrow, so "no
-       meaningful overhead" is not claimed on its word alone. ``tost_p=None`` (no per-run
-       values at all) applies the interval rule alone.
+       difference as large as the margin. The caller passes the TOST's p-value
+       (``tost_log_ratio``), which must then agree (``tost_p < alpha``; with t intervals it
+       does by construction); NaN (the TOST was not run: fewer than 3 paired runs) never
+       agrees. ``tost_p=None`` applies the interval rule alone.
     2. **overhead** when the 95% interval lies strictly on the worse side of 1 (below 1 when
        ``higher_is_better``, as for throughput; above 1 for latency); **faster** when strictly
-       on the better side. When the caller has per-run values it passes ``diff_p``, the
-       two-sided paired t test of "no difference" on the per-run log ratios
-       (``TostResult.diff_p``), which must agree (``diff_p < alpha``); NaN (fewer than 3 paired
-       runs) never agrees. The same reason as in 1: with 2 or 3 runs the bootstrap percentile
-       interval is about the range of the per-run ratios, so it excludes 1 whenever every run
-       happens to fall on the same side, a false difference in a quarter of A/A comparisons
-       with 3 runs (the instrument check, ``pipeline.analysis.instrument``, measures that rate).
-       ``diff_p=None`` applies the interval rule alone.
+       on the better side. The caller passes ``diff_p``, the two-sided paired t test of "no
+       difference" on the per-run log ratios (``TostResult.diff_p``), which must agree
+       (``diff_p < alpha``); NaN (fewer than 3 paired runs) never agrees. ``diff_p=None``
+       applies the interval rule alone.
     3. **inconclusive** otherwise, and whenever an interval is missing (fewer than 2 runs).
 
     Equivalence is decided first, so a difference that is real (the 95% interval excludes 1)

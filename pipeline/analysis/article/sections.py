@@ -22,7 +22,6 @@ from pipeline.analysis import footprint as footprint_analysis
 from pipeline.analysis.article.comparisons import Comparison, comparisons
 from pipeline.analysis.article.inputs import (
     BASELINE,
-    BOOTSTRAP,
     RANK,
     RATIO_T,
     RUN_T,
@@ -371,7 +370,7 @@ def _replication(inputs: Inputs, numbers: Numbers) -> list[str] | None:
 
 def _lb(inputs: Inputs, numbers: Numbers) -> list[str] | None:
     """Per environment: the direct replica's rate, then each balancer's rate as a share of it
-    (cluster-bootstrap interval) at every replica count measured (pipeline.analysis.lb)."""
+    (paired t interval) at every replica count measured (pipeline.analysis.lb)."""
     found = inputs.summary("lb", "lb_summary")
     if found is None:
         return None
@@ -522,7 +521,7 @@ def _footprint(inputs: Inputs, numbers: Numbers) -> list[str] | None:
                 ratio = numbers.add(
                     f"{key}.per_container_vs_rootful_docker", r.ratio, "ratio", source,
                     r.ratio_lo, r.ratio_hi, conf,
-                    BOOTSTRAP, decimals=2,
+                    RATIO_T, decimals=2,
                 )  # fmt: skip
                 text += f", {ratio.with_ci('x')} rootful Docker's cost per container"
                 verdict = getattr(r, "verdict", None)
