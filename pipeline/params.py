@@ -299,7 +299,8 @@ def check_params(params: Any, root: Path | None = None) -> list[str]:
                 check.add(f"environments.{_brief(name)}", "an environment name is lowercase "
                           "letters, digits and '-', starting with a letter (it names stages "
                           "and directories)")  # fmt: skip
-            if not isinstance(path, str) or not REL_PATH.match(path) or ".." in path.split("/"):
+            if (not isinstance(path, str) or not REL_PATH.match(path) or len(path) > 255
+                    or ".." in path.split("/")):
                 check.add(f"environments.{name}", f"must be a relative path inside the "
                           f"repository (letters, digits, . _ - /), got {_brief(path)}")  # fmt: skip
             elif not (root / path).is_file():

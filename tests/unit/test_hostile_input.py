@@ -312,6 +312,8 @@ PARAMS_CASES: list[tuple[str, Callable[[Path], None], tuple[str, ...], str | Non
      ("profile: must be a profile name",), None),
     ("environment-escape", _params_edit("params.yaml", _set("environments.lab", "../../etc/x")),
      ("environments.lab: must be a relative path inside the repository",), None),
+    ("environment-path-too-long", _params_edit("params.yaml", _set("environments.lab", "x" * 300)),
+     ("environments.lab: must be a relative path inside the repository",), None),
     ("compile-option", _params_edit(DEMO, _set("cpu.compile_packages", "-toolexec=id errors")),
      ("cpu.compile_packages: must be Go package patterns", "none starting with '-'"), None),
     ("compile-substitution", _params_edit(DEMO, _set("instrument.compile_packages", "$(id)")),
