@@ -6,7 +6,7 @@ notebook). The profile is a file of its own, ``conf/profiles/<profile>.yaml``, s
 ``dvc exp run -S profile=smoke`` switches it and ``dvc exp show`` lists the chosen profile's
 values once.
 
-    python -m pipeline.params            # check params.yaml and its profile; exit 1 on problems
+    python -m pipeline.params            # check params.yaml and its profile; exit 2 on problems
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from pipeline.benchmarks import BENCHMARKS, Benchmark
+from pipeline.collect.inventory import MAX_YAML_BYTES, load_yaml, redact, yaml_problem
 
 ROOT = Path(__file__).resolve().parent.parent
 PARAMS_FILE = "params.yaml"
@@ -30,6 +31,7 @@ PROFILES_DIR = "conf/profiles"
 NAME = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 # A repository-relative path without characters a shell or YAML would read specially.
 REL_PATH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._/-]*$")
+GO_PACKAGE = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]*$")
 TOP_KEYS = ("profile", "common", "environments", "lab", "modes", "analysis", "wan_calibration")
 MARGINS = ("network", "cpu", "memory", "disk")
 WINDOW_KEYS = ("runs", "seconds", "omit_seconds", "warmup_seconds", "count", "warmup_count")
@@ -39,7 +41,6 @@ PLAN_KEYS = ("modes", "paths")
 INSTRUMENT_KEYS = ("runs", "benchmarks", "compile_packages")
 JITTER_DISTS = ("normal", "uniform")
 MULTIPLICITY = ("holm", "bh", "none")  # stats.MULTIPLICITY: params must not import analysis
-MAX_YAML_BYTES = 1 << 20
 
 
 class ParamsError(ValueError):
@@ -51,34 +52,28 @@ class ParamsError(ValueError):
         super().__init__(f"{source}: {len(problems)} problem(s):\n{lines}")
 
 
-class _NoAliasLoader(yaml.SafeLoader):
-    """Safe YAML without anchors and aliases: the study's settings need none, and nested
-    aliases can make a small file expand without bound."""
-
-    def compose_node(self, parent, index):  # type: ignore[override]
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.composer.ComposerError(
-                None, None, "aliases (*name) are not allowed here: write the value out",
-                event.start_mark,
-            )  # fmt: skip
-        return super().compose_node(parent, index)
-
-
 def read_yaml(path: Path) -> Any:
-    """A YAML file's content; a clear ParamsError for a missing, oversized or malformed file."""
+    """A YAML file's content; a clear ParamsError for a missing, oversized or malformed file,
+    or for a value that looks like key material (named by its key, never printed)."""
     if not path.is_file():
         raise ParamsError(str(path), [f"{path} does not exist"])
     if path.stat().st_size > MAX_YAML_BYTES:
         too_big = f"{path} is over {MAX_YAML_BYTES} bytes: not a settings file"
         raise ParamsError(str(path), [too_big])
     try:
-        return yaml.load(path.read_text(), Loader=_NoAliasLoader)  # noqa: S506 (safe loader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ParamsError(str(path), [f"not valid YAML{where}: {what}"]) from None
+        data, _ = load_yaml(path.read_text())
+    except (yaml.YAMLError, RecursionError, UnicodeDecodeError) as exc:
+        what = "not UTF-8 text: save it as UTF-8" if isinstance(exc, UnicodeDecodeError) \
+            else yaml_problem(exc, " (line {line}, column {column})")
+        raise ParamsError(str(path), [what]) from None
+    data, secrets = redact(data)
+    if secrets:
+        raise ParamsError(str(path), [
+            f"{where}: looks like {kind}; the value is not shown. Settings files hold no "
+            "secrets: remove it (keys belong in a file named by an inventory's ssh.key_file)"
+            for where, kind in secrets
+        ])  # fmt: skip
+    return data
 
 
 def _brief(value: Any) -> str:
@@ -193,6 +188,8 @@ def _check_options(check: _Check, entry: dict, key: str, bench: Benchmark) -> No
         if isinstance(default, str):
             if not isinstance(value, str) or not value.strip():
                 check.add(f"{key}.{name}", f"must be a non-empty text, got {_brief(value)}")
+            elif name == "compile_packages":
+                _check_packages(check, value, f"{key}.{name}")
         elif isinstance(default, bool):
             if not isinstance(value, bool):
                 check.add(f"{key}.{name}", f"must be true or false, got {_brief(value)}")
@@ -200,6 +197,13 @@ def _check_options(check: _Check, entry: dict, key: str, bench: Benchmark) -> No
             check.number(value, f"{key}.{name}", 1, 10**9, integer=True)
         else:
             check.number(value, f"{key}.{name}", 0, 10**9, lo_open=True)
+
+
+def _check_packages(check: _Check, value: str, key: str) -> None:
+    # The words reach `go build` as arguments: one starting with '-' would be an option.
+    if not all(GO_PACKAGE.match(w) for w in value.split()):
+        check.add(key, f"must be Go package patterns separated by spaces (e.g. \"std cmd\"), "
+                       f"none starting with '-', got {_brief(value)}")  # fmt: skip
 
 
 def check_profile(profile: Any, source: str) -> list[str]:
@@ -250,6 +254,9 @@ def check_profile(profile: Any, source: str) -> list[str]:
                       f"{', '.join(CHECKS)}, got {_brief(wanted)}")  # fmt: skip
         if not isinstance(inst.get("compile_packages"), str):
             check.add(f"{source}.instrument.compile_packages", "must be a text, e.g. errors")
+        else:
+            key = f"{source}.instrument.compile_packages"
+            _check_packages(check, inst["compile_packages"], key)
     return check.problems
 
 
@@ -292,7 +299,8 @@ def check_params(params: Any, root: Path | None = None) -> list[str]:
                 check.add(f"environments.{_brief(name)}", "an environment name is lowercase "
                           "letters, digits and '-', starting with a letter (it names stages "
                           "and directories)")  # fmt: skip
-            if not isinstance(path, str) or not REL_PATH.match(path) or ".." in path.split("/"):
+            if (not isinstance(path, str) or not REL_PATH.match(path) or len(path) > 255
+                    or ".." in path.split("/")):
                 check.add(f"environments.{name}", f"must be a relative path inside the "
                           f"repository (letters, digits, . _ - /), got {_brief(path)}")  # fmt: skip
             elif not (root / path).is_file():
@@ -451,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
         params = load(params_file)
     except ParamsError as exc:
         print(exc, file=sys.stderr)
-        return 1
+        return 2
     print(f"{params_file}: valid (profile {params.raw['profile']}, environments "
           f"{', '.join(params.environments)})")  # fmt: skip
     return 0

@@ -30,17 +30,25 @@ Decisions (documented here because users will meet them as error messages):
   returned by :meth:`Inventory.all_hosts`.
 - Two hosts with the same address are an error even with different ports: two "hosts" on
   one machine would share CPU and NIC and confound the comparison.
-- The private key is only ever handled as a *path*: its content is never read here, and a
-  ``key_file`` value that looks like pasted key material is rejected without echoing it.
+- The private key is handled as a *path*: its content is read only to tell whether it is
+  encrypted (its header, never printed), since a key with a passphrase cannot log in
+  unattended. Any value that looks like key material, in any field, is named by its key
+  path and never printed.
+- YAML aliases are refused and the file is bounded in size and nesting depth.
+
+    python -m pipeline.collect.inventory check FILE   # every problem, one a line; exit 2
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import difflib
 import ipaddress
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,6 +171,100 @@ class InventoryError(ValueError):
 
 
 # --------------------------------------------------------------------------------------------
+# Settings files as untrusted input (params.yaml and the profiles are read the same way):
+# YAML without aliases (nested aliases let a few hundred bytes expand without bound, a
+# recursive one never finishes), bounded in size and depth; a value that looks like key
+# material is replaced by a placeholder before any check sees it, and named by its key path,
+# never printed, so it cannot reach a log or an executed notebook (a DVC output).
+
+MAX_YAML_BYTES = 1 << 20
+
+_OPENSSH_PUBLIC = re.compile(
+    r"(ssh-(rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-[a-z0-9@.-]+)\s+AAAA[A-Za-z0-9+/]"
+)
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}")
+
+
+class NoAliasLoader(yaml.SafeLoader):
+    """Safe YAML that refuses aliases (and so merge keys, which need one)."""
+
+    def compose_node(self, parent, index):  # type: ignore[override]
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not allowed here: write the value out",
+                event.start_mark,
+            )  # fmt: skip
+        return super().compose_node(parent, index)
+
+
+def yaml_problem(exc: BaseException, at: str = " at line {line}, column {column}") -> str:
+    """One line for a YAML error (never quoting a value that may be a secret)."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to be a settings file: flatten it"
+    mark = getattr(exc, "problem_mark", None)
+    where = at.format(line=mark.line + 1, column=mark.column + 1) if mark else ""
+    what = getattr(exc, "problem", None) or (str(exc).splitlines() or ["unreadable"])[0]
+    if secret_kind(what):
+        what = "the parser's message is not shown (it quotes text that looks like a key)"
+    return f"not valid YAML{where}: {what}"
+
+
+def load_yaml(text: str) -> tuple[Any, yaml.Node | None]:
+    """The document and its node tree (for line numbers); raises yaml.YAMLError or
+    RecursionError, both turned into one line by :func:`yaml_problem`."""
+    node = yaml.compose(text, Loader=NoAliasLoader)  # noqa: S506 (a safe loader)
+    data = yaml.load(text, Loader=NoAliasLoader)  # noqa: S506 (a safe loader)
+    return data, node
+
+
+def secret_kind(text: str) -> str | None:
+    """What ``text`` looks like if it may be key material, else None. The description never
+    quotes the text."""
+    if "-----BEGIN" in text or "PRIVATE KEY" in text:
+        return "a private key or certificate (a PEM block)"
+    if _OPENSSH_PUBLIC.search(text):
+        return "an OpenSSH public key line"
+    for run in _BASE64_RUN.finditer(text):
+        s = run.group()
+        mixed = any(c.isupper() for c in s) and any(c.islower() for c in s)
+        if mixed and any(c.isdigit() for c in s) and s.count("/") <= len(s) // 8:
+            return "a long base64 blob (a key or token)"
+    return None
+
+
+class Redacted(str):
+    """Stands in for a value that looked like a secret: its text is only the description."""
+
+
+def redact(data: Any, path: str = "") -> tuple[Any, list[tuple[str, str]]]:
+    """``data`` with every key-looking string (value or mapping key) replaced by a
+    :class:`Redacted` placeholder, and the (key path, what it looks like) of each."""
+    found: list[tuple[str, str]] = []
+
+    def walk(value: Any, where: str) -> Any:
+        if isinstance(value, str):
+            kind = secret_kind(value)
+            if kind:
+                found.append((where, kind))
+                return Redacted(f"<not shown: {kind}>")
+            return value
+        if isinstance(value, dict):
+            out = {}
+            for k, v in value.items():
+                if isinstance(k, str) and (kind := secret_kind(k)):
+                    k = Redacted(f"<not shown: {kind}>")
+                    found.append((f"{where}.{k}" if where else k, kind))
+                out[k] = walk(v, f"{where}.{k}" if where else str(k))
+            return out
+        if isinstance(value, list):
+            return [walk(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return value
+
+    return walk(data, path), found
+
+
+# --------------------------------------------------------------------------------------------
 # YAML reading
 
 
@@ -172,8 +274,11 @@ class _Problems:
     def __init__(self, source: Path):
         self.source = source
         self.items: list[str] = []
+        self.secret_paths: set[str] = set()
 
-    def add(self, path: str, message: str) -> None:
+    def add(self, path: str, message: str, *, about_value: bool = True) -> None:
+        if about_value and path in self.secret_paths:
+            return  # already named as a secret; a message about its value would only repeat it
         where = f"{self.source}: {path}" if path else str(self.source)
         self.items.append(f"{where}: {message}")
 
@@ -189,6 +294,8 @@ def _find_duplicate_keys(node: yaml.Node, path: str, problems: _Problems) -> Non
         for key_node, value_node in node.value:
             key = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else "?"
             line = key_node.start_mark.line + 1
+            if secret_kind(key):
+                continue  # named (never printed) by the secret check
             if isinstance(key_node, yaml.ScalarNode) and key != "<<":
                 if key in seen:
                     problems.add(
@@ -216,6 +323,10 @@ def _read_yaml(path: Path, problems: _Problems) -> Any:
         problems.add("", "is a directory, not an inventory file: name a .yaml file")
         return None
     try:
+        if path.stat().st_size > MAX_YAML_BYTES:
+            problems.add("", f"is over {MAX_YAML_BYTES} bytes, not an inventory: name the "
+                         "right file (an inventory is a few dozen lines)")
+            return None
         text = path.read_text(encoding="utf-8")
     except PermissionError:
         problems.add("", f"cannot read the file (permission denied): chmod u+r {path}")
@@ -227,16 +338,20 @@ def _read_yaml(path: Path, problems: _Problems) -> Any:
         problems.add("", f"cannot read the file ({e.strerror}): check the path")
         return None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        what = getattr(e, "problem", None) or str(e).splitlines()[0]
-        problems.add(
-            "", f"not valid YAML{where}: {what}; fix the syntax (indentation, quotes, colons)"
-        )
+        data, node = load_yaml(text)
+    except (yaml.YAMLError, RecursionError) as e:
+        problems.add("", f"{yaml_problem(e)}; fix the syntax (indentation, quotes, colons)")
         return None
+    data, secrets = redact(data)
+    for where, kind in secrets:
+        what = "key material, not a path" if where.endswith("key_file") else "key material"
+        problems.add(
+            where,
+            f"looks like {what} ({kind}); the value is not shown. Key material never belongs in an "
+            "inventory: remove it, keep the private key in a file (chmod 600) and give that "
+            "file's path as ssh.key_file",
+        )
+        problems.secret_paths.add(where)
     if node is not None:
         _find_duplicate_keys(node, "", problems)
     if data is None:
@@ -290,6 +405,7 @@ def _check_keys(
             problems.add(
                 _join(path, key),
                 f"unknown key {str(key)!r}: {_suggest(str(key), allowed)}",
+                about_value=False,
             )
 
 
@@ -373,6 +489,8 @@ def _ssh_fields(
         if not isinstance(value, str) or not value.strip():
             problems.add(kpath, f"must be a file path, got a {_type_name(value)}")
             continue
+        if isinstance(value, Redacted):
+            continue  # already named as a secret
         if key == "key_file" and _looks_like_key_material(value):
             # Never echo the value: it is probably the private key pasted in.
             problems.add(
@@ -419,6 +537,16 @@ def _check_key_file(p: Path, kpath: str, problems: _Problems) -> None:
     if not os.access(p, os.R_OK):
         problems.add(kpath, f"private key {p} is not readable by this user: chmod 600 {p} "
                      "and make sure you own it")
+    else:
+        encrypted = key_encryption(p)
+        if encrypted:
+            problems.add(
+                kpath,
+                f"private key {p} is encrypted ({encrypted}): the study logs in unattended "
+                "and does not use an agent, so it cannot give the passphrase. Use a key "
+                f"without one for the study: `ssh-keygen -t ed25519 -N '' -f {p.parent}/"
+                "co-bench` and authorize its .pub on the hosts, then name it here",
+            )
     mode = stat.S_IMODE(st.st_mode)
     if mode & 0o077:
         # Same rule as OpenSSH ("UNPROTECTED PRIVATE KEY FILE"): ssh would refuse it too.
@@ -427,6 +555,35 @@ def _check_key_file(p: Path, kpath: str, problems: _Problems) -> None:
             f"private key {p} is accessible by group/others (mode {mode:04o}); ssh refuses "
             f"such keys: chmod 600 {p}",
         )
+
+
+def key_encryption(p: Path) -> str | None:
+    """How the private key file at ``p`` is encrypted ("a passphrase, aes256-ctr"), or None
+    when it is not (or its format is not recognised: loading it will say so). Reads the
+    header only; nothing of the key is returned."""
+    try:
+        with open(p, "rb") as f:
+            head = f.read(64 * 1024).decode("ascii", errors="replace")
+    except OSError:
+        return None
+    if "BEGIN ENCRYPTED PRIVATE KEY" in head or "Proc-Type: 4,ENCRYPTED" in head:
+        return "a passphrase (PEM)"
+    m = re.search(r"-----BEGIN OPENSSH PRIVATE KEY-----(.*?)-----END", head, re.S)
+    if m is None:
+        return None
+    try:
+        blob = base64.b64decode("".join(m.group(1).split()))
+    except (binascii.Error, ValueError):
+        return None
+    magic = b"openssh-key-v1\0"
+    if not blob.startswith(magic) or len(blob) < len(magic) + 4:
+        return None
+    n = int.from_bytes(blob[len(magic):len(magic) + 4], "big")
+    cipher = blob[len(magic) + 4:len(magic) + 4 + n].decode("ascii", errors="replace")
+    if cipher == "none":
+        return None
+    return f"a passphrase, cipher {cipher}" if re.fullmatch(r"[a-z0-9@.-]{1,40}", cipher) \
+        else "a passphrase"
 
 
 def _check_known_hosts(p: Path, kpath: str, problems: _Problems) -> None:
@@ -797,3 +954,27 @@ def _check_macvlan_overlaps(hosts: dict[str, Host], problems: _Problems) -> None
                     "hosts would get the same addresses; give each host its own range",
                 )
         seen.append((h.name, subnet, rng))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``check FILE...``: print every problem of each inventory, one a line; exit 2 if any."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) < 2 or args[0] != "check":
+        print("usage: python -m pipeline.collect.inventory check FILE [FILE...]", file=sys.stderr)
+        return 2
+    from pipeline.collect.modes import MODES
+
+    status = 0
+    for name in args[1:]:
+        try:
+            inv = load(name, MODES)
+        except InventoryError as e:
+            print(e, file=sys.stderr)
+            status = 2
+        else:
+            print(f"{name}: valid ({inv.environment}: {len(inv.all_hosts())} hosts with roles)")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

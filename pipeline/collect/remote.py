@@ -96,9 +96,10 @@ class Session:
     transport.
     """
 
-    def __init__(self, host: Host, *, lab: bool = False):
+    def __init__(self, host: Host, *, lab: bool = False, inventory: Path | None = None):
         self.host = host
         self._lab = lab
+        self._inventory = inventory
         self._sftp: paramiko.SFTPClient | None = None
         self._lock = threading.Lock()
         self._client = self._connect()
@@ -116,12 +117,17 @@ class Session:
     def _connect(self) -> paramiko.SSHClient:
         h, s = self.host, self.host.ssh
         kh = s.known_hosts
+        where = f" in {self._inventory}" if self._inventory else ""
         try:
             pkey = paramiko.PKey.from_path(s.key_file)
-        except paramiko.PasswordRequiredException:
+        except (paramiko.PasswordRequiredException, TypeError):
+            # paramiko raises TypeError ("password was not provided") for an encrypted
+            # OpenSSH or PEM key; its text is about the format, never the key.
             raise self._fail(
-                f"private key {s.key_file} is encrypted",
-                "use a key without a passphrase for the study (the agent is not used)",
+                f"private key {s.key_file} is encrypted (it has a passphrase)",
+                f"name a key without a passphrase as ssh.key_file{where} (the study logs in "
+                "unattended and does not use an agent): `ssh-keygen -t ed25519 -N '' -f "
+                "KEYFILE`, then authorize its .pub on the host",
             ) from None
         except FileNotFoundError:
             raise self._fail(
@@ -506,7 +512,9 @@ class Pool:
                 session.close()  # the connection died: reconnect rather than fail forever
                 session = None
             if session is None:
-                session = Session(host, lab=self.inventory.lab)
+                session = Session(
+                    host, lab=self.inventory.lab, inventory=self.inventory.source
+                )
                 self._sessions[host_name] = session
             return session
 

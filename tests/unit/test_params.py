@@ -187,12 +187,15 @@ def test_long_values_are_quoted_briefly(repo):
     secret = "-----BEGIN OPENSSH PRIVATE KEY-----" + "A" * 400
     _edit(repo / "params.yaml", lambda d: d["common"].update(seed=secret))
     (problem,) = _problems(repo)
-    assert "AAAA" * 20 not in problem and problem.endswith("...")
+    assert "AAAA" * 20 not in problem and "the value is not shown" in problem
+    _edit(repo / "params.yaml", lambda d: d["common"].update(seed="many words " * 40))
+    (problem,) = _problems(repo)
+    assert "words " * 5 not in problem and problem.endswith("...")
 
 
 def test_the_command_line_check(repo, monkeypatch, capsys):
     monkeypatch.setattr(params, "ROOT", repo)
     assert params.main([]) == 0
     _edit(repo / "conf/profiles/demo.yaml", lambda d: d.update(runs=-1))
-    assert params.main([]) == 1
+    assert params.main([]) == 2
     assert "conf/profiles/demo.yaml.runs: must be a whole number" in capsys.readouterr().err

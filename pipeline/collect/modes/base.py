@@ -35,6 +35,7 @@ CGROUP_PREFIX = "co-control-"
 CGROUP_ROOTS = ("/sys/fs/cgroup", "/sys/fs/cgroup/cpu")
 TBF_HANDLE = "c0de:"  # marks the study's qdisc, so clean-up never removes somebody else's
 USER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+SUBID_FILES = ("/etc/subuid", "/etc/subgid")
 
 
 @dataclass(frozen=True)
@@ -302,8 +303,7 @@ def rootless_problem(ctx: Context, host: Host) -> str | None:
         return f"rootless user {name!r} does not exist on {host.name} (useradd it; see README)"
     fields = entry.stdout.strip().split(":")
     user = RootlessUser(name=name, uid=int(fields[2]), gid=int(fields[3]), home=fields[5])
-    probe = f"[ -d {user.runtime_dir} ] && grep -q '^{name}:' /etc/subuid /etc/subgid"
-    if ctx.pool[host.name].run(probe, check=False).status != 0:
+    if ctx.pool[host.name].run(rootless_probe(user), check=False).status != 0:
         return (
             f"rootless user {name!r} on {host.name} lacks {user.runtime_dir} (loginctl "
             "enable-linger) or /etc/subuid + /etc/subgid ranges"
@@ -312,10 +312,19 @@ def rootless_problem(ctx: Context, host: Host) -> str | None:
     return None
 
 
+def rootless_probe(user: RootlessUser, files: tuple[str, ...] = SUBID_FILES) -> str:
+    """Shell test: the user's runtime directory exists and a subordinate-id file names it.
+    Every value is quoted, and the name is matched literally (a '.' in it is no wildcard)."""
+    pattern = "^" + "".join(c if c.isalnum() else f"[{c}]" for c in user.name) + ":"
+    return (f"[ -d {shlex.quote(user.runtime_dir)} ] && grep -q -e {shlex.quote(pattern)} "
+            f"{shlex.join(files)}")  # fmt: skip
+
+
 def missing_tool(ctx: Context, host: Host, *tools: str) -> str | None:
     """A reason naming the first of ``tools`` not on the host's PATH, else None."""
     for tool in tools:
-        if ctx.pool[host.name].run(["sh", "-c", f"command -v {tool}"], check=False).status:
+        probe = ["sh", "-c", f"command -v {shlex.quote(tool)}"]
+        if ctx.pool[host.name].run(probe, check=False).status:
             return f"{tool} is not installed on {host.name}"
     return None
 
@@ -525,7 +534,7 @@ def _other_engines(ctx: Context, host: Host) -> list[tuple[str, str, str]]:
     if host.rootless is not None and rootless_problem(ctx, host) is None:
         user = ctx.users[host.name]
         docker = shlex.join(engine_cli(ctx, host, "rootless-docker"))
-        found.append(("rootless-docker", docker, f"[ -S {user.docker_socket} ]"))
+        found.append(("rootless-docker", docker, f"[ -S {shlex.quote(user.docker_socket)} ]"))
         podman = shlex.join(engine_cli(ctx, host, "rootless-podman"))
         found.append(("rootless-podman", podman, "command -v podman >/dev/null 2>&1"))
     return found

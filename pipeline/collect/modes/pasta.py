@@ -13,6 +13,7 @@ listens on the host's wildcard address, loopback included).
 """
 
 import ipaddress
+import shlex
 import time
 
 from pipeline.collect.modes.base import (
@@ -115,7 +116,7 @@ class Pasta(Mode):
         while time.monotonic() < deadline:
             child = session.run(["pgrep", "-P", str(pasta_pid)], check=False).stdout.split()
             if child:
-                session.run(f"echo {child[0]} > {stem}.server.pid")
+                session.run(f"echo {shlex.quote(child[0])} > {shlex.quote(stem + '.server.pid')}")
                 return pasta_pid
             if session.run(["kill", "-0", str(pasta_pid)], check=False).status != 0:
                 log = session.run(["cat", f"{stem}.log"], check=False).stdout.strip()
