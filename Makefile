@@ -57,7 +57,7 @@ demo: setup ## install, bring up the lab, run the pipeline on params.yaml's prof
 	@echo "Executed notebooks:    reports/executed/   Raw data: data/raw/"
 
 test: setup ## the whole suite, as CI runs it (needs root: it brings the lab up and down)
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests --durations=25
 
 test-fast: setup ## everything but the lab: parsers, statistics, notebooks on fixtures, layering
 	$(PY) -m pytest tests -m "not lab"

@@ -93,13 +93,18 @@ def _load(raw: str) -> dict:
         doc = json.loads(raw)
     except ValueError as exc:
         raise ToolOutputError(f"iperf3 output is not JSON ({exc}): {raw[:200]!r}") from None
+    if not isinstance(doc, dict):
+        raise ToolOutputError(f"iperf3 output is not a JSON report: {raw[:200]!r}")
     if doc.get("error"):
         raise ToolOutputError(f"iperf3 failed: {doc['error']}")
     return doc
 
 
 def _interval_samples(intervals: list[dict], metric: str) -> list[Sample]:
-    kept = [i["sum"] for i in intervals if not i["sum"].get("omitted", False)]
+    try:
+        kept = [i["sum"] for i in intervals if not i["sum"].get("omitted", False)]
+    except (KeyError, TypeError, AttributeError):
+        raise ToolOutputError("iperf3 intervals are not interval reports") from None
     if not kept:
         raise ToolOutputError("iperf3 reported no measured interval (window shorter than --omit?)")
     first_start = kept[0]["start"]

@@ -358,6 +358,13 @@ W = Window(seconds=2.0, count=100)
 TOOL_CASES: list[tuple[str, str, str, str]] = [
     ("iperf3-empty-object", "throughput", "tcp", "{}"),
     ("iperf3-not-json", "throughput", "udp", "iperf3: error - unable to connect\n"),
+    ("iperf3-json-list", "throughput", "tcp", "[]"),
+    ("iperf3-json-null", "throughput", "udp", "null"),
+    ("iperf3-bad-intervals", "throughput", "tcp", '{"intervals": [1], "end": {}}'),
+    ("fio-json-list", "disk", next(iter(BENCHMARKS["disk"].variants)), "[]"),
+    ("fio-json-null", "disk", next(iter(BENCHMARKS["disk"].variants)), "null"),
+    ("loadgen-json-list", "http", "1k", "[]"),
+    ("loadgen-json-null", "http", "1k", "null"),
     ("sockperf-garbage", "latency", "udp", "sockperf: ====> avg-lat= x\n"),
     ("sockperf-empty", "latency", "tcp", ""),
     ("sysbench-garbage", "cpu", "1thread", "events per second: x\n"),
