@@ -35,9 +35,10 @@ GO_PACKAGE = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]*$")
 TOP_KEYS = ("profile", "common", "environments", "lab", "modes", "analysis", "wan_calibration")
 MARGINS = ("network", "cpu", "memory", "disk")
 WINDOW_KEYS = ("runs", "seconds", "omit_seconds", "warmup_seconds", "count", "warmup_count")
-# A profile may measure fewer modes or paths of a benchmark than it applies to (the demo does):
-# comma-separated names; params.yaml's `modes:` entry for the benchmark, when set, wins.
-PLAN_KEYS = ("modes", "paths")
+# A profile may measure fewer modes, paths or variants of a benchmark than it applies to (the
+# demo does): comma-separated names; params.yaml's `modes:` entry for the benchmark, when set,
+# wins.
+PLAN_KEYS = ("modes", "paths", "variants")
 INSTRUMENT_KEYS = ("runs", "benchmarks", "compile_packages")
 JITTER_DISTS = ("normal", "uniform")
 MULTIPLICITY = ("holm", "bh", "none")  # stats.MULTIPLICITY: params must not import analysis
@@ -178,6 +179,11 @@ def _check_plan(check: _Check, entry: dict, key: str, bench: Benchmark) -> None:
         if not names or any(p not in bench.paths for p in names):
             check.add(f"{key}.paths", f"must be comma-separated paths of {bench.name}: "
                       f"{', '.join(bench.paths)}; got {_brief(entry['paths'])}")  # fmt: skip
+    if "variants" in entry:
+        names = _names(entry["variants"])
+        if not names or any(v not in bench.variants for v in names):
+            check.add(f"{key}.variants", f"must be comma-separated variants of {bench.name}: "
+                      f"{', '.join(bench.variants)}; got {_brief(entry['variants'])}")  # fmt: skip
 
 
 def _check_options(check: _Check, entry: dict, key: str, bench: Benchmark) -> None:
@@ -212,7 +218,7 @@ def check_profile(profile: Any, source: str) -> list[str]:
     doc = check.mapping(profile, source)
     if doc is None:
         return check.problems
-    known = ("runs", "reps", *BENCHMARKS, "instrument", "leaves_out")
+    known = ("runs", "reps", *BENCHMARKS, "instrument", "wan_calibration", "leaves_out")
     check.keys(doc, source, known)
     for name in ("runs", "reps"):
         if name not in doc:
@@ -239,6 +245,15 @@ def check_profile(profile: Any, source: str) -> list[str]:
     ):
         check.add(f"{source}.leaves_out", "must be a list of sentences (what the profile does "
                                           "not measure, for the article)")  # fmt: skip
+    cal = doc.get("wan_calibration")
+    if cal is None:
+        check.add(f"{source}.wan_calibration", "missing: the WAN calibration's latency variants, "
+                                               "e.g. {variants: \"udp,tcp\"}")  # fmt: skip
+    elif (cal := check.mapping(cal, f"{source}.wan_calibration")) is not None:
+        check.keys(cal, f"{source}.wan_calibration", ("variants",))
+        _check_plan(check, cal, f"{source}.wan_calibration", BENCHMARKS["latency"]())
+        if "variants" not in cal:
+            check.add(f"{source}.wan_calibration.variants", "missing: e.g. \"udp,tcp\"")
     inst = doc.get("instrument")
     if inst is None:
         check.add(f"{source}.instrument", "missing: the instrument check's runs and benchmarks")
@@ -404,6 +419,12 @@ class Params:
         """The benchmark's planned paths (None: every path it applies to)."""
         value = self.profile[benchmark].get("paths")
         return None if value is None else [p.strip() for p in value.split(",")]
+
+    def variants(self, benchmark: str) -> list[str] | None:
+        """The benchmark's planned variants (None: every variant it has); ``wan_calibration``
+        names the calibration's latency variants."""
+        value = self.profile[benchmark].get("variants")
+        return None if value is None else [v.strip() for v in value.split(",")]
 
     @property
     def leaves_out(self) -> list[str]:

@@ -162,7 +162,8 @@ def fixed_stages(params: Params) -> list[Stage]:
                   f"{EXECUTED}/collect-wan-calibration.ipynb",
                   deps=[params.environments["lab"], *COLLECT_FILES],
                   params=["profile", "common.seed", "wan_calibration", "lab.wan",
-                          {f"{PROFILES_DIR}/${{profile}}.yaml": ["runs", "latency"]}],
+                          {f"{PROFILES_DIR}/${{profile}}.yaml": ["runs", "latency",
+                                                                  "wan_calibration"]}],
                   outs=[{"data/raw/wan_calibration": {"persist": True}}]),
             Stage("summarise-wan-calibration", "notebooks/analysis/24-calibrate-wan.ipynb",
                   f"{EXECUTED}/summarise-wan-calibration.ipynb",
@@ -280,6 +281,11 @@ def find(name: str, params: Params) -> Stage:
     raise SystemExit(f"unknown stage {name!r}; stages: {known}")
 
 
+def _listed(names: list[str] | None) -> str:
+    """A notebook's "all" or comma-separated names."""
+    return "all" if names is None else ",".join(names)
+
+
 def parameters(stage: Stage, params: Params, environment: str | None) -> dict:
     """The notebook's parameters for this run, from params.yaml and its profile."""
     raw = params.raw
@@ -298,8 +304,8 @@ def parameters(stage: Stage, params: Params, environment: str | None) -> dict:
         modes = params.modes(bench)
         values.update(
             inventory_file=params.environments[environment], raw_dir="data/raw",
-            modes="all" if modes is None else ",".join(modes),
-            paths="all" if params.paths(bench) is None else ",".join(params.paths(bench)),
+            modes=_listed(modes),
+            paths=_listed(params.paths(bench)), variants=_listed(params.variants(bench)),
             seed=raw["common"]["seed"],
             window=params.window(bench), options=params.options(bench), wan=wan,
         )  # fmt: skip
@@ -317,7 +323,8 @@ def parameters(stage: Stage, params: Params, environment: str | None) -> dict:
         values.update(
             inventory_file=params.environments["lab"], raw_dir="data/raw/wan_calibration",
             delays_ms=raw["wan_calibration"]["delays_ms"], window=params.window("latency"),
-            seed=raw["common"]["seed"], wan=wan,
+            variants=",".join(params.variants("wan_calibration")), seed=raw["common"]["seed"],
+            wan=wan,
         )  # fmt: skip
     elif stage.name == "summarise-wan-calibration":
         values.update(raw_dir="data/raw/wan_calibration", tables_dir=TABLES,

@@ -21,10 +21,12 @@ def collect(
     wan: dict,
     log: Callable[[str], None] = print,
     provider: campaign.Provider | None = None,
+    variants: tuple[str, ...] | None = None,
 ) -> dict[str, dict[str, int]]:
-    """One native latency campaign per configured delay, dc and Internet paths; the lab's WAN
-    profile is put back to ``wan`` afterwards. Only the embedded lab has an emulator to
-    calibrate: for real hosts the reason is written instead of data."""
+    """One native latency campaign per configured delay, dc and Internet paths, in ``variants``
+    (udp, tcp; default both); the lab's WAN profile is put back to ``wan`` afterwards. Only
+    the embedded lab has an emulator to calibrate: for real hosts the reason is written
+    instead of data."""
     raw = Path(raw_dir)
     inv = inventory.load(inventory_file, known_modes=MODES, check_files=False)
     if provider is None or not inv.lab:
@@ -40,7 +42,7 @@ def collect(
             calibrated = {**wan, "delay_ms": float(delay), "jitter_ms": 0.0, "loss_pct": 0.0}
             counts[label(delay)] = campaign.collect(
                 "latency", inventory_file, raw / label(delay), profile, seed, ["native"],
-                calibrated, log, paths=("dc", "internet"), provider=provider,
+                calibrated, log, paths=("dc", "internet"), provider=provider, variants=variants,
             )  # fmt: skip
     finally:
         provider.ready(wan, log)

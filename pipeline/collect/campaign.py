@@ -82,24 +82,29 @@ class Step:
 
 
 def plan(
-    benchmark: Benchmark, modes: list[str], paths: tuple[str, ...] | None = None
+    benchmark: Benchmark,
+    modes: list[str],
+    paths: tuple[str, ...] | None = None,
+    variants: tuple[str, ...] | None = None,
 ) -> list[tuple[str, str, str]]:
     """Every (mode, path, variant) the benchmark measures, with a native baseline on every
     path a mode uses, so each mode is compared with native on its own path. A host benchmark
     runs on its one path ("host") in the modes it names, native among them; others are not
     planned at all (they are not "skipped": the benchmark does not apply to them). Scenario
     benchmarks are planned the same way. A control of the instrument (``Mode.control``) whose
-    paths include "host" is planned for a host benchmark that measures native, when named."""
+    paths include "host" is planned for a host benchmark that measures native, when named.
+    ``paths`` and ``variants``, when given, keep only those of the benchmark's."""
     wanted = [p for p in benchmark.paths if paths is None or p in paths]
+    kinds = [v for v in benchmark.variants if variants is None or v in variants]
     if benchmark.kind in ("host", "scenario"):
         chosen = [m for m in benchmark.modes or () if m in modes]
         if benchmark.kind == "host" and "native" in chosen:
             chosen += [m for m in modes if MODES[m].control and "host" in MODES[m].paths]
-        return [(m, p, v) for p in wanted for m in chosen for v in benchmark.variants]
+        return [(m, p, v) for p in wanted for m in chosen for v in kinds]
     pairs = [(m, p) for m in modes for p in MODES[m].paths if p in wanted]
     baselines = [("native", p) for p in wanted if p in {p for _, p in pairs}]
     pairs = baselines + [pair for pair in pairs if pair not in baselines]
-    return [(m, p, v) for m, p in pairs for v in benchmark.variants]
+    return [(m, p, v) for m, p in pairs for v in kinds]
 
 
 def schedule(
@@ -408,6 +413,7 @@ class Campaign:
         meta: dict | None = None,
         placement: str = "shared",
         placer: Callable[[str], dict] | None = None,
+        variants: tuple[str, ...] | None = None,
     ) -> None:
         """``placer`` is the environment's CPU placement (the embedded lab has one; separate
         machines do not share CPUs): called with "split" or "shared", it returns what it did."""
@@ -432,7 +438,7 @@ class Campaign:
             for p in benchmark.paths
             if (paths is None or p in paths) and (p != "internet" or inv.internet_client)
         )
-        self.triples = plan(benchmark, selected, usable)
+        self.triples = plan(benchmark, selected, usable, variants)
         # What shaped the measurement besides the profile (e.g. the lab's WAN profile): part of
         # the campaign's identity and stored with every run.
         self.meta = dict(meta or {})
@@ -905,6 +911,7 @@ def collect(
     paths: tuple[str, ...] | None = None,
     options: dict | None = None,
     provider: Provider | None = None,
+    variants: tuple[str, ...] | None = None,
 ) -> dict[str, int]:
     """Run (or resume) one benchmark's campaign on one inventory; returns table row counts.
     ``options`` are the benchmark's own settings (``Benchmark.options``). ``provider`` makes the
@@ -923,5 +930,8 @@ def collect(
         bench.configure(options)
         meta["options"] = dict(sorted(bench.options.items()))
     placer = provider.place if provider is not None else None
-    campaign = Campaign(bench, inv, profile, out_dir, seed, modes, log, paths, meta, placer=placer)
+    campaign = Campaign(
+        bench, inv, profile, out_dir, seed, modes, log, paths, meta, placer=placer,
+        variants=variants,
+    )
     return campaign.run()

@@ -205,7 +205,8 @@ def _check_latency_and_http(workdir: Path) -> None:
     sentence = (workdir / "reports" / "tables" / "internet_vs_dc_sentences.md").read_text()
     assert "Internet" in sentence and "datacenter" in sentence
     calibration = pd.read_csv(workdir / "reports" / "tables" / "wan_calibration.csv")
-    assert len(calibration) == 2 * 2 * 2  # delays x protocols x (p50, p99)
+    # delays x protocols (the smoke profile calibrates UDP only) x (p50, p99)
+    assert len(calibration) == 2 * 1 * 2 and set(calibration["Protocol"]) == {"UDP"}
 
 
 def _check_instrument(workdir: Path) -> None:

@@ -69,6 +69,13 @@ def test_plan_restricted_to_paths_drops_modes_without_them():
     assert "docker-proxy" not in {m for m, _, _ in pairs}
 
 
+def test_plan_restricted_to_variants_keeps_every_mode_and_path():
+    every = plan(Throughput(), STUDY_MODES)
+    tcp = plan(Throughput(), STUDY_MODES, variants=("tcp",))
+    assert tcp == [t for t in every if t[2] == "tcp"] and tcp
+    assert plan(Cpu(), ["native"], variants=("1thread",)) == [("native", "host", "1thread")]
+
+
 def test_schedule_is_seeded_random_and_complete_per_run():
     pairs = plan(Throughput(), STUDY_MODES)
     a, b = schedule(pairs, 4, seed=7), schedule(pairs, 4, seed=7)

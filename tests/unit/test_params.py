@@ -99,6 +99,8 @@ def test_a_profile_plans_fewer_modes_and_paths_and_says_so(repo):
         d["throughput"]["modes"] = "native,docker-hots"
         d["latency"]["paths"] = "dc,wan"
         d["cpu"]["modes"] = "swarm-overlay"
+        d["http"]["variants"] = "64k"
+        d["wan_calibration"] = {"variants": "udp,quic"}
         d["leaves_out"] = "everything"
 
     _edit(repo / "conf/profiles/demo.yaml", broken)
@@ -112,7 +114,13 @@ def test_a_profile_plans_fewer_modes_and_paths_and_says_so(repo):
     assert any(p.startswith(f"{src}.cpu.modes: none of them is a mode cpu runs in")
                for p in problems), problems
     assert any(p.startswith(f"{src}.leaves_out: must be a list of sentences") for p in problems)
-    assert len(problems) == 4
+    assert any(p.startswith(f"{src}.http.variants: must be comma-separated variants of http: ")
+               and p.endswith("got '64k'") for p in problems), problems
+    assert f"{src}.wan_calibration.variants: must be comma-separated variants of latency: " \
+           "udp, tcp; got 'udp,quic'" in problems
+    assert len(problems) == 6
+    _edit(repo / "conf/profiles/demo.yaml", lambda d: d.pop("wan_calibration"))
+    assert any(p.startswith(f"{src}.wan_calibration: missing") for p in _problems(repo))
 
 
 def test_params_yaml_modes_win_over_the_profiles(repo):
@@ -124,6 +132,7 @@ def test_params_yaml_modes_win_over_the_profiles(repo):
     assert loaded.paths("throughput") == ["dc"]
     assert loaded.modes("http") is None and loaded.paths("http") is None
     assert not {"modes", "paths"} & set(loaded.options("throughput"))
+    assert loaded.variants("wan_calibration") == ["udp"] and loaded.variants("http") is None
     _edit(repo / "params.yaml", lambda d: d.update(modes={"throughput": "native,macvlan"}))
     assert params.load("params.yaml", root=repo).modes("throughput") == ["native", "macvlan"]
 
