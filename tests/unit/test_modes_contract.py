@@ -294,11 +294,14 @@ def test_native_foreground_runs_the_argv_itself_on_the_server():
     assert deployment.image is None
 
 
-def test_podman_foreground_probes_the_ulimits_once_and_falls_back_like_start():
-    refusal = "runc create failed: error setting rlimit type 7: operation not permitted"
+@pytest.mark.parametrize("refusal", [
+    "runc create failed: error setting rlimit type 7: operation not permitted",
+    "Error: crun: setrlimit `RLIMIT_NOFILE`: Operation not permitted: OCI permission denied",
+])  # fmt: skip
+def test_podman_foreground_probes_the_ulimits_once_and_falls_back_like_start(refusal):
     session = ScriptedSession(fail={"podman run --rm": refusal}, stdout="1024\n")
     ctx = _foreground_ctx(session)
-    ctx.campaign = "probe-test"
+    ctx.campaign = "probe-test-" + ("crun" if "crun" in refusal else "runc")  # a fresh probe
     deployment = MODES["podman"].foreground(ctx, _probe())
     runs = [c for c in session.commands if "run" in c and "--version" in c]
     assert len(runs) == 2 and "--ulimit" in runs[1] and "--ulimit" not in runs[0]

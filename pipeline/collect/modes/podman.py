@@ -6,7 +6,8 @@ host port open in conmon so nothing else takes it. Only the first server runs po
 lab every node shares /var/lib/containers, so more would share one store.
 
 Rootful podman raises the container's nofile and nproc limits above the host's (docker leaves
-them as inherited). Where root lacks CAP_SYS_RESOURCE (this lab's VM) runc refuses that, so
+them as inherited). Where root lacks CAP_SYS_RESOURCE (this lab's VM) the OCI runtime (runc, or
+crun, podman's choice when both are installed) refuses that, so
 the mode retries with the host's nofile limit and a lower nproc limit, and notes it. Host
 benchmarks (cpu, memory) run in a `podman run --rm` on podman's default network; the limits
 they need are probed once per campaign with a quick run of the tool.
@@ -34,6 +35,8 @@ from pipeline.collect.modes.base import (
 from pipeline.collect.remote import RemoteError
 
 FALLBACK_NPROC = 16384  # the highest power of two runc could set in the lab without the cap
+# What the OCI runtimes say when they may not raise a limit (runc, crun).
+RLIMIT_REFUSALS = ("error setting rlimit", "setrlimit `RLIMIT_")
 
 
 class Podman(Mode):
@@ -97,13 +100,14 @@ def start_container(ctx: Context, host: Host, name: str, workload: Workload) -> 
 def with_ulimit_fallback(
     ctx: Context, host: Host, run: Callable[[list[str]], None]
 ) -> tuple[list[str], str]:
-    """run(ulimit options) with podman's defaults, then, if runc refuses them, with the
-    fallback; returns the options that worked and how to describe them."""
+    """run(ulimit options) with podman's defaults, then, if its OCI runtime refuses them (runc:
+    "error setting rlimit", crun: "setrlimit `RLIMIT_NOFILE`: Operation not permitted"), with
+    the fallback; returns the options that worked and how to describe them."""
     try:
         run([])
         return [], "podman defaults"
     except RemoteError as exc:
-        if "error setting rlimit" not in str(exc):
+        if not any(refusal in str(exc) for refusal in RLIMIT_REFUSALS):
             raise
     nofile = ctx.pool[host.name].run("ulimit -Hn").stdout.strip()
     limits = [f"nofile={nofile}:{nofile}", f"nproc={FALLBACK_NPROC}:{FALLBACK_NPROC}"]
