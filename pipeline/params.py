@@ -142,6 +142,10 @@ def _check_window(check: _Check, entry: dict, key: str, bench: Benchmark) -> Non
     for name in ("omit_seconds", "warmup_seconds"):
         if name in entry:
             check.number(entry[name], f"{key}.{name}", 0, 86400)
+    for name in bench.whole_seconds:
+        if _is_number(entry.get(name)) and not float(entry[name]).is_integer():
+            check.add(f"{key}.{name}", f"must be whole seconds ({bench.tool} reads it as an "
+                      f"integer and would cut it), got {entry[name]:g}")  # fmt: skip
     seconds, omit = entry.get("seconds"), entry.get("omit_seconds", 0)
     if _is_number(seconds) and _is_number(omit) and omit >= seconds > 0:
         check.add(f"{key}.omit_seconds", f"must be shorter than the window ({seconds:g} s): "

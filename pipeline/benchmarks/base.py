@@ -111,6 +111,9 @@ class Benchmark:
     # no harness can remove (a fixed start-up sleep, a span it discards): what caps the duty
     # cycle (harness/duty_cycle.py).
     tool_fixed_seconds: float = 0.0
+    # Window settings the tool reads as whole seconds (a fraction would be cut silently):
+    # params.py refuses a fraction for them.
+    whole_seconds: tuple[str, ...] = ()
     # Paths the server leaves on the host's filesystem (pid and temp files). Modes that run it
     # as a host process remove them before and after, so a run as root cannot leave files a
     # later run as the rootless user may not replace.

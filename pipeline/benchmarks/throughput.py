@@ -39,6 +39,7 @@ class Throughput(Benchmark):
     paths = ("dc", "local")
     variants = ("tcp", "udp")
     summary_metric = "{variant}_throughput_received"
+    whole_seconds = ("seconds", "omit_seconds", "warmup_seconds")  # iperf3's --time, --omit
 
     def server_argv(self, variant: str) -> list[str]:
         return ["/usr/bin/iperf3", "--server", "--port", str(self.port)]
@@ -54,6 +55,8 @@ class Throughput(Benchmark):
     ) -> list[str]:
         if variant not in self.variants:
             raise ValueError(f"throughput variant must be one of {self.variants}, got {variant!r}")
+        if any(not float(x).is_integer() for x in (window.seconds, window.omit_seconds)):
+            raise ValueError(f"iperf3 takes whole seconds only, got {window}")
         udp = ["--udp", "--bitrate", UDP_BITRATE, "--length", str(UDP_LENGTH)]
         return [
             "/usr/bin/iperf3",

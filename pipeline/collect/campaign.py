@@ -251,12 +251,14 @@ def duty_cycle(sessions: list[dict]) -> dict:
     # starting and stopping servers, client commands (their wall time beyond the window is SSH
     # and the tool's own start-up, e.g. sockperf's fixed 2 s pause), the rest (host facts,
     # parsing, saving).
-    for k in ("deploy_s", "stop_s", "client_s"):
+    for k in ("deploy_s", "stop_s", "client_s", "kept_s", "fixed_s"):
         known = sessions and all(k in s for s in sessions)
         total[k] = float(sum(s[k] for s in sessions)) if known else None
     if total["client_s"] is not None:
         total["client_overhead_s"] = total["client_s"] - total["window_s"]
         total["other_s"] = total["loop_s"] - total["client_s"] - total["deploy_s"] - total["stop_s"]
+    if total["kept_s"] is not None and total["fixed_s"] is not None:
+        total["harness_s"] = total["wall_s"] - total["kept_s"] - total["fixed_s"]
     total["duty_cycle"] = total["window_s"] / total["wall_s"] if total["wall_s"] else None
     total["sessions"] = len(sessions)
     # The lab's CPU placement of each session that recorded one (pipeline/lab/cpus.py).
@@ -373,6 +375,11 @@ class _SessionClock:
         self.phases: dict[str, float] = {}
         self.steps = 0
         self.window_s = 0.0
+        # The three-way split of the wall time (harness/duty_cycle.py): the measured windows
+        # the analysis keeps, and the time the tool itself needs beyond them (warm-ups, omitted
+        # starts, its own fixed start-up); everything else is the harness's.
+        self.kept_s = 0.0
+        self.fixed_s = 0.0
         self.placement: dict | None = None  # the lab's CPU placement (Campaign._place)
 
     @contextmanager
@@ -388,6 +395,8 @@ class _SessionClock:
             "started_at": self.started_at.isoformat(),
             "wall_s": time.monotonic() - self.t0,
             "window_s": self.window_s,
+            "kept_s": self.kept_s,
+            "fixed_s": self.fixed_s,
             "steps": self.steps,
             **self.phases,
             **({"placement": self.placement} if self.placement is not None else {}),
@@ -762,7 +771,7 @@ class Campaign:
                 # One client run holds the warm-up and the first window: its first `warmup`
                 # samples are flagged. Saves a tool start (sockperf idles 2 s at each).
                 both = Window(measured.seconds, 0.0, warmup + measured.count)
-                raw, command = run_client(both, retry=True)
+                raw, command = run_client(both, retry=True, kept=measured.count / both.count)
                 row["raw_log"] = self._keep_log(step, 1, raw)
                 parsed = self.benchmark.parse(step.variant, raw, both)
                 samples += self._records(step, 0, parsed[:warmup])
@@ -772,7 +781,7 @@ class Campaign:
                 warm = Window(
                     self.profile.warmup_seconds, 0.0, self.profile.warmup_count, warmup=True
                 )
-                raw, command = run_client(warm, retry=True)
+                raw, command = run_client(warm, retry=True, kept=0.0)
                 self._keep_log(step, 0, raw)
                 samples += self._records(step, 0, self.benchmark.parse(step.variant, raw, warm))
                 first = 1
@@ -827,12 +836,19 @@ class Campaign:
         row["raw_log"] = self._keep_log(step, 1, outcome.raw)
         row["command"] = outcome.command
         row["window_s"] = outcome.window_s
+        if self._clock is not None:  # a scenario's timed spans are all kept
+            self._clock.kept_s += outcome.window_s
         if outcome.notes or self.meta:
             row["notes"] = json.dumps({**self.meta, **outcome.notes}, sort_keys=True)
         samples = self._records(step, 0, outcome.warmup) + self._records(step, 1, outcome.samples)
         return samples, self._finish(row, "ok", "")
 
-    def _run_client(self, ctx, deployment, client, address, step, row, window, retry=False):
+    def _run_client(
+        self, ctx, deployment, client, address, step, row, window, retry=False, kept=1.0
+    ):
+        """One client run of the tool; ``kept`` is the share of its window (after the omitted
+        start) the analysis keeps: 0 for a warm-up, the measured share of a run that holds
+        the warm-up too."""
         argv = self.benchmark.client_argv(step.variant, address, window, step.path)
         command = deployment.client_command(argv)
         timeout = self.benchmark.client_timeout(window, step.path, step.variant)
@@ -853,7 +869,12 @@ class Campaign:
                 f"{self.benchmark.tool} on {client.name} exited {result.status}: "
                 f"{result.stderr.strip()[-400:]}"
             )
-        row["window_s"] += self.benchmark.measured_seconds(step.variant, raw, window, step.path)
+        seconds = self.benchmark.measured_seconds(step.variant, raw, window, step.path)
+        row["window_s"] += seconds
+        if self._clock is not None:
+            kept_s = max(0.0, seconds - window.omit_seconds) * kept
+            self._clock.kept_s += kept_s
+            self._clock.fixed_s += seconds - kept_s + self.benchmark.tool_fixed_seconds
         return raw, f"{client.name}$ {command}"
 
     def _keep_log(self, step: Step, rep: int, raw: str) -> str:

@@ -198,6 +198,11 @@ def test_a_mode_server_starts_once_per_run_and_stops_when_its_group_ends(tmp_pat
     assert len(pool.commands) - len(lookups) == 2 * len(campaign.steps)  # warm-up, window
     record = clock.record()
     assert record["deploy_s"] >= 0 and record["stop_s"] >= 0 and record["client_s"] >= 0
+    # the three-way split: per step a 1 s warm-up (the tool's, discarded) and a 3 s window
+    # after 1 s omitted (3 s kept, 1 s the tool's)
+    steps = len(campaign.steps)
+    assert record["kept_s"] == 3.0 * steps and record["fixed_s"] == 2.0 * steps
+    assert record["window_s"] == record["kept_s"] + record["fixed_s"]
     assert len(campaign.data.done()) == len(campaign.steps)
 
 
@@ -218,7 +223,7 @@ def test_a_failed_step_does_not_hand_its_server_on(tmp_path, monkeypatch):
 
     monkeypatch.setattr(MODES["native"], "start", started)
 
-    def run_client(ctx, deployment, client, address, step, row, window, retry=False):
+    def run_client(ctx, deployment, client, address, step, row, window, retry=False, kept=1.0):
         if step == campaign.steps[1]:
             raise ToolOutputError("iperf3 said nothing")
         return "{}", "cmd"
@@ -367,6 +372,17 @@ def test_duty_cycle_adds_up_resumed_sessions_and_splits_the_overhead(tmp_path):
     assert summary["duty_cycle"] == 0.8
     assert summary["per_step_overhead_s"] == (139.0 - 120.0) / 12
     assert summary["steps"] == 12
+    assert summary["kept_s"] is None and "harness_s" not in summary  # not recorded: unknown
+
+
+def test_the_three_way_split_adds_up_to_the_wall_time(tmp_path):
+    data = Dataset(tmp_path, "c")
+    data.save_session({"started_at": "2026-11-21T10:00:00+00:00", "wall_s": 100.0,
+                       "window_s": 80.0, "kept_s": 60.0, "fixed_s": 30.0, "steps": 8})
+    data.save_session({"started_at": "2026-11-21T11:00:00+00:00", "wall_s": 50.0,
+                       "window_s": 40.0, "kept_s": 30.0, "fixed_s": 15.0, "steps": 4})
+    summary = duty_cycle(data.sessions())
+    assert (summary["kept_s"], summary["fixed_s"], summary["harness_s"]) == (90.0, 45.0, 15.0)
 
 
 def test_duty_cycle_of_no_session_is_unknown_not_zero():

@@ -100,6 +100,7 @@ def test_a_profile_plans_fewer_modes_and_paths_and_says_so(repo):
         d["latency"]["paths"] = "dc,wan"
         d["cpu"]["modes"] = "swarm-overlay"
         d["http"]["variants"] = "64k"
+        d["throughput"]["omit_seconds"] = 0.5
         d["wan_calibration"] = {"variants": "udp,quic"}
         d["leaves_out"] = "everything"
 
@@ -118,7 +119,9 @@ def test_a_profile_plans_fewer_modes_and_paths_and_says_so(repo):
                and p.endswith("got '64k'") for p in problems), problems
     assert f"{src}.wan_calibration.variants: must be comma-separated variants of latency: " \
            "udp, tcp; got 'udp,quic'" in problems
-    assert len(problems) == 6
+    assert f"{src}.throughput.omit_seconds: must be whole seconds (iperf3 reads it as an " \
+           "integer and would cut it), got 0.5" in problems
+    assert len(problems) == 7
     _edit(repo / "conf/profiles/demo.yaml", lambda d: d.pop("wan_calibration"))
     assert any(p.startswith(f"{src}.wan_calibration: missing") for p in _problems(repo))
 
