@@ -285,6 +285,32 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextmanager
+def _interrupts_deferred(log: Callable[[str], None]) -> Iterator[None]:
+    """Clean-up runs to its end: a Ctrl-C (or SIGTERM) arriving during it is held, said once,
+    and raised as KeyboardInterrupt when the clean-up is done (a second Ctrl-C would otherwise
+    leave labelled objects on the hosts)."""
+    held: list[int] = []
+
+    def hold(signum, frame):
+        if not held:
+            log("cleaning up: the interrupt takes effect when the hosts are clean")
+        held.append(signum)
+
+    try:
+        previous = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if held:
+        raise KeyboardInterrupt(f"signal {held[0]} during clean-up")
+
+
 class HostLock:
     """One campaign at a time on a set of hosts, held on the Swarm manager.
 
@@ -475,6 +501,7 @@ class Campaign:
         # and the deployment; `_measure` reuses or stops it.
         self._kept: tuple[tuple, Deployment] | None = None
         self._clock: _SessionClock | None = None
+        self._current: Step | None = None  # the step being measured, for error messages
         # available() costs SSH round trips (docker info on two nodes, kernel probes): ask once
         # per (mode, path) and campaign, not before every measurement.
         self._availability: dict[tuple[str, str], str | None] = {}
@@ -541,17 +568,23 @@ class Campaign:
                             with clock.phase("loop_s"):
                                 self._measure_all(ctx, todo, clock)
                         finally:
-                            with clock.phase("cleanup_s"):
-                                self._cleanup(ctx)
-                                self._unplace()
-                            self.data.save_session(clock.record())
+                            with _interrupts_deferred(self.log):
+                                with clock.phase("cleanup_s"):
+                                    self._cleanup(ctx)
+                                    self._unplace()
+                                self.data.save_session(clock.record())
                 except KeyboardInterrupt:
                     self.log("interrupted: cleaned up; what was measured is saved")
                     raise
                 except (RemoteError, OSError) as exc:
                     saved = len(self.data.done())
+                    step = self._current
+                    where = (
+                        f" at run {step.run} {step.mode} ({step.path}, {step.variant})"
+                        if step is not None else " before its first measurement"
+                    )  # fmt: skip
                     raise CampaignError(
-                        f"{exc}\n\nThe campaign stopped. {saved} of {len(self.steps)} "
+                        f"{exc}\n\nThe campaign stopped{where}. {saved} of {len(self.steps)} "
                         f"measurements are saved under {self.data.parts}; fix the problem above "
                         "and run `dvc repro` again to resume (for the embedded lab, "
                         "`python -m pipeline.lab up` repairs dead daemons)."
@@ -634,6 +667,7 @@ class Campaign:
     def _measure_all(self, ctx: Context, todo: list[Step], clock: _SessionClock) -> None:
         try:
             self._measure_steps(ctx, todo, clock)
+            self._current = None
         finally:
             self._stop_kept()  # a server kept for a next step that never came
 
@@ -644,6 +678,7 @@ class Campaign:
                 self.data.save_hosts(step.run, self._host_rows(ctx, step.run))
             following = todo[index] if index < len(todo) else None
             keep = following is not None and self._shares_server(step, following)
+            self._current = step
             samples, row = self._measure(ctx, step, keep=keep)
             self.data.save(step, samples, row)
             clock.steps += 1

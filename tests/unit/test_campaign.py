@@ -480,3 +480,22 @@ def test_a_parser_change_measures_again_and_keeps_the_old_parts_apart(code_copy,
         seen.add(changed.id)
     assert changed.code["files"] and "pipeline/benchmarks/throughput.py" in changed.code["files"]
     assert "pipeline/benchmarks/lb.py" not in changed.code["files"]
+
+
+def test_an_interrupt_during_clean_up_waits_for_its_end():
+    import os
+    import signal
+
+    from pipeline.collect.campaign import _interrupts_deferred
+
+    said, done = [], []
+    with pytest.raises(KeyboardInterrupt, match="during clean-up"):
+        with _interrupts_deferred(said.append):
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGINT)  # the impatient second Ctrl-C
+            done.append("cleaned")
+    assert done == ["cleaned"] and len(said) == 1
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+    with _interrupts_deferred(said.append):
+        pass  # no interrupt: nothing raised, nothing said
+    assert len(said) == 1
