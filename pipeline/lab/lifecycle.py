@@ -19,6 +19,7 @@ from pipeline.lab import (
     mounts,
     network,
     placeholders,
+    podman_conf,
     processes,
     rootless,
     sshd,
@@ -112,6 +113,8 @@ def up(wan: WanProfile | None = None) -> None:
             swarm.ensure_swarm()
             swarm.ensure_overlay()
         ensure_emulator(wan)
+        with component("podman runtime"):
+            podman_conf.ensure()
         with component("rootless setup", f"see {rootless.DOCKERD_LOG}; {RECOVER_HINT}"):
             rootless.ensure()
         with component("CPU placement groups", RECOVER_HINT):
@@ -175,6 +178,8 @@ def down() -> None:
         stop_processes()
         with component("rootless setup"):
             rootless.remove()
+        with component("podman runtime"):
+            podman_conf.remove()
         with component("lab mounts"):
             mounts.unmount_all()
             cpus.release()
@@ -232,6 +237,7 @@ def leftovers() -> list[str]:
     found += [f"cgroup {c}" for c in mounts.lab_cgroups()]
     found += [f"directory {d}" for d in (STATE_DIR, RUN_DIR) if d.exists()]
     found += rootless.leftovers()
+    found += podman_conf.leftovers()
     return found
 
 
