@@ -7,8 +7,9 @@ One dataset per benchmark under ``data/raw/<benchmark>/<environment>/`` with thr
   tool version, image digest and binary sha256, the raw log kept beside the parquet.
 - ``hosts``: facts per host and run (kernel, CPU, versions, storage driver, MTU, ...).
 
-Collection writes small part files per (run, mode) and consolidates them into
-``samples.parquet``, ``runs.parquet`` and ``hosts.parquet``; analysis reads only those.
+Collection writes small part files per (run, mode), consolidates them into
+``samples.parquet``, ``runs.parquet`` and ``hosts.parquet`` and deletes them; analysis reads
+only those. The tools' own output is kept under ``logs/`` (``pipeline.analysis.rawlog``).
 """
 
 from __future__ import annotations

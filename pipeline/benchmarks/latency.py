@@ -32,6 +32,8 @@ import math
 import re
 from typing import Any
 
+import numpy as np
+
 from pipeline.benchmarks.base import Benchmark, Sample, ToolOutputError, Window
 
 PORT = 11111  # sockperf's default port
@@ -238,8 +240,7 @@ def _split_log(raw: str) -> tuple[int, str, list[tuple[int, str]], int] | None:
         length += m.start() - last
         messages.append((length, m.group()))
         last = m.end()
-    pieces.append(tail[last:])
-    rows = "".join(pieces)
+    rows = "".join([*pieces, tail[last:]]) if messages else tail
     trailer = _TRAILER.search(rows)
     return start, rows, messages, trailer.start() if trailer else len(rows)
 
@@ -261,8 +262,6 @@ def _with_messages(rows: str, messages: list[tuple[int, str]]) -> str:
 def _rows(windows: list[tuple[Any, Any]], starts: list[int], halves_up: Any) -> list[str]:
     """The rows the windows' samples give, the half round trip of odd ones rounded up where
     ``halves_up`` (one entry per odd row, in order) says so."""
-    import numpy as np
-
     lines, index, odd = [], 0, 0
     for (values, t_ns), tx0 in zip(windows, starts, strict=True):
         rtts = np.rint(np.asarray(values, dtype=np.float64) * 1000).astype(np.int64)
@@ -277,6 +276,17 @@ def _rows(windows: list[tuple[Any, Any]], starts: list[int], halves_up: Any) -> 
     return lines
 
 
+def _cut(section: str, end: int, rows: int) -> int | None:
+    """Where the first ``rows`` lines of ``section[:end]`` end (None: it has fewer)."""
+    position = 0
+    for _ in range(rows):
+        newline = section.find("\n", position, end)
+        if newline < 0:
+            return None
+        position = newline + 1
+    return position
+
+
 def kept_log(raw: str, rows: int) -> str:
     """sockperf's output without its full-log rows after the first ``rows``: what a residue
     and the samples of those rows rebuild (``rebuild_log``)."""
@@ -284,7 +294,9 @@ def kept_log(raw: str, rows: int) -> str:
     if split is None:
         return raw
     start, section, messages, end = split
-    cut = sum(len(line) for line in section[:end].splitlines(keepends=True)[:rows])
+    cut = _cut(section, end, rows)
+    if cut is None:
+        return raw
     moved = "".join(text for at, text in messages if cut < at <= end)
     tail = raw[start:]
     return raw[: start + _raw_offset(cut, messages)] + moved + tail[_raw_offset(end, messages) :]
@@ -294,16 +306,15 @@ def log_residue(raw: str, windows: list[tuple[Any, Any]]) -> bytes | None:
     """What of a sockperf client's output its samples cannot rebuild, or None when the
     samples are not its rows (keep the output itself). ``windows``: (values, t_ns) of each
     window the output holds, in order (the warm-up, then the measured window), as stored."""
-    import numpy as np
-
     split = _split_log(raw)
     if split is None:
         return None
     start, section, messages, end = split
-    lines = section[:end].splitlines(keepends=True)
     n_rows = sum(len(values) for values, _ in windows)
-    if n_rows == 0 or n_rows > len(lines):
+    cut = _cut(section, end, n_rows)
+    if n_rows == 0 or cut is None:
         return None
+    lines = [line + "\n" for line in section[:cut].split("\n")[:-1]]
     starts, offset = [], 0
     for values, t_ns in windows:
         if len(values) == 0:
@@ -318,14 +329,13 @@ def log_residue(raw: str, windows: list[tuple[Any, Any]]) -> bytes | None:
     up = _rows(windows, starts, np.ones(n_rows, dtype=bool))
     down = _rows(windows, starts, np.zeros(n_rows, dtype=bool))
     halves_up, exceptions = [], {}
-    for i, (line, a, b) in enumerate(zip(lines, up, down, strict=False)):
+    for i, (line, a, b) in enumerate(zip(lines, up, down, strict=True)):
         if a != b:  # an odd round trip
             halves_up.append(line == a)
         if line not in (a, b):
             exceptions[i] = line
     if len(exceptions) > MAX_EXCEPTION_SHARE * n_rows:
         return None
-    cut = sum(len(line) for line in lines[:n_rows])
     meta = {
         "format": RESIDUE_FORMAT,
         "prefix": raw[:start],
@@ -335,7 +345,7 @@ def log_residue(raw: str, windows: list[tuple[Any, Any]]) -> bytes | None:
         "starts": starts,
         "exceptions": {str(i): line for i, line in exceptions.items()},
         "halves_up": len(halves_up),
-        "rows_not_kept": len(lines) - n_rows,
+        "rows_not_kept": section.count("\n", cut, end),
         "sha256": hashlib.sha256(raw.encode()).hexdigest(),
     }
     bits = np.packbits(np.array(halves_up, dtype=bool)).tobytes()
@@ -348,8 +358,6 @@ def log_residue(raw: str, windows: list[tuple[Any, Any]]) -> bytes | None:
 def rebuild_log(residue: bytes, windows: list[tuple[Any, Any]]) -> str:
     """sockperf's output, byte for byte but for the rows after the window's count, from its
     residue and the samples of its windows (``log_residue``)."""
-    import numpy as np
-
     head, _, bits = residue.partition(b"\n")
     meta = json.loads(head)
     if meta.get("format") != RESIDUE_FORMAT:
