@@ -91,6 +91,15 @@ def read_log(root: Path | str, raw_log: str) -> str:
     return BENCHMARKS[step["benchmark"]]().rebuild_log(residue, windows)
 
 
+def read_residue(root: Path | str, raw_log: str) -> bytes | None:
+    """The benchmark's residue a kept file holds, or None where the output itself is kept (a
+    rebuilt sockperf log is re-parsed with ``latency.rows_not_kept`` of it)."""
+    path = Path(root) / raw_log
+    if not path.name.endswith(RESIDUE_SUFFIX):
+        return None
+    return decompress(path.read_bytes(), path.name).partition(b"\n")[2]
+
+
 def _windows(root: Path, step: dict) -> list[tuple[np.ndarray, np.ndarray]]:
     """(values, t_ns) of each window the residue's output holds, from the consolidated samples
     or, before consolidation, from the step's samples part."""

@@ -114,8 +114,12 @@ class Latency(Benchmark):
         # its whole --time and then says nothing came back.
         return "Connection refused" in raw or "No messages were received" in raw
 
-    def parse(self, variant: str, raw: str, window: Window | None = None) -> list[Sample]:
-        samples = parse_sockperf_full_log(raw, f"{variant}_rtt")
+    def parse(
+        self, variant: str, raw: str, window: Window | None = None, rows_not_kept: int = 0
+    ) -> list[Sample]:
+        """``rows_not_kept``: for a log rebuilt from its residue, the rows it no longer holds
+        (``rows_not_kept(residue)``), which sockperf's own count still includes."""
+        samples = parse_sockperf_full_log(raw, f"{variant}_rtt", rows_not_kept)
         count = window.count if window is not None else None
         return samples if count is None else take(samples, count)
 
@@ -158,8 +162,9 @@ def _ns(seconds: str) -> int:
     return int(whole) * 1_000_000_000 + int(frac.ljust(9, "0")[:9])
 
 
-def parse_sockperf_full_log(raw: str, metric: str) -> list[Sample]:
-    """Round trips from the `--full-log` section of a sockperf client's output."""
+def parse_sockperf_full_log(raw: str, metric: str, rows_not_kept: int = 0) -> list[Sample]:
+    """Round trips from the `--full-log` section of a sockperf client's output (for a log
+    rebuilt from its residue, ``rows_not_kept`` is the number of rows it no longer holds)."""
     lines = raw.splitlines()
     for line in lines:
         if "ERROR:" in line or "No messages were received" in line or "No valid obs" in line:
@@ -185,7 +190,7 @@ def parse_sockperf_full_log(raw: str, metric: str) -> list[Sample]:
     if not rows:
         raise ToolOutputError("sockperf full log is empty")
     valid = VALID_RE.findall(raw)
-    if valid and int(valid[-1]) != len(rows):  # a cut SSH stream or an interleaved write
+    if valid and int(valid[-1]) != len(rows) + rows_not_kept:  # a cut stream, a mixed write
         raise ToolOutputError(
             f"sockperf full log has {len(rows)} rows but sockperf counted {valid[-1]}"
         )
@@ -353,6 +358,11 @@ def log_residue(raw: str, windows: list[tuple[Any, Any]]) -> bytes | None:
     if rebuild_log(residue, windows) != kept_log(raw, n_rows):
         return None
     return residue
+
+
+def rows_not_kept(residue: bytes) -> int:
+    """The rows after the window's count that the log had and its rebuilt copy has not."""
+    return int(json.loads(residue.partition(b"\n")[0])["rows_not_kept"])
 
 
 def rebuild_log(residue: bytes, windows: list[tuple[Any, Any]]) -> str:

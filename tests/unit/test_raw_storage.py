@@ -14,8 +14,14 @@ import pandas as pd
 import pytest
 
 from pipeline.analysis import rawlog, schema
-from pipeline.benchmarks import ToolOutputError
-from pipeline.benchmarks.latency import Latency, kept_log, log_residue, rebuild_log
+from pipeline.benchmarks import ToolOutputError, Window
+from pipeline.benchmarks.latency import (
+    Latency,
+    kept_log,
+    log_residue,
+    rebuild_log,
+    rows_not_kept,
+)
 from pipeline.benchmarks.throughput import Throughput
 from pipeline.collect.campaign import Dataset, Profile, Step
 from pipeline.collect.modes import MODES
@@ -158,9 +164,19 @@ def test_a_latency_campaign_keeps_residues_that_rebuild_its_logs(tmp_path, monke
     campaign.data.consolidate()
     runs = pd.read_parquet(tmp_path / "runs.parquet")
     assert len(runs) == 4 and (runs["status"] == "ok").all()
-    for log in runs["raw_log"]:
-        assert log.endswith(rawlog.RESIDUE_SUFFIX)
-        assert rawlog.read_log(tmp_path, log) == kept_log(raw, 1000)  # warm-up + window
+    stored = schema.read_samples(tmp_path / "samples.parquet")
+    for row in runs.itertuples():
+        assert row.raw_log.endswith(rawlog.RESIDUE_SUFFIX)
+        rebuilt = rawlog.read_log(tmp_path, row.raw_log)
+        assert rebuilt == kept_log(raw, 1000)  # warm-up + window
+        # the rebuilt log parses to the stored samples, sockperf's own count still checked
+        dropped = rows_not_kept(rawlog.read_residue(tmp_path, row.raw_log))
+        assert dropped == 3100 - 1000
+        parsed = Latency().parse("udp", rebuilt, Window(1, 0, 1000), rows_not_kept=dropped)
+        step = stored[(stored["run"] == row.run) & (stored["variant"] == row.variant)]
+        assert [s.value for s in parsed] == step.sort_values(["rep", "sample"])["value"].tolist()
+        with pytest.raises(ToolOutputError, match="counted 3100"):
+            Latency().parse("udp", rebuilt, Window(1, 0, 1000))
     files = _all_files(tmp_path)
     assert not [f for f in files if f.startswith("parts/")], files
     samples = schema.read_table(tmp_path / "samples.parquet").num_rows
