@@ -8,7 +8,9 @@ is read back with ``schema.read_table`` and compared with the plain one column b
 ``value`` bit for bit, ``t_ns`` and every other column exactly.
 
 Collected datasets under data/raw/latency/*/ (or the files given with --collected) are
-measured the same way: their logical table written plain and stored.
+measured the same way: their logical table written plain and stored. Each is also measured all
+in: every file under its directory (tables, kept logs, parts, campaigns moved aside) over the
+rows of its samples table, warm-up included.
 
     python -m harness.storage [--n 1e7] [--collected PATH/samples.parquet ...]
 """
@@ -82,6 +84,20 @@ def collected(work: Path, path: Path) -> dict:
     }
 
 
+def all_in(directory: Path) -> dict:
+    """Every file under a dataset directory, by what it is, and per row of its samples table."""
+    rows = schema.read_table(directory / "samples.parquet").num_rows
+    kinds: dict[str, int] = {}
+    for f in directory.rglob("*"):
+        if f.is_file():
+            top = f.relative_to(directory).parts[0]
+            kind = top if f.parent != directory else "tables"
+            kinds[kind] = kinds.get(kind, 0) + f.stat().st_size
+    total = sum(kinds.values())
+    return {"rows": rows, "bytes": total, "per_sample": total / rows if rows else None,
+            "kinds": dict(sorted(kinds.items()))}  # fmt: skip
+
+
 def _column_bytes(path: Path, n: int) -> dict[str, float]:
     md = pq.ParquetFile(path).metadata
     out: dict[str, float] = {}
@@ -119,6 +135,11 @@ def main(argv: list[str] | None = None) -> list[str]:
                 f"storage collected {c['path']} ({c['n']} samples): {c['plain']:.2f} -> "
                 f"{c['stored']:.2f} B/sample; read back "
                 + ("bit-identical" if c["identical"] else "NOT IDENTICAL")
+            )
+            a = all_in(path.parent)
+            lines.append(
+                f"storage all in {c['path']}: {a['bytes']} bytes / {a['rows']} samples (warm-up "
+                f"included) = {a['per_sample']:.2f} B/sample; by kind {a['kinds']}"
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)

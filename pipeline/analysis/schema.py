@@ -7,8 +7,9 @@ One dataset per benchmark under ``data/raw/<benchmark>/<environment>/`` with thr
   tool version, image digest and binary sha256, the raw log kept beside the parquet.
 - ``hosts``: facts per host and run (kernel, CPU, versions, storage driver, MTU, ...).
 
-Collection writes small part files per (run, mode) and consolidates them into
-``samples.parquet``, ``runs.parquet`` and ``hosts.parquet``; analysis reads only those.
+Collection writes small part files per (run, mode), consolidates them into
+``samples.parquet``, ``runs.parquet`` and ``hosts.parquet`` and deletes them; analysis reads
+only those. The tools' own output is kept under ``logs/`` (``pipeline.analysis.rawlog``).
 """
 
 from __future__ import annotations
@@ -289,11 +290,12 @@ def to_table(records: list[dict] | pd.DataFrame, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
 
 
-def write_table(table: pa.Table, path: Path) -> None:
+def write_table(table: pa.Table, path: Path, metadata: dict[str, str] | None = None) -> None:
     """Write parquet atomically: a reader sees the old file or the new one, never half of one.
 
     The consolidated ``samples.parquet`` is written in the stored layout (``to_storage``);
-    read it back with ``read_table``/``read_samples``/``read_dataset``.
+    read it back with ``read_table``/``read_samples``/``read_dataset``. ``metadata`` goes into
+    the file's key-value metadata (the campaign whose consolidated table it is).
     """
     import os
 
@@ -303,6 +305,9 @@ def write_table(table: pa.Table, path: Path) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     if path.name == "samples.parquet" and table.schema.remove_metadata().equals(SAMPLES):
         table = to_storage(table)
+    if metadata:
+        extra = {k.encode(): v.encode() for k, v in metadata.items()}
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **extra})
     pq.write_table(table, tmp, **parquet_options(table.schema))
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())

@@ -69,7 +69,7 @@ class Outcome:
 
     samples: list[Sample]
     warmup: list[Sample] = field(default_factory=list)
-    raw: str = ""  # the step's own log (commands and their output), kept gzipped
+    raw: str = ""  # the step's own log (commands and their output), kept compressed
     command: str = ""  # what was run, for the runs table
     window_s: float = 0.0  # seconds spent measuring (the duty cycle's numerator)
     notes: dict[str, str] = field(default_factory=dict)
@@ -193,6 +193,17 @@ class Benchmark:
         self, variant: str, raw: str, window: Window | None = None
     ) -> list[Sample]:  # pragma: no cover - contract
         raise NotImplementedError
+
+    def log_residue(self, raw: str, windows: list[tuple[Any, Any]]) -> bytes | None:
+        """What of the client's output ``raw`` the samples parsed from it cannot rebuild, for
+        tools whose output is mostly the samples themselves (a per-sample log); None keeps the
+        output as it is. ``windows``: (values, t_ns) of each window the output holds, in order,
+        as the samples table stores them."""
+        return None
+
+    def rebuild_log(self, residue: bytes, windows: list[tuple[Any, Any]]) -> str:
+        """The output ``log_residue`` made ``residue`` of, from it and the same windows."""
+        raise NotImplementedError(f"{self.name} keeps its output as it is")
 
     def version_argv(self) -> list[str]:  # pragma: no cover - contract
         raise NotImplementedError

@@ -26,8 +26,13 @@ samples, failing loudly if fewer arrived.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
+from typing import Any
+
+import numpy as np
 
 from pipeline.benchmarks.base import Benchmark, Sample, ToolOutputError, Window
 
@@ -109,10 +114,20 @@ class Latency(Benchmark):
         # its whole --time and then says nothing came back.
         return "Connection refused" in raw or "No messages were received" in raw
 
-    def parse(self, variant: str, raw: str, window: Window | None = None) -> list[Sample]:
-        samples = parse_sockperf_full_log(raw, f"{variant}_rtt")
+    def parse(
+        self, variant: str, raw: str, window: Window | None = None, rows_not_kept: int = 0
+    ) -> list[Sample]:
+        """``rows_not_kept``: for a log rebuilt from its residue, the rows it no longer holds
+        (``rows_not_kept(residue)``), which sockperf's own count still includes."""
+        samples = parse_sockperf_full_log(raw, f"{variant}_rtt", rows_not_kept)
         count = window.count if window is not None else None
         return samples if count is None else take(samples, count)
+
+    def log_residue(self, raw: str, windows: list[tuple[Any, Any]]) -> bytes | None:
+        return log_residue(raw, windows)
+
+    def rebuild_log(self, residue: bytes, windows: list[tuple[Any, Any]]) -> str:
+        return rebuild_log(residue, windows)
 
 
 def _protocol(variant: str) -> list[str]:
@@ -147,8 +162,9 @@ def _ns(seconds: str) -> int:
     return int(whole) * 1_000_000_000 + int(frac.ljust(9, "0")[:9])
 
 
-def parse_sockperf_full_log(raw: str, metric: str) -> list[Sample]:
-    """Round trips from the `--full-log` section of a sockperf client's output."""
+def parse_sockperf_full_log(raw: str, metric: str, rows_not_kept: int = 0) -> list[Sample]:
+    """Round trips from the `--full-log` section of a sockperf client's output (for a log
+    rebuilt from its residue, ``rows_not_kept`` is the number of rows it no longer holds)."""
     lines = raw.splitlines()
     for line in lines:
         if "ERROR:" in line or "No messages were received" in line or "No valid obs" in line:
@@ -174,7 +190,7 @@ def parse_sockperf_full_log(raw: str, metric: str) -> list[Sample]:
     if not rows:
         raise ToolOutputError("sockperf full log is empty")
     valid = VALID_RE.findall(raw)
-    if valid and int(valid[-1]) != len(rows):  # a cut SSH stream or an interleaved write
+    if valid and int(valid[-1]) != len(rows) + rows_not_kept:  # a cut stream, a mixed write
         raise ToolOutputError(
             f"sockperf full log has {len(rows)} rows but sockperf counted {valid[-1]}"
         )
@@ -183,3 +199,182 @@ def parse_sockperf_full_log(raw: str, metric: str) -> list[Sample]:
         Sample(metric=metric, unit="us", sample=i, value=(rx - tx) / 1000.0, t_ns=tx - first_tx)
         for i, (tx, rx) in enumerate(rows)
     ]
+
+
+# --- the kept log: what of sockperf's output the samples do not hold ---------------------------
+#
+# A full-log row is "<packet>, <tx s>, <rx s>, <half RTT us>". The samples hold each row's round
+# trip (rx - tx, exact in ns) and its send time from its window's first send, so a row is
+# rebuilt from them with its window's absolute first send time and one bit: sockperf computes
+# the half round trip from sub-nanosecond clock readings, so for an odd number of nanoseconds
+# its last digit is rounded up or down by information the printed times do not carry. The rest
+# of the output (banner, sockperf's own statistics, the trailer) is kept as text. Rows after
+# the window's count (sockperf runs for a time sized for the slowest accepted rate, so a fast
+# mode logs many more round trips than the window takes) are outside the measurement and are
+# not kept: the residue records how many there were and the sha256 of the whole output.
+
+RESIDUE_FORMAT = "sockperf-full-log-residue-1"
+_HEADER_LINE = re.compile("^" + re.escape(LOG_HEADER) + r"[^\n]*\n", re.M)
+_TRAILER = re.compile(r"^---", re.M)
+MAX_EXCEPTION_SHARE = 0.01  # more rows than this that the samples do not rebuild: keep the log
+
+
+def _secs(ns: int) -> str:
+    return f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
+
+
+def _usec3(ns: int) -> str:
+    return f"{ns // 1000}.{ns % 1000:03d}"
+
+
+def _row(index: int, tx: int, rtt: int, half: int) -> str:
+    return f"{index}, {_secs(tx)}, {_secs(tx + rtt)}, {_usec3(half)}\n"
+
+
+def _split_log(raw: str) -> tuple[int, str, list[tuple[int, str]], int] | None:
+    """(where the rows start in ``raw``, the rows section without sockperf's interleaved
+    messages, those messages as (position in that section, text), where the rows end in it)."""
+    header = _HEADER_LINE.search(raw)
+    if header is None:
+        return None
+    start = header.end()
+    tail = raw[start:]
+    pieces, messages, last, length = [], [], 0, 0
+    for m in INTERLEAVED_MESSAGE.finditer(tail):
+        pieces.append(tail[last : m.start()])
+        length += m.start() - last
+        messages.append((length, m.group()))
+        last = m.end()
+    rows = "".join([*pieces, tail[last:]]) if messages else tail
+    trailer = _TRAILER.search(rows)
+    return start, rows, messages, trailer.start() if trailer else len(rows)
+
+
+def _raw_offset(position: int, messages: list[tuple[int, str]]) -> int:
+    """A position in the rows section without messages, as an offset in the raw rows section
+    (messages inserted at that position come before it)."""
+    return position + sum(len(text) for at, text in messages if at <= position)
+
+
+def _with_messages(rows: str, messages: list[tuple[int, str]]) -> str:
+    out, last = [], 0
+    for at, text in messages:
+        out += [rows[last:at], text]
+        last = at
+    return "".join([*out, rows[last:]])
+
+
+def _rows(windows: list[tuple[Any, Any]], starts: list[int], halves_up: Any) -> list[str]:
+    """The rows the windows' samples give, the half round trip of odd ones rounded up where
+    ``halves_up`` (one entry per odd row, in order) says so."""
+    lines, index, odd = [], 0, 0
+    for (values, t_ns), tx0 in zip(windows, starts, strict=True):
+        rtts = np.rint(np.asarray(values, dtype=np.float64) * 1000).astype(np.int64)
+        for rtt, t in zip(rtts.tolist(), np.asarray(t_ns, dtype=np.int64).tolist(), strict=True):
+            if rtt % 2:
+                half = (rtt + (1 if halves_up[odd] else -1)) // 2
+                odd += 1
+            else:
+                half = rtt // 2
+            lines.append(_row(index, tx0 + t, rtt, half))
+            index += 1
+    return lines
+
+
+def _cut(section: str, end: int, rows: int) -> int | None:
+    """Where the first ``rows`` lines of ``section[:end]`` end (None: it has fewer)."""
+    position = 0
+    for _ in range(rows):
+        newline = section.find("\n", position, end)
+        if newline < 0:
+            return None
+        position = newline + 1
+    return position
+
+
+def kept_log(raw: str, rows: int) -> str:
+    """sockperf's output without its full-log rows after the first ``rows``: what a residue
+    and the samples of those rows rebuild (``rebuild_log``)."""
+    split = _split_log(raw)
+    if split is None:
+        return raw
+    start, section, messages, end = split
+    cut = _cut(section, end, rows)
+    if cut is None:
+        return raw
+    moved = "".join(text for at, text in messages if cut < at <= end)
+    tail = raw[start:]
+    return raw[: start + _raw_offset(cut, messages)] + moved + tail[_raw_offset(end, messages) :]
+
+
+def log_residue(raw: str, windows: list[tuple[Any, Any]]) -> bytes | None:
+    """What of a sockperf client's output its samples cannot rebuild, or None when the
+    samples are not its rows (keep the output itself). ``windows``: (values, t_ns) of each
+    window the output holds, in order (the warm-up, then the measured window), as stored."""
+    split = _split_log(raw)
+    if split is None:
+        return None
+    start, section, messages, end = split
+    n_rows = sum(len(values) for values, _ in windows)
+    cut = _cut(section, end, n_rows)
+    if n_rows == 0 or cut is None:
+        return None
+    lines = [line + "\n" for line in section[:cut].split("\n")[:-1]]
+    starts, offset = [], 0
+    for values, t_ns in windows:
+        if len(values) == 0:
+            return None
+        fields = lines[offset].split(",")
+        if len(fields) != 4:
+            return None
+        starts.append(_ns(fields[1]) - int(np.asarray(t_ns)[0]))
+        offset += len(values)
+    # First pass with every odd half rounded up, second with each one down where that is what
+    # sockperf printed.
+    up = _rows(windows, starts, np.ones(n_rows, dtype=bool))
+    down = _rows(windows, starts, np.zeros(n_rows, dtype=bool))
+    halves_up, exceptions = [], {}
+    for i, (line, a, b) in enumerate(zip(lines, up, down, strict=True)):
+        if a != b:  # an odd round trip
+            halves_up.append(line == a)
+        if line not in (a, b):
+            exceptions[i] = line
+    if len(exceptions) > MAX_EXCEPTION_SHARE * n_rows:
+        return None
+    meta = {
+        "format": RESIDUE_FORMAT,
+        "prefix": raw[:start],
+        "messages": [[at, text] for at, text in messages if at <= cut],
+        "moved": "".join(text for at, text in messages if cut < at <= end),
+        "suffix": raw[start + _raw_offset(end, messages) :],
+        "starts": starts,
+        "exceptions": {str(i): line for i, line in exceptions.items()},
+        "halves_up": len(halves_up),
+        "rows_not_kept": section.count("\n", cut, end),
+        "sha256": hashlib.sha256(raw.encode()).hexdigest(),
+    }
+    bits = np.packbits(np.array(halves_up, dtype=bool)).tobytes()
+    residue = json.dumps(meta, sort_keys=True).encode() + b"\n" + bits
+    if rebuild_log(residue, windows) != kept_log(raw, n_rows):
+        return None
+    return residue
+
+
+def rows_not_kept(residue: bytes) -> int:
+    """The rows after the window's count that the log had and its rebuilt copy has not."""
+    return int(json.loads(residue.partition(b"\n")[0])["rows_not_kept"])
+
+
+def rebuild_log(residue: bytes, windows: list[tuple[Any, Any]]) -> str:
+    """sockperf's output, byte for byte but for the rows after the window's count, from its
+    residue and the samples of its windows (``log_residue``)."""
+    head, _, bits = residue.partition(b"\n")
+    meta = json.loads(head)
+    if meta.get("format") != RESIDUE_FORMAT:
+        raise ValueError(f"not a sockperf residue: {meta.get('format')!r}")
+    halves_up = np.unpackbits(np.frombuffer(bits, dtype=np.uint8), count=meta["halves_up"])
+    lines = _rows(windows, meta["starts"], halves_up.astype(bool))
+    for i, line in meta["exceptions"].items():
+        lines[int(i)] = line
+    rows = _with_messages("".join(lines), [(at, text) for at, text in meta["messages"]])
+    return meta["prefix"] + rows + meta["moved"] + meta["suffix"]

@@ -4,12 +4,13 @@ For each run (block) 1..R the (mode, path, variant) triples are measured in a fr
 permutation, each with a flagged warm-up before its measured windows. Each finished triple is
 written at once as its own pair of parquet parts (samples, then the runs row that commits
 them), so an interrupted campaign resumes where it stopped and never measures a pair twice.
-Everything the campaign starts is labelled and removed on success, error and Ctrl-C.
+At the end of a session the parts are folded into the dataset's tables and deleted
+(`Dataset.consolidate`); a resumed campaign reads what it has from both. Everything the
+campaign starts is labelled and removed on success, error and Ctrl-C.
 """
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
@@ -30,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import imports
-from pipeline.analysis import schema
+from pipeline.analysis import rawlog, schema
 from pipeline.benchmarks import BENCHMARKS, Benchmark, Scenario, ToolOutputError, Window
 from pipeline.collect import hostfacts, images, inventory
 from pipeline.collect.modes import MODES, STUDY_MODES, Context, Mode, ModeUnavailable, Workload
@@ -160,27 +161,70 @@ def campaign_id(environment: str, benchmark: str, profile: Profile, triples, see
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
+STEP_KEY = ["run", "mode", "path", "variant"]
+OWNER = "container_overhead.campaign"  # the parquet metadata key naming a table's campaign
+
+
 class Dataset:
-    """The benchmark's raw directory for one environment: parts while collecting, then tables."""
+    """The benchmark's raw directory for one environment, for one campaign.
+
+    - ``samples.parquet``, ``runs.parquet``, ``hosts.parquet``, ``campaign.json``: the current
+      campaign's consolidated tables (each names its campaign: parquet metadata, JSON field).
+    - ``parts/<campaign>/``: what a campaign committed since its last consolidation, one pair
+      of parts per step (samples, then the runs row that commits them), hosts per run, one
+      record per collection session. Consolidation folds them into the tables, then deletes
+      them.
+    - ``superseded/<campaign>/``: an earlier campaign's consolidated tables (other settings or
+      other code), moved aside when another campaign consolidated; never read with this one's.
+    - ``logs/<campaign>/``: the tools' own output (``pipeline.analysis.rawlog``).
+
+    Every step is committed exactly once, in the tables or in the parts: an interrupted
+    consolidation leaves rows in both, which the next one counts once (a step's rows come from
+    its parts when it has any, else from the tables).
+    """
 
     def __init__(self, root: Path, campaign: str, code: dict | None = None) -> None:
         self.root = root
+        self.id = campaign
         self.code = code or {}
         self.parts = root / "parts" / campaign
         self.logs = root / "logs" / campaign
+        self.aside = root / "superseded" / campaign
+        self._hosts_runs: set[int] | None = None
+
+    # -- where this campaign's consolidated tables are --------------------------------------
+
+    def _file(self, name: str) -> Path | None:
+        """This campaign's consolidated ``name`` (samples, runs, hosts, campaign.json): at the
+        top when it is the current campaign's, else where it was moved aside, else None."""
+        for directory in (self.root, self.aside):
+            path = directory / (name if name.endswith(".json") else f"{name}.parquet")
+            if _owner(path) == self.id:
+                return path
+        return None
+
+    def _table(self, name: str) -> pa.Table | None:
+        path = self._file(name)
+        return None if path is None else schema.read_table(path, name)
 
     def superseded(self) -> list[str]:
-        """Earlier campaigns in this directory (other settings or other code): their parts stay
-        under parts/<campaign>/, apart, and are not part of this dataset."""
-        parts = self.root / "parts"
-        if not parts.is_dir():
-            return []
-        return sorted(p.name for p in parts.iterdir() if p.is_dir() and p.name != self.parts.name)
+        """Earlier campaigns in this directory (other settings or other code): their tables
+        and parts stay apart (superseded/<campaign>/, parts/<campaign>/) and are not part of
+        this dataset."""
+        found = {_owner(self.root / f"{n}.parquet") for n in TABLE_FILES}
+        found.add(_owner(self.root / "campaign.json"))
+        for sub in ("parts", "superseded"):
+            if (self.root / sub).is_dir():
+                found |= {p.name for p in (self.root / sub).iterdir() if p.is_dir()}
+        return sorted(found - {None, self.id})
 
     def done(self) -> set[tuple[int, str, str, str]]:
         keys = set()
+        runs = self._table("runs")
+        if runs is not None:
+            keys |= set(zip(*(runs.column(k).to_pylist() for k in STEP_KEY), strict=True))
         for f in self.parts.glob("run-*.runs.parquet"):
-            row = pq.read_table(f, columns=["run", "mode", "path", "variant"]).to_pylist()[0]
+            row = pq.read_table(f, columns=STEP_KEY).to_pylist()[0]
             keys.add((row["run"], row["mode"], row["path"], row["variant"]))
         return keys
 
@@ -198,7 +242,12 @@ class Dataset:
         schema.write_table(schema.to_table(rows, schema.HOSTS), path)
 
     def has_hosts(self, run: int) -> bool:
-        return (self.parts / f"hosts-run-{run:03d}.parquet").exists()
+        if (self.parts / f"hosts-run-{run:03d}.parquet").exists():
+            return True
+        if self._hosts_runs is None:
+            hosts = self._table("hosts")
+            self._hosts_runs = set() if hosts is None else set(hosts.column("run").to_pylist())
+        return run in self._hosts_runs
 
     def save_session(self, record: dict) -> None:
         """One collection session (a `dvc repro`, or its resumption) and where its time went."""
@@ -209,28 +258,131 @@ class Dataset:
         os.replace(tmp, path)
 
     def sessions(self) -> list[dict]:
-        return [json.loads(f.read_text()) for f in sorted(self.parts.glob("session-*.json"))]
+        """Every session of the campaign: those consolidated into campaign.json, then those
+        recorded since."""
+        path = self._file("campaign.json")
+        kept = json.loads(path.read_text()).get("sessions_recorded", []) if path else []
+        new = [json.loads(f.read_text()) for f in sorted(self.parts.glob("session-*.json"))]
+        seen = {s["started_at"] for s in new}
+        return sorted([s for s in kept if s["started_at"] not in seen] + new,
+                      key=lambda s: s["started_at"])  # fmt: skip
+
+    # -- consolidation ----------------------------------------------------------------------
 
     def consolidate(self) -> dict[str, int]:
-        """Write samples/runs/hosts.parquet for this campaign from its committed parts."""
-        runs_files = sorted(self.parts.glob("run-*.runs.parquet"))
-        sample_files = [f.with_name(f.name.replace(".runs.", ".samples.")) for f in runs_files]
+        """Fold this campaign's committed parts into samples/runs/hosts.parquet and
+        campaign.json, then delete those parts. Each file is replaced atomically and the parts
+        go last, so a crash at any point loses nothing and the next consolidation counts
+        nothing twice. An earlier campaign's tables at the top are first moved aside."""
+        runs_parts = sorted(self.parts.glob("run-*.runs.parquet"))
+        stems = [f.name.removesuffix(".runs.parquet") for f in runs_parts]
+        sample_parts = [self.parts / f"{stem}.samples.parquet" for stem in stems]
+        hosts_parts = sorted(self.parts.glob("hosts-run-*.parquet"))
+        session_parts = sorted(self.parts.glob("session-*.json"))
+        names = (*(f"{n}.parquet" for n in TABLE_FILES), "campaign.json")
+        settled = all(_owner(self.root / n) == self.id for n in names) and not self.aside.exists()
+        if settled and not (runs_parts or hosts_parts or session_parts):
+            return {n: pq.read_metadata(self.root / f"{n}.parquet").num_rows for n in TABLE_FILES}
+        fresh = {
+            "samples": [schema.read_table(f, "samples") for f in sample_parts],
+            "runs": [schema.read_table(f, "runs") for f in runs_parts],
+            "hosts": [schema.read_table(f, "hosts") for f in hosts_parts],
+        }
         counts = {}
-        for name, files in (
-            ("runs", runs_files),
-            ("samples", sample_files),
-            ("hosts", sorted(self.parts.glob("hosts-run-*.parquet"))),
-        ):
-            tables = [pq.read_table(f, schema=schema.TABLES[name]) for f in files]
-            table = pa.concat_tables(tables) if tables else schema.to_table([], schema.TABLES[name])
-            schema.write_table(table, self.root / f"{name}.parquet")
+        # runs last among the tables: its rows are what `done()` counts as measured
+        for name, key in (("samples", STEP_KEY), ("hosts", ["run"]), ("runs", STEP_KEY)):
+            table = _merge(self._table(name), fresh[name], key, schema.TABLES[name])
+            self._retire(f"{name}.parquet")
+            schema.write_table(table, self.root / f"{name}.parquet", {OWNER: self.id})
+            (self.aside / f"{name}.parquet").unlink(missing_ok=True)
             counts[name] = table.num_rows
-        summary = duty_cycle(self.sessions())
+        sessions = self.sessions()
+        record = {"campaign": self.id, "code": self.code, **duty_cycle(sessions),
+                  "sessions_recorded": sessions}  # fmt: skip
+        self._retire("campaign.json")
         tmp = self.root / ".campaign.json.tmp"
-        record = {"campaign": self.parts.name, "code": self.code, **summary}
         tmp.write_text(json.dumps(record, indent=1))
         os.replace(tmp, self.root / "campaign.json")
+        (self.aside / "campaign.json").unlink(missing_ok=True)
+        _remove_dir(self.aside)
+        _remove_dir(self.aside.parent)
+        # the commit markers first: a samples part left without one is never read again
+        for runs_part, samples_part in zip(runs_parts, sample_parts, strict=True):
+            runs_part.unlink(missing_ok=True)
+            samples_part.unlink(missing_ok=True)
+        for f in (*hosts_parts, *session_parts):
+            f.unlink(missing_ok=True)
+        self._drop_orphans()
+        _remove_dir(self.parts)
+        _remove_dir(self.parts.parent)
         return counts
+
+    def _retire(self, name: str) -> None:
+        """An earlier campaign's consolidated file at the top, moved to superseded/<it>/."""
+        path = self.root / name
+        owner = _owner(path)
+        if path.exists() and owner != self.id:
+            if owner is None:  # no campaign's rows at all (an empty table of an old layout)
+                path.unlink()
+                return
+            aside = self.root / "superseded" / owner
+            aside.mkdir(parents=True, exist_ok=True)
+            os.replace(path, aside / name)
+
+    def _drop_orphans(self) -> None:
+        """Samples parts whose runs part a crash in the deletion above already removed: their
+        step is in the tables."""
+        done = self.done()
+        for f in self.parts.glob("run-*.samples.parquet"):
+            if (self.parts / f.name.replace(".samples.", ".runs.")).exists():
+                continue
+            rows = pq.read_table(f, columns=STEP_KEY).to_pylist()
+            if not rows or tuple(rows[0][k] for k in STEP_KEY) in done:
+                f.unlink()
+
+
+TABLE_FILES = ("samples", "runs", "hosts")
+
+
+def _owner(path: Path) -> str | None:
+    """The campaign a consolidated file belongs to (None: no such file, or no rows to say)."""
+    if not path.exists():
+        return None
+    if path.suffix == ".json":
+        return json.loads(path.read_text()).get("campaign")
+    metadata = pq.read_schema(path).metadata or {}
+    if OWNER.encode() in metadata:
+        return metadata[OWNER.encode()].decode()
+    # a table written before tables named their campaign: its rows do
+    column = pq.read_table(path, columns=["campaign"]).column(0).drop_null()
+    return column[0].as_py() if len(column) else None
+
+
+def _merge(
+    old: pa.Table | None, fresh: list[pa.Table], key: list[str], kind: pa.Schema
+) -> pa.Table:
+    """The consolidated rows and the parts' rows, each key once: a key with parts takes its
+    rows from them (after an interrupted consolidation the tables may hold it too)."""
+    import pyarrow.compute as pc
+
+    new = pa.concat_tables(fresh) if fresh else schema.to_table([], kind)
+    if old is None or old.num_rows == 0:
+        return new
+    if new.num_rows:
+        def joined(table: pa.Table) -> pa.ChunkedArray:
+            columns = [pc.cast(table.column(k), pa.string()) for k in key]
+            return pc.binary_join_element_wise(*columns, "\x1f")
+
+        replaced = pa.array(sorted(set(joined(new).to_pylist())))
+        old = old.filter(pc.invert(pc.is_in(joined(old), replaced)))
+    return pa.concat_tables([old.cast(kind), new.cast(kind)])
+
+
+def _remove_dir(path: Path) -> None:
+    try:
+        path.rmdir()
+    except OSError:  # absent, or not empty (parts saved by a campaign still running)
+        pass
 
 
 def duty_cycle(sessions: list[dict]) -> dict:
@@ -553,7 +705,7 @@ class Campaign:
             self.log(
                 f"  measuring afresh: the settings or the code that measures (digest "
                 f"{self.code['digest']}) differ from the earlier campaign(s) "
-                f"{', '.join(self.data.superseded())}, whose parts stay apart under parts/"
+                f"{', '.join(self.data.superseded())}, whose data stay apart (superseded/, parts/)"
             )
         if todo:
             with Pool(self.inv) as pool, _sigterm_as_interrupt():
@@ -585,7 +737,7 @@ class Campaign:
                     )  # fmt: skip
                     raise CampaignError(
                         f"{exc}\n\nThe campaign stopped{where}. {saved} of {len(self.steps)} "
-                        f"measurements are saved under {self.data.parts}; fix the problem above "
+                        f"measurements are saved under {self.data.root}; fix the problem above "
                         "and run `dvc repro` again to resume (for the embedded lab, "
                         "`python -m pipeline.lab up` repairs dead daemons)."
                     ) from exc
@@ -807,25 +959,25 @@ class Campaign:
                 # samples are flagged. Saves a tool start (sockperf idles 2 s at each).
                 both = Window(measured.seconds, 0.0, warmup + measured.count)
                 raw, command = run_client(both, retry=True, kept=measured.count / both.count)
-                row["raw_log"] = self._keep_log(step, 1, raw)
-                parsed = self.benchmark.parse(step.variant, raw, both)
-                samples += self._records(step, 0, parsed[:warmup])
-                samples += self._records(step, 1, _renumber(parsed[warmup:]))
+                parsed = self._parse(step, 1, raw, both, row)
+                warm, window = parsed[:warmup], _renumber(parsed[warmup:])
+                samples += self._records(step, 0, warm) + self._records(step, 1, window)
+                row["raw_log"] = self._keep_log(step, 1, raw, {0: warm, 1: window})
                 first = 2
             else:
-                warm = Window(
+                warm_window = Window(
                     self.profile.warmup_seconds, 0.0, self.profile.warmup_count, warmup=True
                 )
-                raw, command = run_client(warm, retry=True, kept=0.0)
-                self._keep_log(step, 0, raw)
-                samples += self._records(step, 0, self.benchmark.parse(step.variant, raw, warm))
+                raw, command = run_client(warm_window, retry=True, kept=0.0)
+                warm = self._parse(step, 0, raw, warm_window, row)
+                samples += self._records(step, 0, warm)
+                self._keep_log(step, 0, raw, {0: warm})
                 first = 1
             for rep in range(first, self.profile.reps + 1):
                 raw, command = run_client(measured)
-                row["raw_log"] = self._keep_log(step, rep, raw)
-                samples += self._records(
-                    step, rep, self.benchmark.parse(step.variant, raw, measured)
-                )
+                window = self._parse(step, rep, raw, measured, row)
+                samples += self._records(step, rep, window)
+                row["raw_log"] = self._keep_log(step, rep, raw, {rep: window})
             row["command"] = command
             if deployment.notes or self.meta:
                 row["notes"] = json.dumps({**self.meta, **deployment.notes}, sort_keys=True)
@@ -912,11 +1064,37 @@ class Campaign:
             self._clock.fixed_s += seconds - kept_s + self.benchmark.tool_fixed_seconds
         return raw, f"{client.name}$ {command}"
 
-    def _keep_log(self, step: Step, rep: int, raw: str) -> str:
-        """The tool's own output, gzip-compressed (a per-sample log is megabytes of text)."""
-        path = self.data.logs / f"{step.stem}_rep{rep}.log.gz"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(gzip.compress(raw.encode(), mtime=0))
+    def _parse(self, step: Step, rep: int, raw: str, window: Window, row: dict) -> list:
+        """The window's samples; a failed window keeps the tool's output as it is, for the
+        record."""
+        try:
+            return self.benchmark.parse(step.variant, raw, window)
+        except ToolOutputError:
+            row["raw_log"] = self._keep_log(step, rep, raw)
+            raise
+
+    def _keep_log(self, step: Step, rep: int, raw: str, windows: dict | None = None) -> str:
+        """The tool's own output (``pipeline.analysis.rawlog``): where the benchmark's samples
+        rebuild it (``windows``: rep -> the samples parsed from it, as saved), only what they do
+        not hold; otherwise the output itself, compressed."""
+        stem = f"{step.stem}_rep{rep}"
+        residue = None
+        metrics = {s.metric for samples in (windows or {}).values() for s in samples}
+        per_sample_log = type(self.benchmark).log_residue is not Benchmark.log_residue
+        if per_sample_log and windows and len(metrics) == 1:
+            arrays = [
+                (np.array([s.value for s in w], dtype=np.float64),
+                 np.array([s.t_ns or 0 for s in w], dtype=np.int64))
+                for w in windows.values()
+            ]  # fmt: skip
+            residue = self.benchmark.log_residue(raw, arrays)
+        if residue is None:
+            path = rawlog.write_log(self.data.logs, stem, raw)
+        else:
+            key = {"benchmark": self.benchmark.name, "campaign": self.id, "run": step.run,
+                   "mode": step.mode, "path": step.path, "variant": step.variant,
+                   "metric": metrics.pop(), "reps": list(windows), "part": step.stem}  # fmt: skip
+            path = rawlog.write_residue(self.data.logs, stem, key, residue)
         return str(path.relative_to(self.data.root))
 
     def _records(self, step: Step, rep: int, samples) -> list[dict]:

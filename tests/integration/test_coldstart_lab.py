@@ -4,11 +4,11 @@ plausible times (a plain process starts faster than any container engine's media
 timer's own report kept and re-parsable, and nothing left on any node, also after a timer that
 was killed mid-start."""
 
-import gzip
 import json
 
 import pytest
 
+from pipeline.analysis import rawlog
 from pipeline.benchmarks import BENCHMARKS, Scenario, ToolOutputError, Window
 from pipeline.benchmarks.coldstart import parse_coldstart
 from pipeline.collect import inventory
@@ -71,7 +71,7 @@ def test_start_times_are_physically_plausible(collected):
 def test_the_report_names_the_engine_command_and_the_polled_address(collected):
     runs, samples, root = collected
     row = runs[(runs["mode"] == "docker-bridge") & (runs["status"] == "ok")].iloc[0]
-    raw = gzip.decompress((root / row["raw_log"]).read_bytes()).decode()
+    raw = rawlog.read_log(root, row["raw_log"])
     log = parse_coldstart(raw)
     stored = samples[
         (samples["mode"] == "docker-bridge") & (samples["run"] == row["run"]) & ~samples["warmup"]

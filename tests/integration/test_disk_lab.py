@@ -3,12 +3,12 @@ variant ok (or skipped with a reason), the same fio bits and the same fio comman
 mode, plausible rates, fio's output kept and re-parsable, nothing left on any node (no
 containers, no volumes, no test directories)."""
 
-import gzip
 import json
 import re
 
 import pytest
 
+from pipeline.analysis import rawlog
 from pipeline.benchmarks import BENCHMARKS, Window
 from pipeline.collect.modes.base import SCRATCH_DIR
 from tests.integration.lab_campaign import (
@@ -101,7 +101,7 @@ def test_kept_fio_output_reparses_to_the_samples(collected):
     runs, samples, root = collected
     bench = BENCHMARKS["disk"]()
     row = runs[(runs["mode"] == "docker-volume") & (runs["variant"] == "randwrite")].iloc[0]
-    raw = gzip.decompress((root / row["raw_log"]).read_bytes()).decode()
+    raw = rawlog.read_log(root, row["raw_log"])
     parsed = bench.parse("randwrite", raw, Window(PROFILE.seconds, PROFILE.omit_seconds))
     stored = samples[
         (samples["mode"] == "docker-volume")

@@ -3,12 +3,12 @@ run): every engine ok or skipped with a reason, engine memory that grows with th
 count, one shim (docker) or conmon (podman) per container, readings that re-parse to the
 stored samples, density reaching its cap, nothing left on any node."""
 
-import gzip
 import re
 
 import pandas as pd
 import pytest
 
+from pipeline.analysis import rawlog
 from pipeline.analysis.footprint import TOTAL_PSS, fit_line
 from pipeline.benchmarks.footprint import engine_memory, parse_reading
 from tests.integration.lab_campaign import (
@@ -70,7 +70,7 @@ def test_footprint_grows_with_the_container_count_one_process_per_container(coll
 def test_kept_readings_reparse_to_the_stored_samples(collected):
     runs, samples, root = collected["footprint"]
     row = runs[(runs["mode"] == "docker-bridge") & (runs["status"] == "ok")].iloc[0]
-    log = gzip.decompress((root / row["raw_log"]).read_bytes()).decode()
+    log = rawlog.read_log(root, row["raw_log"])
     readings = re.findall(r"^== netns\n.*?(?=^# exit)", log, re.MULTILINE | re.DOTALL)
     last = engine_memory(parse_reading(readings[-1]), "docker", 0)
     assert last.count == 6

@@ -2,13 +2,13 @@
 every mode they apply to ok (or skipped with a reason), the same sysbench bits in every mode,
 plausible rates, sysbench's own output kept and re-parsable, nothing left on any node."""
 
-import gzip
 import os
 import shlex
 
 import pandas as pd
 import pytest
 
+from pipeline.analysis import rawlog
 from pipeline.benchmarks import BENCHMARKS, Window
 from tests.integration.lab_campaign import ROOT_ONLY, assert_nothing_left, smoke_settings
 
@@ -118,7 +118,7 @@ def test_kept_sysbench_output_reparses_to_the_samples(collected, benchmark):
     bench = BENCHMARKS[benchmark]()
     ok = runs[(runs["mode"] == "docker-bridge") & (runs["status"] == "ok")]
     row = ok[ok["variant"] != "compile"].iloc[0]
-    raw = gzip.decompress((root / row["raw_log"]).read_bytes()).decode()
+    raw = rawlog.read_log(root, row["raw_log"])
     window = Window(PROFILE.seconds, PROFILE.omit_seconds)
     parsed = bench.parse(row["variant"], raw, window)
     stored = samples[

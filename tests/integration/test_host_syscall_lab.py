@@ -2,10 +2,10 @@
 it applies to ok (or skipped with a reason), the same perf bits in every mode, plausible costs,
 one sample per second of the window, perf's own output kept and re-parsable, nothing left."""
 
-import gzip
 
 import pytest
 
+from pipeline.analysis import rawlog
 from pipeline.benchmarks import BENCHMARKS, Window
 from tests.integration.lab_campaign import ROOT_ONLY, assert_nothing_left, smoke_settings
 
@@ -52,7 +52,7 @@ def test_kept_perf_output_reparses_to_the_samples(collected):
     runs, samples, root = collected
     bench = BENCHMARKS["syscall"]()
     row = runs[(runs["mode"] == "docker-bridge") & (runs["status"] == "ok")].iloc[0]
-    raw = gzip.decompress((root / row["raw_log"]).read_bytes()).decode()
+    raw = rawlog.read_log(root, row["raw_log"])
     parsed = bench.parse(row["variant"], raw, Window(PROFILE.seconds, PROFILE.omit_seconds))
     stored = samples[
         (samples["mode"] == "docker-bridge") & (samples["variant"] == row["variant"])

@@ -6,7 +6,6 @@ Needs root (it brings the lab up) and co-loadgen built by `make setup`.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
@@ -17,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.analysis import schema
+from pipeline.analysis import rawlog, schema
 from pipeline.benchmarks.http import RATE
 from pipeline.collect.campaign import Profile
 from pipeline.collect.modes.base import PID_DIR
@@ -93,7 +92,7 @@ def test_raw_logs_name_the_generator(dataset):
     runs = pd.read_parquet(dataset / "runs.parquet")
     digest = hashlib.sha256(LOADGEN.read_bytes()).hexdigest()
     for log in runs["raw_log"]:
-        text = gzip.decompress((dataset / log).read_bytes()).decode()
+        text = rawlog.read_log(dataset, log)
         header = json.loads(text.splitlines()[0])
         assert header["tool"] == "co-loadgen" and header["sha256"] == digest
         assert header["rate"] == RATE and header["warmup_s"] == 0.5

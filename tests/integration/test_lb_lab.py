@@ -3,12 +3,12 @@ profile: direct, HAProxy, nginx and dnsrr with 1 and 2 replicas measured without
 VIP / routing mesh skipped with the IPVS reason (this kernel has none), wrk's own output kept
 and re-parsable, and no container, service or network left on any node."""
 
-import gzip
 import json
 import os
 
 import pytest
 
+from pipeline.analysis import rawlog
 from pipeline.benchmarks.lb import SHARED, parse_wrk, variant_names
 from tests.integration.lab_campaign import ROOT_ONLY, assert_nothing_left, smoke_settings
 
@@ -102,7 +102,7 @@ def test_rates_plausible_and_no_errors(collected):
 def test_raw_log_holds_wrks_output(collected):
     runs, samples, root = collected
     row = runs[runs["variant"] == "haproxy-r2"].iloc[0]
-    raw = gzip.decompress((root / row.raw_log).read_bytes()).decode()
+    raw = rawlog.read_log(root, row.raw_log)
     assert "balance roundrobin" in raw and raw.count("    server r") == 2  # the config used
     measured = raw[raw.rindex("/usr/bin/wrk") :]  # the last wrk run is the measured window
     rate = samples[
