@@ -93,7 +93,8 @@ HOSTS = pa.schema(
     ]
 )
 
-TABLES = {"samples": SAMPLES, "runs": RUNS, "hosts": HOSTS}
+# attempts: the runs rows of steps that failed and were measured again (the record keeps them)
+TABLES = {"samples": SAMPLES, "runs": RUNS, "hosts": HOSTS, "attempts": RUNS}
 STATUSES = ("ok", "failed", "skipped")
 PATHS = ("dc", "internet", "local", "host")  # host: a tool run on the server host itself
 

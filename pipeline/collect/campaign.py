@@ -181,6 +181,11 @@ class Dataset:
     Every step is committed exactly once, in the tables or in the parts: an interrupted
     consolidation leaves rows in both, which the next one counts once (a step's rows come from
     its parts when it has any, else from the tables).
+
+    A step is measured for good when its status is ok or skipped (a mode the host cannot run).
+    A failed step (the tool, a daemon or a host failed during it) is measured again by the
+    next session; its failed runs row moves to ``attempts.parquet`` (parts: ``attempt-*``), so
+    the record keeps every failure.
     """
 
     def __init__(self, root: Path, campaign: str, code: dict | None = None) -> None:
@@ -218,17 +223,32 @@ class Dataset:
                 found |= {p.name for p in (self.root / sub).iterdir() if p.is_dir()}
         return sorted(found - {None, self.id})
 
-    def done(self) -> set[tuple[int, str, str, str]]:
-        keys = set()
+    def statuses(self) -> dict[tuple[int, str, str, str], str]:
+        """Every committed step's status (its parts' row when it has one, else the table's)."""
+        found = {}
         runs = self._table("runs")
         if runs is not None:
-            keys |= set(zip(*(runs.column(k).to_pylist() for k in STEP_KEY), strict=True))
+            for row in runs.select([*STEP_KEY, "status"]).to_pylist():
+                found[tuple(row[k] for k in STEP_KEY)] = row["status"]
         for f in self.parts.glob("run-*.runs.parquet"):
-            row = pq.read_table(f, columns=STEP_KEY).to_pylist()[0]
-            keys.add((row["run"], row["mode"], row["path"], row["variant"]))
-        return keys
+            row = pq.read_table(f, columns=[*STEP_KEY, "status"]).to_pylist()[0]
+            found[tuple(row[k] for k in STEP_KEY)] = row["status"]
+        return found
+
+    def done(self) -> set[tuple[int, str, str, str]]:
+        """The steps measured for good (ok or skipped); a failed one is measured again."""
+        return {key for key, status in self.statuses().items() if status in FINAL}
+
+    def failed(self) -> list[tuple[int, str, str, str]]:
+        return sorted(key for key, status in self.statuses().items() if status == "failed")
 
     def save(self, step: Step, samples: list[dict], run_row: dict) -> None:
+        runs_part = self.parts / f"{step.stem}.runs.parquet"
+        if runs_part.exists() and pq.read_table(runs_part, columns=["status"])[0][0].as_py() == (
+            "failed"
+        ):  # a failed step measured again: its failure stays on record
+            n = len(list(self.parts.glob(f"attempt-{step.stem}-*.parquet")))
+            os.replace(runs_part, self.parts / f"attempt-{step.stem}-{n + 1}.parquet")
         # samples first: a runs part is the commit marker that makes them count
         schema.write_table(
             schema.to_table(samples, schema.SAMPLES), self.parts / f"{step.stem}.samples.parquet"
@@ -279,9 +299,10 @@ class Dataset:
         sample_parts = [self.parts / f"{stem}.samples.parquet" for stem in stems]
         hosts_parts = sorted(self.parts.glob("hosts-run-*.parquet"))
         session_parts = sorted(self.parts.glob("session-*.json"))
+        attempt_parts = sorted(self.parts.glob("attempt-*.parquet"))
         names = (*(f"{n}.parquet" for n in TABLE_FILES), "campaign.json")
         settled = all(_owner(self.root / n) == self.id for n in names) and not self.aside.exists()
-        if settled and not (runs_parts or hosts_parts or session_parts):
+        if settled and not (runs_parts or hosts_parts or session_parts or attempt_parts):
             return {n: pq.read_metadata(self.root / f"{n}.parquet").num_rows for n in TABLE_FILES}
         fresh = {
             "samples": [schema.read_table(f, "samples") for f in sample_parts],
@@ -289,6 +310,7 @@ class Dataset:
             "hosts": [schema.read_table(f, "hosts") for f in hosts_parts],
         }
         counts = {}
+        self._fold_attempts(fresh["runs"], attempt_parts)
         # runs last among the tables: its rows are what `done()` counts as measured
         for name, key in (("samples", STEP_KEY), ("hosts", ["run"]), ("runs", STEP_KEY)):
             table = _merge(self._table(name), fresh[name], key, schema.TABLES[name])
@@ -310,12 +332,30 @@ class Dataset:
         for runs_part, samples_part in zip(runs_parts, sample_parts, strict=True):
             runs_part.unlink(missing_ok=True)
             samples_part.unlink(missing_ok=True)
-        for f in (*hosts_parts, *session_parts):
+        for f in (*hosts_parts, *session_parts, *attempt_parts):
             f.unlink(missing_ok=True)
         self._drop_orphans()
         _remove_dir(self.parts)
         _remove_dir(self.parts.parent)
         return counts
+
+    def _fold_attempts(self, fresh_runs: list[pa.Table], attempt_parts: list[Path]) -> None:
+        """attempts.parquet: the failed runs rows that a new measurement of their step
+        replaces (in the parts, or in the table), each once (a crash may fold one twice)."""
+        rows = [] if self._table("attempts") is None else self._table("attempts").to_pylist()
+        rows += [r for f in attempt_parts for r in schema.read_table(f, "runs").to_pylist()]
+        old = self._table("runs")
+        if old is not None and fresh_runs:
+            remeasured = {tuple(r[k] for k in STEP_KEY)
+                          for t in fresh_runs for r in t.select(STEP_KEY).to_pylist()}
+            rows += [r for r in old.to_pylist() if r["status"] == "failed"
+                     and tuple(r[k] for k in STEP_KEY) in remeasured]  # fmt: skip
+        unique = {(*(r[k] for k in STEP_KEY), str(r["started_at"])): r for r in rows}
+        self._retire("attempts.parquet")
+        if unique:
+            table = schema.to_table(list(unique.values()), schema.RUNS)
+            schema.write_table(table, self.root / "attempts.parquet", {OWNER: self.id})
+        (self.aside / "attempts.parquet").unlink(missing_ok=True)
 
     def _retire(self, name: str) -> None:
         """An earlier campaign's consolidated file at the top, moved to superseded/<it>/."""
@@ -332,7 +372,7 @@ class Dataset:
     def _drop_orphans(self) -> None:
         """Samples parts whose runs part a crash in the deletion above already removed: their
         step is in the tables."""
-        done = self.done()
+        done = self.statuses()
         for f in self.parts.glob("run-*.samples.parquet"):
             if (self.parts / f.name.replace(".samples.", ".runs.")).exists():
                 continue
@@ -342,6 +382,7 @@ class Dataset:
 
 
 TABLE_FILES = ("samples", "runs", "hosts")
+FINAL = ("ok", "skipped")  # a step with one of these is measured for good
 
 
 def _owner(path: Path) -> str | None:
@@ -741,8 +782,36 @@ class Campaign:
                         "and run `dvc repro` again to resume (for the embedded lab, "
                         "`python -m pipeline.lab up` repairs dead daemons)."
                     ) from exc
+        return self._conclude()
+
+    def _conclude(self) -> dict[str, int]:
+        """Consolidate; a step still failed stops the stage (DVC then does not record it as
+        done, and the next `dvc repro` measures only what is missing)."""
         counts = self.data.consolidate()
         self.log(f"campaign {self.id}: wrote {counts} to {self.data.root}")
+        self._log_duty_cycle()
+        failed = self.data.failed()
+        if failed:
+            raise CampaignError(self._failed_message(failed))
+        return counts
+
+    def _failed_message(self, failed: list[tuple[int, str, str, str]]) -> str:
+        """What failed (each step's last reason), what is saved, how to measure them again."""
+        runs = schema.read_table(self.data.root / "runs.parquet", "runs").to_pylist()
+        reasons = {tuple(r[k] for k in STEP_KEY): r["reason"] for r in runs}
+        lines = [f"  run {key[0]} {key[1]} ({key[2]}, {key[3]}): {reasons.get(key, '')}"
+                 for key in failed]  # fmt: skip
+        return (
+            f"{len(failed)} of {len(self.steps)} measurements of {self.benchmark.name} on "
+            f"{self.inv.environment} failed, on a second attempt too:\n" + "\n".join(lines) +
+            "\n\n"
+            f"Everything else is saved under {self.data.root} (the failures too, in "
+            "runs.parquet and attempts.parquet). Fix the cause and run `dvc repro` again: it "
+            "measures only these steps. A mode that fails on every attempt can be left out "
+            "with `modes:` in params.yaml."
+        )
+
+    def _log_duty_cycle(self) -> None:
         duty = duty_cycle(self.data.sessions())
         if duty["steps"] and duty["wall_s"]:
             self.log(
@@ -756,7 +825,6 @@ class Campaign:
                     f"stopping servers, {duty['client_overhead_s']:.0f} s in client commands "
                     f"outside their windows (SSH, tool start-up), {duty['other_s']:.0f} s other"
                 )
-        return counts
 
     def _place(self) -> dict | None:
         """Apply the campaign's CPU placement to the hosts (None where nothing places them)."""
@@ -817,8 +885,15 @@ class Campaign:
         return hosts
 
     def _measure_all(self, ctx: Context, todo: list[Step], clock: _SessionClock) -> None:
+        """The steps to do, then once more those that failed (a transient fault: a daemon
+        restarting, a connection reset), at the end of the session."""
         try:
             self._measure_steps(ctx, todo, clock)
+            failed = set(self.data.failed())
+            again = [s for s in todo if s.key in failed]
+            if again:
+                self.log(f"measuring the {len(again)} failed step(s) once more")
+                self._measure_steps(ctx, again, clock)
             self._current = None
         finally:
             self._stop_kept()  # a server kept for a next step that never came

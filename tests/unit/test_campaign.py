@@ -234,8 +234,8 @@ def test_a_failed_step_does_not_hand_its_server_on(tmp_path, monkeypatch):
     monkeypatch.setattr(campaign, "_headline", lambda row, samples: "")
     ctx = Context(inventory=inv, pool=_CannedClients(""), campaign=campaign.id)
     campaign._measure_all(ctx, campaign.steps, _SessionClock())
-    # step 1 ok (kept), step 2 fails (stopped), steps 3-4 on a new server
-    assert events == ["start", "stop", "start", "stop"]
+    # step 1 ok (kept), step 2 fails (stopped), steps 3-4 on a new server; then step 2 once more
+    assert events == ["start", "stop", "start", "stop", "start", "stop"]
 
 
 def test_lb_balancers_share_their_replicas_within_a_run_and_the_last_step_releases(
@@ -455,7 +455,7 @@ def test_a_parser_change_measures_again_and_keeps_the_old_parts_apart(code_copy,
     first = _throughput_campaign(out, ["native", "docker-host"], profile)
     step = first.steps[0]
     first.data.save(step, [], {"run": step.run, "mode": step.mode, "path": step.path,
-                               "variant": step.variant})  # fmt: skip
+                               "variant": step.variant, "status": "ok"})  # fmt: skip
     again = _throughput_campaign(out, ["native", "docker-host"], profile)
     assert again.id == first.id and again.data.done() == {step.key}  # unchanged code resumes
 
@@ -499,3 +499,70 @@ def test_an_interrupt_during_clean_up_waits_for_its_end():
     with _interrupts_deferred(said.append):
         pass  # no interrupt: nothing raised, nothing said
     assert len(said) == 1
+
+
+def _failed(step, reason="docker: Cannot connect to the Docker daemon"):
+    return {**_row(step), "status": "failed", "reason": reason}
+
+
+def test_a_failed_step_is_measured_again_and_its_failure_kept(tmp_path):
+    from pipeline.analysis import schema
+
+    data = Dataset(tmp_path, "c")
+    s1, s2 = Step(1, 0, "native", "dc", "tcp"), Step(1, 1, "docker-bridge", "dc", "tcp")
+    data.save(s1, [_sample(s1, 1e9)], _row(s1))
+    data.save(s2, [], _failed(s2))
+    assert data.done() == {s1.key} and data.failed() == [s2.key]
+    data.consolidate()  # the failure reaches the tables: still not done
+    assert data.done() == {s1.key} and data.failed() == [s2.key]
+    data.save(s2, [], _failed(s2, "again"))  # a second session fails it too, in the parts
+    data.save(s2, [_sample(s2, 2e9)], _row(s2))  # a third measures it
+    assert data.failed() == [] and data.done() == {s1.key, s2.key}
+    for _ in range(2):  # a second consolidation changes nothing
+        counts = data.consolidate()
+        assert counts["runs"] == 2 and counts["samples"] == 2
+        runs = schema.read_table(tmp_path / "runs.parquet", "runs").to_pandas()
+        assert set(runs.status) == {"ok"}
+        attempts = schema.read_table(tmp_path / "attempts.parquet", "attempts").to_pandas()
+        assert sorted(attempts.reason) == ["again", "docker: Cannot connect to the Docker daemon"]
+        assert set(attempts["mode"]) == {"docker-bridge"}
+    assert not data.parts.exists()
+
+
+def test_a_step_that_keeps_failing_is_retried_once_and_stops_the_stage(tmp_path, monkeypatch):
+    from pipeline.benchmarks import ToolOutputError
+    from pipeline.collect.campaign import CampaignError, _SessionClock
+    from pipeline.collect.modes import Context
+    from pipeline.collect.modes.base import Deployment
+
+    campaign = _throughput_campaign(tmp_path, ["native"], Profile(2, 3, 1, 1), 3)
+    inv = campaign.inv
+    monkeypatch.setattr(MODES["native"], "start", lambda ctx, workload: Deployment(
+        server=inv.servers[0], address="10.0.0.1", stop=lambda: None))  # fmt: skip
+    flaky, broken = campaign.steps[1], campaign.steps[2]
+    calls = Counter()
+
+    def run_client(ctx, deployment, client, address, step, row, window, retry=False, kept=1.0):
+        calls[step.key] += 1
+        if step == broken or (step == flaky and calls[step.key] == 1):  # its first warm-up
+            raise ToolOutputError(f"iperf3 on {client.name}: connection reset")
+        return "{}", "cmd"
+
+    monkeypatch.setattr(campaign, "_run_client", run_client)
+    monkeypatch.setattr(campaign.benchmark, "parse", lambda variant, raw, window: [])
+    monkeypatch.setattr(campaign, "_host_rows", lambda ctx, run: [])
+    monkeypatch.setattr(campaign, "_headline", lambda row, samples: "")
+    ctx = Context(inventory=inv, pool=_CannedClients(""), campaign=campaign.id)
+    campaign._measure_all(ctx, campaign.steps, _SessionClock())
+    assert calls[flaky.key] == 3 and calls[broken.key] == 2  # each failed step once more
+    with pytest.raises(CampaignError) as caught:
+        campaign._conclude()
+    message = str(caught.value)
+    assert f"1 of {len(campaign.steps)} measurements of throughput on lab failed" in message
+    assert f"run {broken.run} native ({broken.path}, {broken.variant}): iperf3 on" in message
+    assert "`dvc repro` again: it measures only these steps" in message
+    from pipeline.analysis import schema
+    runs = schema.read_table(tmp_path / "runs.parquet", "runs").to_pandas()
+    assert len(runs) == len(campaign.steps) and (runs.status == "failed").sum() == 1
+    assert len(schema.read_table(tmp_path / "attempts.parquet", "attempts")) == 2
+    assert campaign.data.done() == {s.key for s in campaign.steps} - {broken.key}
