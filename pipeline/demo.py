@@ -86,9 +86,10 @@ def run(dvc: str = "dvc", log=print) -> int:
             flush=True)  # fmt: skip
         code = subprocess.call([dvc, "repro", "--single-item", name], cwd=ROOT)
         if code != 0:
-            log(f"\nstage {name} failed (exit {code}): its error is above. Fix the cause and run "
-                "`make demo` again: finished stages are kept and an interrupted campaign "
-                "resumes where it stopped.", flush=True)  # fmt: skip
+            log(f"\nstage {name} failed (exit {code}): its error is above (a campaign lists "
+                "the steps that failed). Fix the cause and run `make demo` again, or "
+                f"`dvc repro {name}` for this stage alone: finished stages are kept and a "
+                "campaign measures only what is missing or failed.", flush=True)  # fmt: skip
             return code
         for path in _made(stage):
             log(f"  -> {path}", flush=True)
