@@ -293,6 +293,7 @@ class EngineHandle:
             probe = f"{scenario.prefix}-probe"
             self.options, ulimits = ctx.probe_ulimits(host, probe, self.argv[:1] + ("0",))
             self.log.append(f"# podman ulimits: {ulimits}")
+        self.options += scenario.engine_options
 
     def run(self, command: str, timeout: float, check: bool = True):
         result = self.session.run(command, timeout=timeout, check=False)
@@ -386,7 +387,8 @@ class ContainerRamp(Benchmark):
     binaries = (SLEEP,)
     paths = ("host",)
     variants = ("idle",)
-    modes = ("docker-bridge", "rootless-docker", "podman", "rootless-podman")
+    modes = ("docker-bridge", "rootless-docker", "podman", "rootless-podman", "docker-crun",
+             "docker-gvisor")
     failure_is_error = True
 
     def version_argv(self) -> list[str]:

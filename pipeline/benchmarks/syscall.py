@@ -46,6 +46,7 @@ TASKSET = "/usr/bin/taskset"  # util-linux
 SAMPLE_SECONDS = 1.0  # what one run of LOOPS operations takes on the lab, natively
 # Operations per run: 8e6 getppid() at ~123 ns, 2e5 pipe round trips at ~4.5 us on the lab.
 LOOPS = {"syscall-basic": 8_000_000, "sched-pipe": 200_000}
+PROBE_LOOPS = 1000  # a probe's operations (probe_argv): whether the benchmark runs at all
 # perf bench's collection and benchmark, and the metric a variant's samples carry
 BENCHES = {"syscall-basic": ("syscall", "basic"), "sched-pipe": ("sched", "pipe")}
 METRICS = {"syscall-basic": ("syscall_ns", "ns"), "sched-pipe": ("pipe_roundtrip_us", "us")}
@@ -80,7 +81,8 @@ class Syscall(Benchmark):
     binaries = (PERF, TASKSET)
     paths = ("host",)
     # The same modes as the sysbench host benchmarks: the network mode does not matter here.
-    modes = ("native", "docker-bridge", "podman", "rootless-docker", "rootless-podman")
+    modes = ("native", "docker-bridge", "podman", "rootless-docker", "rootless-podman",
+             "docker-crun", "docker-gvisor")
     variants = ("syscall-basic", "sched-pipe")
     # sched-pipe's samples carry their own metric (pipe_roundtrip_us): the progress line falls
     # back to it.
@@ -118,6 +120,13 @@ class Syscall(Benchmark):
 
     def version_argv(self) -> list[str]:
         return [PERF, "--version"]
+
+    def probe_argv(self, variant: str) -> list[str]:
+        """One short run of the variant's benchmark, pinned and under perf stat as measured."""
+        if self.cpu is None:
+            return self.version_argv()
+        return [TASKSET, "--cpu-list", str(self.cpu), PERF, "stat", "--null", "--repeat=1",
+                "--", PERF, "bench", *BENCHES[variant], f"--loop={PROBE_LOOPS}"]  # fmt: skip
 
     def client_argv(
         self, variant: str, address: str, window: Window, path: str = "host"

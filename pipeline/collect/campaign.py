@@ -481,7 +481,7 @@ class Campaign:
         """The server of the step's group: one argv for all its variants, every protocol."""
         bench = self.benchmark
         if bench.kind == "host":  # no server: a quick run of the tool the mode may probe with
-            return Workload(f"{bench.name}-{step.variant}", tuple(bench.version_argv()),
+            return Workload(f"{bench.name}-{step.variant}", tuple(bench.probe_argv(step.variant)),
                             bench.port, scratch=bench.server_scratch)  # fmt: skip
         group = bench.server_group(step.variant)
         variants = [v for v in bench.variants if bench.server_group(v) == group]
@@ -802,6 +802,7 @@ class Campaign:
             warmup=Window(self.profile.warmup_seconds, 0.0, self.profile.warmup_count),
             prefix=f"co-{self.id[:10]}-{self.benchmark.name}-{step.mode}",
             labels=["--label", f"{LABEL}={self.id}"],
+            engine_options=mode.engine_options(ctx),
             keep=keep,
         )
         row.update(server_host=host.name, client_host=host.name)
@@ -814,6 +815,7 @@ class Campaign:
             elif binary:
                 row["binary_sha256"] = self.binary_sha[host.name][binary]
             outcome = self.benchmark.measure(scenario)
+            outcome.notes = {**mode.run_notes(ctx), **outcome.notes}
         except ModeUnavailable as exc:
             return [], self._finish(row, "skipped", str(exc))
         except ToolOutputError as exc:

@@ -1,0 +1,121 @@
+"""docker-gvisor: docker-bridge with gVisor's runsc as the OCI runtime (`docker run --runtime
+runsc`; Debian 12's runsc, gVisor release 20221219).
+
+gVisor runs the container's process on a kernel of its own written in Go (the Sentry), which
+serves its system calls in user space; a gofer process mediates file access. How system calls
+reach the Sentry is the platform, an argument of the registered runtime (`--platform=...`):
+`ptrace` (the release's default; works in any VM) or `kvm` (the Sentry in a guest ring 0; needs
+a usable /dev/kvm, nested virtualisation inside a VM). The notes of every run record the
+platform the runtime was registered with (``gvisor_platform``) and its arguments. The lab
+registers `runsc` with the platform its own probe found working at `lab up` (kvm where
+`runsc --platform=kvm do true` succeeds, else ptrace; pipeline/lab/dockerd.py), and both
+platforms under their own names (`runsc-ptrace`, `runsc-kvm`) for a comparison by hand.
+
+Network: gVisor's own network stack (netstack, runsc's default `--network=sandbox`): the
+sandbox takes over the container's veth on the default bridge and runs TCP/IP in user space.
+That is the comparison with docker-bridge and docker-crun, the same bridge, veth and address
+dialled, a different runtime; it is also what a user of gVisor gets by default. runsc's
+`--network=host` passthrough would put the packets back on the kernel's stack (of the
+container's namespace) and measure mostly the bridge again; the notes say which one ran
+(``gvisor_network``).
+
+Host benchmarks run the tool in a `docker run --rm --runtime runsc`. Some tools need a system
+call or kernel feature gVisor does not implement (an I/O engine, a perf interface): before a
+host benchmark's first step the mode runs the benchmark's probe (a short run of the tool with
+the same features, ``Workload.argv``) in gVisor once per campaign, and a probe that fails
+turns every step of that benchmark into `skipped`, with the tool's own message and what to do.
+"""
+
+import shlex
+
+from pipeline.collect.inventory import Host
+from pipeline.collect.modes.base import (
+    LABEL,
+    Context,
+    Deployment,
+    ModeUnavailable,
+    Workload,
+    container_name,
+    runtime_options,
+    server_host,
+)
+from pipeline.collect.modes.docker_bridge import DockerBridge
+
+DEFAULT_PLATFORM = "ptrace"  # runsc 20221219's, when the registered runtime names none
+PROBE_TIMEOUT_S = 120
+
+
+def runtime_flag(args: list[str], flag: str) -> str | None:
+    """The value of runsc's ``--flag=VALUE`` or ``--flag VALUE`` among the runtime arguments."""
+    for i, arg in enumerate(args):
+        if arg.startswith(f"--{flag}="):
+            return arg.split("=", 1)[1]
+        if arg == f"--{flag}" and i + 1 < len(args):
+            return args[i + 1]
+    return None
+
+
+def gvisor_notes(args: list[str]) -> dict[str, str]:
+    """The platform and network stack runsc was registered with (module docstring)."""
+    platform = runtime_flag(args, "platform")
+    network = runtime_flag(args, "network") or "sandbox"
+    return {
+        "gvisor_platform": platform or f"{DEFAULT_PLATFORM} (runsc's default)",
+        "gvisor_network": "host (passthrough to the kernel's stack)"
+        if network == "host"
+        else f"netstack (gVisor's own TCP/IP, --network={network})",
+    }
+
+
+def unsupported_reason(argv: tuple[str, ...], platform: str, status: int, output: str) -> str:
+    """The skip reason for a tool whose probe failed under gVisor: its message and the fix."""
+    tail = " | ".join(output.strip().splitlines()[-4:])[-400:] or "no output"
+    return (
+        f"{argv[0]} does not run under gVisor here (runsc, platform {platform}): its probe "
+        f"`{shlex.join(argv)[:200]}` exited {status}: {tail}. gVisor implements Linux's "
+        "system calls itself and lacks some (an I/O engine, perf interfaces); this benchmark "
+        "is measured in the other modes: leave docker-gvisor out of its modes in the profile, "
+        "or try a newer gVisor (runsc) release"
+    )
+
+
+class DockerGvisor(DockerBridge):
+    name = "docker-gvisor"
+    runtime = "runsc"
+
+    def __init__(self) -> None:
+        super().__init__()
+        # (campaign, host, workload) -> the probe's skip reason ("" when the tool runs)
+        self._probes: dict[tuple[str, str, str], str] = {}
+
+    def runtime_binary(self, args: list[str]) -> str:
+        return "runsc"
+
+    def describe_runtime(self, args: list[str]) -> dict[str, str]:
+        return gvisor_notes(args)
+
+    def foreground(self, ctx: Context, workload: Workload) -> Deployment:
+        host = server_host(ctx)
+        reason = self.probe(ctx, host, workload)
+        if reason:
+            raise ModeUnavailable(reason)
+        return super().foreground(ctx, workload)
+
+    def probe(self, ctx: Context, host: Host, workload: Workload) -> str:
+        """Run the workload's probe in gVisor once per campaign: "" when it ran, else why not."""
+        key = (ctx.campaign, host.name, workload.name)
+        if key not in self._probes:
+            name = f"{container_name(ctx, self.name, workload)}-probe"
+            image = ctx.image(host).tag
+            common = ["--label", f"{LABEL}={ctx.campaign}", *runtime_options(self.runtime)]
+            run = ["docker", "run", "--rm", "--name", name, *common, image, *workload.argv]
+            session = ctx.pool[host.name]
+            session.run(["docker", "rm", "--force", name], check=False, timeout=60)
+            result = session.run(shlex.join(run) + " 2>&1", check=False, timeout=PROBE_TIMEOUT_S)
+            platform = self.runtime_notes(ctx, host)["gvisor_platform"]
+            self._probes[key] = (
+                unsupported_reason(workload.argv, platform, result.status, result.stdout)
+                if result.status != 0
+                else ""
+            )
+        return self._probes[key]
