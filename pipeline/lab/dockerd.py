@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
 import time
+from functools import cache
 from pathlib import Path
 
 from pipeline.lab import processes
-from pipeline.lab.commands import LabError, in_netns, run, succeeds
+from pipeline.lab.commands import ENV, LabError, in_netns, run, succeeds
 from pipeline.lab.topology import CGROUP_PARENT, Host
 
 READY_TIMEOUT_S = 30
 # dockerd gives containers this long to stop on SIGTERM before killing them (default 15).
 SHUTDOWN_TIMEOUT_S = 5
+# The gVisor platform `runsc` (the docker-gvisor mode) runs with where its probe works.
+GVISOR_DEFAULT = "runsc-kvm"
 # Lets a bridge-network container be dialled directly from the dc-client (docker-bridge mode).
 DOCKER_USER_RULE = ["DOCKER-USER", "-i", "eth0", "-o", "docker0", "-j", "ACCEPT"]
 
@@ -34,15 +40,75 @@ def docker(node: Host, *args: str, timeout: float = 30) -> str:
     return run(["docker", "-H", node.docker_host, *args], timeout=timeout).stdout.strip()
 
 
-def write_daemon_config(node: Host) -> Path:
-    """A config file of our own, so /etc/docker/daemon.json cannot change the lab.
+@cache
+def kvm_platform_works(runsc: str) -> bool:
+    """gVisor's kvm platform starts a sandbox here (a usable /dev/kvm; in a VM, nested
+    virtualisation): `runsc --platform=kvm do true`, in no network namespace of the lab's."""
+    if not os.path.exists("/dev/kvm"):
+        return False
+    probe = [runsc, "--platform=kvm", "--network=none", "--root", "/run/co-lab-runsc-probe",
+             "do", "true"]  # fmt: skip
+    return succeeds(probe, timeout=60)
 
-    The key path keeps dockerd from creating /etc/docker/key.json in the root file system
-    and gives every node its own engine ID.
-    """
+
+@cache
+def runtimes() -> dict[str, dict]:
+    """The OCI runtimes every node's dockerd offers besides runc (the docker-crun and
+    docker-gvisor modes), those installed: crun; runsc with each gVisor platform that works
+    here, and `runsc` itself with the one the docker-gvisor mode runs (kvm where it works,
+    else ptrace, which works in any VM)."""
+    found: dict[str, dict] = {}
+    crun = shutil.which("crun", path=ENV["PATH"])
+    if crun:
+        found["crun"] = {"path": crun}
+    runsc = shutil.which("runsc", path=ENV["PATH"])
+    if runsc:
+        found["runsc-ptrace"] = {"path": runsc, "runtimeArgs": ["--platform=ptrace"]}
+        if kvm_platform_works(runsc):
+            found["runsc-kvm"] = {"path": runsc, "runtimeArgs": ["--platform=kvm"]}
+        found["runsc"] = found[GVISOR_DEFAULT if GVISOR_DEFAULT in found else "runsc-ptrace"]
+    return found
+
+
+def daemon_config(node: Host) -> dict:
+    """The key path keeps dockerd from creating /etc/docker/key.json in the root file system
+    and gives every node its own engine ID."""
+    return {"deprecated-key-path": str(node.state_dir / "key.json"), "runtimes": runtimes()}
+
+
+def write_daemon_config(node: Host) -> Path:
+    """A config file of our own, so /etc/docker/daemon.json cannot change the lab."""
     path = node.state_dir / "daemon.json"
-    path.write_text(json.dumps({"deprecated-key-path": str(node.state_dir / "key.json")}))
+    path.write_text(json.dumps(daemon_config(node)))
     return path
+
+
+def registered_runtimes(node: Host) -> set[str]:
+    out = docker(node, "info", "--format", "{{json .Runtimes}}")
+    try:
+        return set(json.loads(out))
+    except ValueError:
+        return set()
+
+
+def ensure_runtimes(node: Host) -> None:
+    """A daemon started before a runtime was installed (or by an older lab) learns it: the
+    config is rewritten and dockerd reloads its runtimes on SIGHUP."""
+    wanted = set(runtimes())
+    if wanted <= registered_runtimes(node):
+        return
+    write_daemon_config(node)
+    pid = processes.running_pid(pidfile(node), "dockerd")
+    if pid is None:
+        raise LabError(f"dockerd on {node.name} answers but has no pid file {pidfile(node)}")
+    os.kill(pid, signal.SIGHUP)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not wanted <= registered_runtimes(node):
+        if time.monotonic() > deadline:
+            missing = ", ".join(sorted(wanted - registered_runtimes(node)))
+            raise LabError(f"dockerd on {node.name} did not register {missing} on reload; "
+                           f"see {log_path(node)}")  # fmt: skip
+        time.sleep(0.2)
 
 
 def command(node: Host) -> list[str | Path]:

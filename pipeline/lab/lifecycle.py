@@ -138,6 +138,7 @@ def ensure_dockerds() -> set[Host]:
     for node in NODES:
         with component(f"dockerd on {node.name}"):
             dockerd.ensure_forwarding_rule(node)
+            dockerd.ensure_runtimes(node)
     return set(started)
 
 
