@@ -1,0 +1,243 @@
+"""The OCI runtime modes (docker-crun, docker-gvisor) without hosts: the `run` argv each builds,
+the runtime's registration read from `docker info`, the reason a host without it is skipped
+with, gVisor's platform and network in the notes, the probe that turns a tool gVisor cannot
+run into `skipped`, and the lab daemon's runtime configuration."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shlex
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from pipeline import params
+from pipeline.benchmarks import BENCHMARKS, Scenario, Window
+from pipeline.benchmarks.footprint import EngineHandle
+from pipeline.collect import inventory
+from pipeline.collect.images import ToolImage
+from pipeline.collect.modes import MODES, NETWORK_MODES, STUDY_MODES, ModeUnavailable, Workload
+from pipeline.collect.modes.base import Context, parse_runtimes, runtime_problem
+from pipeline.collect.modes.docker_gvisor import gvisor_notes, runtime_flag
+
+ROOT = Path(__file__).resolve().parents[2]
+CAMPAIGNS = itertools.count()
+RUNTIMES = ("docker-crun", "docker-gvisor")
+# `docker info --format '{{json .Runtimes}}'` of a lab node (Docker 20.10, runtimes registered
+# by pipeline/lab/dockerd.py with gVisor's kvm platform unusable)
+LAB_RUNTIMES = json.dumps({
+    "crun": {"path": "/usr/bin/crun"},
+    "io.containerd.runc.v2": {"path": "runc"},
+    "io.containerd.runtime.v1.linux": {"path": "runc"},
+    "runc": {"path": "runc"},
+    "runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--platform=ptrace"]},
+    "runsc-ptrace": {"path": "/usr/bin/runsc", "runtimeArgs": ["--platform=ptrace"]},
+})  # fmt: skip
+# the same without the runtime modes' runtimes (a host's stock dockerd)
+STOCK_RUNTIMES = json.dumps({"io.containerd.runc.v2": {"path": "runc"},
+                             "runc": {"path": "runc"}})  # fmt: skip
+
+
+class Host:
+    """Answers the commands the runtime modes send to a host; records every one."""
+
+    def __init__(self, runtimes: str = LAB_RUNTIMES, probe: tuple[int, str] = (0, "fio-3.33")):
+        self.runtimes, self.probe = runtimes, probe
+        self.commands: list[str] = []
+
+    def run(self, command, check=True, **kwargs):
+        text = command if isinstance(command, str) else shlex.join(command)
+        self.commands.append(text)
+        if "info --format" in text:
+            return SimpleNamespace(status=0 if self.runtimes else 1, stdout=self.runtimes,
+                                   stderr="" if self.runtimes else "Cannot connect")  # fmt: skip
+        if "--version" in text and "run" not in text.split():
+            return SimpleNamespace(status=0, stdout="runsc version 0.0~20221219.0\n", stderr="")
+        if "-probe" in text and " run " in f" {text} ":
+            status, out = self.probe
+            return SimpleNamespace(status=status, stdout=out, stderr="")
+        if "inspect" in text:
+            return SimpleNamespace(status=0, stdout="172.18.0.2 \n", stderr="")
+        return SimpleNamespace(status=0, stdout="", stderr="")
+
+
+def _ctx(host: Host) -> Context:
+    """A campaign of its own: the modes keep what they probed per campaign."""
+    inv = inventory.load(ROOT / "inventory/lab.yaml", known_modes=MODES, check_files=False)
+    campaign = f"c0ffee{next(CAMPAIGNS)}"
+    ctx = Context(inventory=inv, pool={name: host for name in inv.hosts}, campaign=campaign)
+    ctx.images[("node1", "docker")] = ToolImage("node1", "tools:docker", "sha256:1", {})
+    return ctx
+
+
+def test_runtime_modes_are_docker_bridge_with_another_runtime():
+    for name, runtime in zip(RUNTIMES, ("crun", "runsc"), strict=True):
+        mode = MODES[name]
+        assert mode.runtime == runtime and mode.engine == "docker"
+        assert mode.paths == MODES["docker-bridge"].paths
+        assert name in STUDY_MODES and name in NETWORK_MODES
+    assert MODES["docker-bridge"].runtime is None
+    assert MODES["docker-bridge"].engine_options(_ctx(Host())) == []
+
+
+@pytest.mark.parametrize("name", ["cpu", "memory", "disk", "syscall", "coldstart", "footprint",
+                                  "density"])  # fmt: skip
+def test_runtime_modes_apply_to_the_host_and_scenario_benchmarks(name):
+    assert set(RUNTIMES) <= set(BENCHMARKS[name].modes)
+
+
+def test_registered_runtimes_from_docker_info():
+    found = parse_runtimes(LAB_RUNTIMES)
+    assert found["runsc"] == ["--platform=ptrace"] and found["crun"] == []
+    assert "runc" in found and "runsc-kvm" not in found
+    assert parse_runtimes("") == {} and parse_runtimes("[1, 2]") == {}
+    assert parse_runtimes('{"x": "not a spec"}') == {"x": []}
+
+
+@pytest.mark.parametrize(("mode", "runtime", "package"),
+                         [("docker-crun", "crun", "crun"), ("docker-gvisor", "runsc", "runsc")])
+def test_a_dockerd_without_the_runtime_is_skipped_with_the_fix(mode, runtime, package):
+    ctx = _ctx(Host(runtimes=STOCK_RUNTIMES))
+    reason = MODES[mode].available(ctx, "dc")
+    assert reason.startswith(f"OCI runtime {runtime} is not registered with dockerd on node1 "
+                             "(registered: io.containerd.runc.v2, runc)")  # fmt: skip
+    assert f"apt-get install {package}" in reason
+    assert f'{{"runtimes": {{"{runtime}": {{"path": "/usr/bin/{runtime}"}}}}}}' in reason
+    assert "/etc/docker/daemon.json" in reason and "reload dockerd" in reason
+    assert MODES[mode].available(_ctx(Host()), "dc") is None  # the lab's dockerd has it
+    assert MODES["docker-bridge"].available(ctx, "dc") is None  # runc: no probe at all
+
+
+def test_a_silent_dockerd_is_the_reason():
+    reason = runtime_problem(_ctx(Host(runtimes="")), _ctx(Host()).inventory.servers[0], "crun")
+    assert reason == "docker does not answer on node1 (docker info failed)"
+
+
+def test_the_server_container_runs_with_the_runtime():
+    host = Host()
+    ctx = _ctx(host)
+    workload = Workload("throughput-tcp", ("/usr/bin/iperf3", "--server"), 5201)
+    deployment = MODES["docker-crun"].start(ctx, workload)
+    run = next(c for c in host.commands if " run --detach " in c)
+    assert "--runtime crun" in run and run.endswith("tools:docker /usr/bin/iperf3 --server")
+    assert run.index("--runtime crun") < run.index("tools:docker")
+    assert deployment.address == deployment.local_address == "172.18.0.2"
+    assert deployment.notes["oci_runtime"] == "crun"
+    # docker-bridge's run takes no --runtime: dockerd's default (runc)
+    host.commands.clear()
+    MODES["docker-bridge"].start(ctx, workload)
+    assert not any("--runtime" in c for c in host.commands)
+
+
+def test_host_benchmarks_run_the_tool_under_the_runtime():
+    ctx = _ctx(Host())
+    workload = Workload("cpu-1thread", ("/usr/bin/sysbench", "--version"), 0)
+    wrapped = MODES["docker-gvisor"].foreground(ctx, workload).client_command(["sysbench", "cpu"])
+    assert "docker run --rm --name" in wrapped and "--runtime runsc" in wrapped
+    assert wrapped.endswith("tools:docker sysbench cpu")
+    crun = MODES["docker-crun"].foreground(ctx, workload).client_command(["sysbench", "cpu"])
+    assert "--runtime crun" in crun
+
+
+def test_gvisor_platform_and_network_from_the_runtime_arguments():
+    assert gvisor_notes(["--platform=kvm"])["gvisor_platform"] == "kvm"
+    assert gvisor_notes([])["gvisor_platform"] == "ptrace (runsc's default)"
+    assert gvisor_notes(["--platform", "ptrace"])["gvisor_platform"] == "ptrace"
+    assert gvisor_notes([])["gvisor_network"].startswith("netstack")
+    assert gvisor_notes(["--network=host"])["gvisor_network"].startswith("host")
+    assert runtime_flag(["--debug", "--platform"], "platform") is None
+    notes = MODES["docker-gvisor"].run_notes(_ctx(Host()))
+    assert notes["gvisor_platform"] == "ptrace" and notes["oci_runtime"] == "runsc"
+    assert notes["oci_runtime_version"] == "runsc version 0.0~20221219.0"
+    assert notes["oci_runtime_args"] == "--platform=ptrace"
+
+
+def test_a_tool_gvisor_cannot_run_is_skipped_with_its_message_once_per_campaign():
+    lacking = "fio: io_setup: Function not implemented\nfio: pid=9, err=38/file:engines/libaio.c"
+    host = Host(probe=(1, lacking))
+    ctx = _ctx(host)
+    disk = BENCHMARKS["disk"]()
+    workload = Workload("disk-randread", tuple(disk.probe_argv("randread")), 0)
+    with pytest.raises(ModeUnavailable) as skipped:
+        MODES["docker-gvisor"].foreground(ctx, workload)
+    reason = str(skipped.value)
+    assert reason.startswith("/usr/bin/fio does not run under gVisor here (runsc, platform ptrace)")
+    assert "io_setup: Function not implemented" in reason and "exited 1" in reason
+    assert "leave docker-gvisor out of its modes in the profile" in reason
+    probes = [c for c in host.commands if "-probe" in c and " run " in c]
+    assert len(probes) == 1 and "--runtime runsc" in probes[0] and "--ioengine=libaio" in probes[0]
+    with pytest.raises(ModeUnavailable):  # the next step of the campaign: no second probe
+        MODES["docker-gvisor"].foreground(ctx, workload)
+    assert len([c for c in host.commands if "-probe" in c and " run " in c]) == 1
+    # a tool that runs: the step goes ahead
+    MODES["docker-gvisor"].foreground(_ctx(Host(probe=(0, "ok"))), workload)
+
+
+def test_probes_use_the_features_the_measured_runs_use():
+    disk = BENCHMARKS["disk"]()
+    measured = set(disk.client_argv("seqwrite", "", Window(seconds=1)))
+    probe = disk.probe_argv("seqwrite")
+    assert {"--direct=1", "--ioengine=libaio", "--rw=write", "--bs=1M"} <= measured & set(probe)
+    syscall = BENCHMARKS["syscall"]()
+    assert syscall.probe_argv("sched-pipe") == syscall.version_argv()  # before prepare()
+    syscall.cpu = 1
+    probe = syscall.probe_argv("sched-pipe")
+    assert probe[:3] == ["/usr/bin/taskset", "--cpu-list", "1"] and "--null" in probe
+    assert probe[-3:] == ["sched", "pipe", "--loop=1000"]
+    assert BENCHMARKS["cpu"]().probe_argv("1thread") == BENCHMARKS["cpu"]().version_argv()
+
+
+def _scenario(ctx: Context, mode: str) -> Scenario:
+    return Scenario(ctx=ctx, mode=mode, engine="docker", host=ctx.inventory.servers[0],
+                    variant="idle", run=1, window=Window(1), warmup=Window(1), prefix="co-x",
+                    labels=["--label", "l=x"],
+                    engine_options=MODES[mode].engine_options(ctx))  # fmt: skip
+
+
+def test_scenario_benchmarks_start_their_containers_under_the_runtime():
+    ctx = _ctx(Host())
+    assert MODES["docker-gvisor"].engine_options(ctx) == ["--runtime", "runsc"]
+    handle = EngineHandle(_scenario(ctx, "docker-gvisor"), 60)
+    assert "--runtime runsc" in handle.run_command("co-x-1")
+    coldstart = BENCHMARKS["coldstart"]()
+    args = coldstart.container_args(_scenario(ctx, "docker-crun"), ["docker"], "tools:docker",
+                                    ["--runtime", "crun"])  # fmt: skip
+    run = json.loads(args[args.index("--start") + 1])
+    assert run[run.index("--runtime") + 1] == "crun" and run.index("--runtime") < run.index(
+        "tools:docker"
+    )
+
+
+def test_the_smoke_profile_leaves_the_runtime_modes_to_their_own_test():
+    loaded = params.load("params.yaml", root=ROOT)
+    smoke = params.Params(raw=loaded.raw, profile=params.read_yaml(
+        ROOT / "conf/profiles/smoke.yaml"))  # fmt: skip
+    planned = smoke.modes("throughput")
+    assert planned == [m for m in STUDY_MODES if m not in RUNTIMES]
+    assert smoke.modes("disk") == planned  # "all" minus them; the plan keeps disk's own modes
+    study = params.Params(raw=loaded.raw, profile=params.read_yaml(
+        ROOT / "conf/profiles/study.yaml"))  # fmt: skip
+    assert study.modes("throughput") is None  # all, the runtime modes included
+    bad = {**params.read_yaml(ROOT / "conf/profiles/smoke.yaml"), "without_modes": "docker-kata"}
+    assert any(p.startswith("smoke.without_modes: must be comma-separated mode names")
+               for p in params.check_profile(bad, "smoke"))  # fmt: skip
+
+
+def test_lab_dockerd_registers_the_installed_runtimes(monkeypatch, tmp_path):
+    from pipeline.lab import dockerd
+
+    paths = {"crun": "/usr/bin/crun", "runsc": "/usr/bin/runsc"}
+    monkeypatch.setattr(dockerd.shutil, "which", lambda name, path=None: paths.get(name))
+    for kvm, platform in ((False, "ptrace"), (True, "kvm")):
+        dockerd.runtimes.cache_clear()
+        monkeypatch.setattr(dockerd, "kvm_platform_works", lambda runsc, kvm=kvm: kvm)
+        found = dockerd.runtimes()
+        assert found["crun"] == {"path": "/usr/bin/crun"}
+        assert found["runsc"]["runtimeArgs"] == [f"--platform={platform}"]
+        assert ("runsc-kvm" in found) is kvm and "runsc-ptrace" in found
+    paths.clear()
+    dockerd.runtimes.cache_clear()
+    assert dockerd.runtimes() == {}  # nothing installed: nothing registered, the modes skip
+    dockerd.runtimes.cache_clear()
