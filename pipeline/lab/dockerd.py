@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pipeline.lab import processes
 from pipeline.lab.commands import ENV, LabError, in_netns, run, succeeds
-from pipeline.lab.topology import CGROUP_PARENT, Host
+from pipeline.lab.topology import CGROUP_PARENT, RUN_DIR, Host
 
 READY_TIMEOUT_S = 30
 # dockerd gives containers this long to stop on SIGTERM before killing them (default 15).
@@ -46,9 +46,12 @@ def kvm_platform_works(runsc: str) -> bool:
     virtualisation): `runsc --platform=kvm do true`, in no network namespace of the lab's."""
     if not os.path.exists("/dev/kvm"):
         return False
-    probe = [runsc, "--platform=kvm", "--network=none", "--root", "/run/co-lab-runsc-probe",
-             "do", "true"]  # fmt: skip
-    return succeeds(probe, timeout=60)
+    root = RUN_DIR / "runsc-probe"  # runsc's state while the probe runs, removed after it
+    probe = [runsc, "--platform=kvm", "--network=none", "--root", root, "do", "true"]
+    try:
+        return succeeds(probe, timeout=60)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @cache

@@ -241,3 +241,19 @@ def test_lab_dockerd_registers_the_installed_runtimes(monkeypatch, tmp_path):
     dockerd.runtimes.cache_clear()
     assert dockerd.runtimes() == {}  # nothing installed: nothing registered, the modes skip
     dockerd.runtimes.cache_clear()
+
+
+def test_podman_records_the_runtime_it_runs_containers_with():
+    class Podman(Host):
+        def run(self, command, check=True, **kwargs):
+            text = command if isinstance(command, str) else shlex.join(command)
+            self.commands.append(text)
+            out = "crun\n" if "OCIRuntime" in text else ""
+            return SimpleNamespace(status=0, stdout=out, stderr="")
+
+    ctx = _ctx(Podman())
+    ctx.images[("node1", "podman")] = ToolImage("node1", "tools:podman", "sha256:2", {})
+    workload = Workload("cpu-1thread", ("/usr/bin/sysbench", "--version"), 0)
+    deployment = MODES["podman"].foreground(ctx, workload)
+    assert deployment.notes["oci_runtime"] == "crun"
+    assert "podman-crun" not in MODES  # podman's default is crun already (podman.py)
