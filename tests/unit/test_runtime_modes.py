@@ -11,6 +11,7 @@ import shlex
 from pathlib import Path
 from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 
 from pipeline import params
@@ -257,3 +258,28 @@ def test_podman_records_the_runtime_it_runs_containers_with():
     deployment = MODES["podman"].foreground(ctx, workload)
     assert deployment.notes["oci_runtime"] == "crun"
     assert "podman-crun" not in MODES  # podman's default is crun already (podman.py)
+
+
+def test_a_scenario_step_hands_the_runtime_to_the_benchmark_and_records_it(tmp_path, monkeypatch):
+    from pipeline.benchmarks.base import Outcome
+    from pipeline.benchmarks.coldstart import Coldstart
+    from pipeline.collect.campaign import Campaign, Profile, _SessionClock
+
+    bench = Coldstart()
+    inv = inventory.load(ROOT / "inventory/lab.yaml", known_modes=MODES, check_files=False)
+    campaign = Campaign(bench, inv, Profile(1, 1, 0, 1), tmp_path, seed=5,
+                        modes=["docker-gvisor"], log=lambda _: None)  # fmt: skip
+    campaign.tool_version, campaign.binary_sha = "nginx/1.22.1", {}
+    seen = []
+    monkeypatch.setattr(bench, "binaries", ())
+    monkeypatch.setattr(bench, "measure", lambda sc: seen.append(sc.engine_options)
+                        or Outcome(samples=[], window_s=1.0, notes={"engine": "docker"}))
+    monkeypatch.setattr(campaign, "_host_rows", lambda ctx, run: [])
+    monkeypatch.setattr(campaign, "_headline", lambda row, samples: "")
+    ctx = Context(inventory=inv, pool={n: Host() for n in inv.hosts}, campaign=campaign.id)
+    campaign._measure_all(ctx, campaign.steps, _SessionClock())
+    assert seen == [["--runtime", "runsc"]]
+    runs = pd.concat(pd.read_parquet(p) for p in campaign.data.parts.glob("run-*.runs.parquet"))
+    notes = json.loads(runs["notes"].iloc[0])
+    assert notes["engine"] == "docker" and notes["gvisor_platform"] == "ptrace"
+    assert runs["status"].iloc[0] == "ok"
