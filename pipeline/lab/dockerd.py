@@ -19,6 +19,11 @@ READY_TIMEOUT_S = 30
 SHUTDOWN_TIMEOUT_S = 5
 # The gVisor platform `runsc` (the docker-gvisor mode) runs with where its probe works.
 GVISOR_DEFAULT = "runsc-kvm"
+# gVisor's network: the kernel's stack of the container's own (bridge) namespace, reached
+# through the Sentry (hostinet). gVisor 20221219's own stack (netstack) refuses every network
+# namespace on Linux >= 6.11 as "the root network namespace" (its check looks for a sysctl
+# file those kernels show in every namespace: google/gvisor#10704).
+GVISOR_NETWORK = ["--network=host"]
 # Lets a bridge-network container be dialled directly from the dc-client (docker-bridge mode).
 DOCKER_USER_RULE = ["DOCKER-USER", "-i", "eth0", "-o", "docker0", "-j", "ACCEPT"]
 
@@ -66,9 +71,10 @@ def runtimes() -> dict[str, dict]:
         found["crun"] = {"path": crun}
     runsc = shutil.which("runsc", path=ENV["PATH"])
     if runsc:
-        found["runsc-ptrace"] = {"path": runsc, "runtimeArgs": ["--platform=ptrace"]}
-        if kvm_platform_works(runsc):
-            found["runsc-kvm"] = {"path": runsc, "runtimeArgs": ["--platform=kvm"]}
+        for platform in ("ptrace", "kvm"):
+            if platform == "ptrace" or kvm_platform_works(runsc):
+                args = [f"--platform={platform}", *GVISOR_NETWORK]
+                found[f"runsc-{platform}"] = {"path": runsc, "runtimeArgs": args}
         found["runsc"] = found[GVISOR_DEFAULT if GVISOR_DEFAULT in found else "runsc-ptrace"]
     return found
 

@@ -106,6 +106,8 @@ def up(wan: WanProfile | None = None) -> None:
             network.ensure_network()
         with component("ssh keys", f"remove {STATE_DIR / 'ssh'} and retry"):
             sshd.ensure_keys()
+        with component("cgroup controllers for crun", RECOVER_HINT):
+            mounts.bind_controllers_to_v1()
         started = ensure_dockerds()
         ensure_sshds(restart=started)
         with component("swarm", f"see {dockerd.log_path(NODES[0])}; {RECOVER_HINT}"):
@@ -180,6 +182,7 @@ def down() -> None:
             mounts.unmount_all()
             cpus.release()
             mounts.remove_cgroups()
+            mounts.release_v1_controllers()
         with component("lab network"):
             network.remove_network()
         placeholders.remove_lb_sandboxes(network_ids)

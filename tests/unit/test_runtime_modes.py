@@ -33,8 +33,9 @@ LAB_RUNTIMES = json.dumps({
     "io.containerd.runc.v2": {"path": "runc"},
     "io.containerd.runtime.v1.linux": {"path": "runc"},
     "runc": {"path": "runc"},
-    "runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--platform=ptrace"]},
-    "runsc-ptrace": {"path": "/usr/bin/runsc", "runtimeArgs": ["--platform=ptrace"]},
+    "runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--platform=ptrace", "--network=host"]},
+    "runsc-ptrace": {"path": "/usr/bin/runsc",
+                     "runtimeArgs": ["--platform=ptrace", "--network=host"]},
 })  # fmt: skip
 # the same without the runtime modes' runtimes (a host's stock dockerd)
 STOCK_RUNTIMES = json.dumps({"io.containerd.runc.v2": {"path": "runc"},
@@ -44,8 +45,9 @@ STOCK_RUNTIMES = json.dumps({"io.containerd.runc.v2": {"path": "runc"},
 class Host:
     """Answers the commands the runtime modes send to a host; records every one."""
 
-    def __init__(self, runtimes: str = LAB_RUNTIMES, probe: tuple[int, str] = (0, "fio-3.33")):
-        self.runtimes, self.probe = runtimes, probe
+    def __init__(self, runtimes: str = LAB_RUNTIMES, probe: tuple[int, str] = (0, "fio-3.33"),
+                 start: tuple[int, str] = (0, "")):  # fmt: skip
+        self.runtimes, self.probe, self.start = runtimes, probe, start
         self.commands: list[str] = []
 
     def run(self, command, check=True, **kwargs):
@@ -56,6 +58,8 @@ class Host:
                                    stderr="" if self.runtimes else "Cannot connect")  # fmt: skip
         if "--version" in text and "run" not in text.split():
             return SimpleNamespace(status=0, stdout="runsc version 0.0~20221219.0\n", stderr="")
+        if "-start" in text and " run " in f" {text} ":
+            return SimpleNamespace(status=self.start[0], stdout="", stderr=self.start[1])
         if "-probe" in text and " run " in f" {text} ":
             status, out = self.probe
             return SimpleNamespace(status=status, stdout=out, stderr="")
@@ -91,7 +95,7 @@ def test_runtime_modes_apply_to_the_host_and_scenario_benchmarks(name):
 
 def test_registered_runtimes_from_docker_info():
     found = parse_runtimes(LAB_RUNTIMES)
-    assert found["runsc"] == ["--platform=ptrace"] and found["crun"] == []
+    assert found["runsc"] == ["--platform=ptrace", "--network=host"] and found["crun"] == []
     assert "runc" in found and "runsc-kvm" not in found
     assert parse_runtimes("") == {} and parse_runtimes("[1, 2]") == {}
     assert parse_runtimes('{"x": "not a spec"}') == {"x": []}
@@ -105,10 +109,34 @@ def test_a_dockerd_without_the_runtime_is_skipped_with_the_fix(mode, runtime, pa
     assert reason.startswith(f"OCI runtime {runtime} is not registered with dockerd on node1 "
                              "(registered: io.containerd.runc.v2, runc)")  # fmt: skip
     assert f"apt-get install {package}" in reason
-    assert f'{{"runtimes": {{"{runtime}": {{"path": "/usr/bin/{runtime}"}}}}}}' in reason
+    assert f'{{"runtimes": {{"{runtime}": {{"path": "/usr/bin/{runtime}"' in reason
+    assert ('"runtimeArgs": ["--platform=ptrace", "--network=host"]' in reason) == (
+        runtime == "runsc")
     assert "/etc/docker/daemon.json" in reason and "reload dockerd" in reason
     assert MODES[mode].available(_ctx(Host()), "dc") is None  # the lab's dockerd has it
     assert MODES["docker-bridge"].available(ctx, "dc") is None  # runc: no probe at all
+
+
+def test_a_runtime_that_cannot_start_a_container_here_is_skipped_with_its_message():
+    refused = ("docker: Error response from daemon: failed to create shim task: OCI runtime "
+               "create failed: cgroups in hybrid mode not supported, drop all controllers from "
+               "cgroupv2: unknown.\nRun 'docker run --help' for more information")  # fmt: skip
+    host = Host(start=(125, refused))
+    ctx = _ctx(host)
+    ctx.image_paths = ["/usr/bin/iperf3"]
+    reason = MODES["docker-crun"].available(ctx, "dc")
+    assert reason.startswith("dockerd on node1 cannot start a container with OCI runtime crun: "
+                             "docker: Error response from daemon: failed to create shim task")
+    assert "cgroups in hybrid mode not supported" in reason
+    started = [c for c in host.commands if "-start" in c and " run " in c]
+    assert len(started) == 1 and "--runtime crun" in started[0]
+    assert started[0].endswith("tools:docker /usr/bin/iperf3 --version")
+    assert MODES["docker-crun"].available(ctx, "local") == reason  # asked once per campaign
+    assert len([c for c in host.commands if "-start" in c and " run " in c]) == 1
+    # the tool itself failing (exit 1: no such option) still means the runtime started it
+    ok = _ctx(Host(start=(1, "nginx: invalid option")))
+    ok.image_paths = ["/usr/sbin/nginx"]
+    assert MODES["docker-gvisor"].available(ok, "dc") is None
 
 
 def test_a_silent_dockerd_is_the_reason():
@@ -147,12 +175,12 @@ def test_gvisor_platform_and_network_from_the_runtime_arguments():
     assert gvisor_notes([])["gvisor_platform"] == "ptrace (runsc's default)"
     assert gvisor_notes(["--platform", "ptrace"])["gvisor_platform"] == "ptrace"
     assert gvisor_notes([])["gvisor_network"].startswith("netstack")
-    assert gvisor_notes(["--network=host"])["gvisor_network"].startswith("host")
+    assert gvisor_notes(["--network=host"])["gvisor_network"].startswith("hostinet")
     assert runtime_flag(["--debug", "--platform"], "platform") is None
     notes = MODES["docker-gvisor"].run_notes(_ctx(Host()))
     assert notes["gvisor_platform"] == "ptrace" and notes["oci_runtime"] == "runsc"
     assert notes["oci_runtime_version"] == "runsc version 0.0~20221219.0"
-    assert notes["oci_runtime_args"] == "--platform=ptrace"
+    assert notes["oci_runtime_args"] == "--platform=ptrace --network=host"
 
 
 def test_a_tool_gvisor_cannot_run_is_skipped_with_its_message_once_per_campaign():
@@ -236,7 +264,7 @@ def test_lab_dockerd_registers_the_installed_runtimes(monkeypatch, tmp_path):
         monkeypatch.setattr(dockerd, "kvm_platform_works", lambda runsc, kvm=kvm: kvm)
         found = dockerd.runtimes()
         assert found["crun"] == {"path": "/usr/bin/crun"}
-        assert found["runsc"]["runtimeArgs"] == [f"--platform={platform}"]
+        assert found["runsc"]["runtimeArgs"] == [f"--platform={platform}", "--network=host"]
         assert ("runsc-kvm" in found) is kvm and "runsc-ptrace" in found
     paths.clear()
     dockerd.runtimes.cache_clear()
@@ -283,3 +311,28 @@ def test_a_scenario_step_hands_the_runtime_to_the_benchmark_and_records_it(tmp_p
     notes = json.loads(runs["notes"].iloc[0])
     assert notes["engine"] == "docker" and notes["gvisor_platform"] == "ptrace"
     assert runs["status"].iloc[0] == "ok"
+
+
+def test_gvisor_sandbox_and_gofer_count_with_their_shim():
+    from pipeline.benchmarks.footprint import Proc, Reading, engine_memory
+
+    cid = "a9a2703f3f464aa53bd0975fd86f68d805577092988d4dfa582b781f1e6969e8"
+    root = "--root=/run/container-overhead-lab/node1/exec/runtime-runc/moby"
+    procs = [  # as `ps` showed them on the lab (runsc 20221219 under Docker 20.10)
+        Proc(20454, 1, 0, "n1", "dockerd", 99124, 61000, "dockerd --config-file x"),
+        Proc(20496, 20454, 0, "n1", "containerd", 43404, 30000, "containerd --config y"),
+        Proc(10784, 1, 0, "n1", "containerd-shim", 13236, 3836,
+             f"/usr/bin/containerd-shim-runc-v2 -namespace moby -id {cid} -address z"),
+        Proc(10802, 10784, 0, "n1", "exe", 19368, 5479, f"runsc-gofer {root} gofer --bundle b"),
+        Proc(10807, 10784, 65534, "c1", "exe", 20804, 5797, f"runsc-sandbox {root} boot {cid}"),
+        Proc(10831, 10807, 65534, "c1", "exe", 4, 4, "[exe]"),
+        # rootless dockerd's rootlesskit child: an `exe` too, not the container's
+        Proc(21395, 21370, 60777, "r1", "exe", 8764, 5000, "/proc/self/exe --net=slirp4netns"),
+    ]  # fmt: skip
+    reading = Reading(netns="n1", mem_total_kib=4_000_000, mem_available_kib=3_000_000,
+                      containers={cid: "/var/run/docker/netns/abc"},
+                      processes={p.pid: p for p in procs})  # fmt: skip
+    memory = engine_memory(reading, "docker", 0)
+    assert memory.processes["shim"] == 4 and memory.pss_kib["shim"] == 3836 + 5479 + 5797 + 4
+    assert memory.processes["helper"] == 0  # the rootlesskit child is not counted
+    assert memory.pss_kib["daemon"] == 61000 and memory.pss_kib["containerd"] == 30000

@@ -237,6 +237,8 @@ def runtime_options(runtime: str | None) -> list[str]:
 # OCI runtimes the runtime modes ask dockerd for: the Debian package and binary that provide
 # each, for the reason a host without it gets.
 RUNTIME_PACKAGES = {"crun": ("crun", "/usr/bin/crun"), "runsc": ("runsc", "/usr/bin/runsc")}
+# Arguments a runtime needs registered with (runsc: the network, see docker_gvisor.py).
+RUNTIME_ARGS = {"runsc": ["--platform=ptrace", "--network=host"]}
 
 
 def parse_runtimes(text: str) -> dict[str, list[str]]:
@@ -270,7 +272,10 @@ def runtime_problem(ctx: Context, host: Host, runtime: str) -> str | None:
     if runtime in runtimes:
         return None
     package, path = RUNTIME_PACKAGES.get(runtime.split("-")[0], (runtime, f"/usr/bin/{runtime}"))
-    snippet = json.dumps({"runtimes": {runtime: {"path": path}}})
+    spec: dict = {"path": path}
+    if runtime in RUNTIME_ARGS:
+        spec["runtimeArgs"] = RUNTIME_ARGS[runtime]
+    snippet = json.dumps({"runtimes": {runtime: spec}})
     return (
         f"OCI runtime {runtime} is not registered with dockerd on {host.name} (registered: "
         f"{', '.join(sorted(runtimes)) or 'none'}): install it (Debian: apt-get install "

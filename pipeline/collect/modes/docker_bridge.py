@@ -15,6 +15,7 @@ run's notes.
 
 from pipeline.collect.inventory import Host
 from pipeline.collect.modes.base import (
+    LABEL,
     Context,
     Deployment,
     Mode,
@@ -40,11 +41,36 @@ class DockerBridge(Mode):
 
     def __init__(self) -> None:
         self._notes: dict[tuple[str, str], dict[str, str]] = {}  # (campaign, host) -> notes
+        self._started: dict[tuple[str, str], str | None] = {}  # -> start_problem's answer
 
     def available(self, ctx: Context, path: str) -> str | None:
         if self.runtime is None:
             return None
-        return runtime_problem(ctx, server_host(ctx), self.runtime)
+        host = server_host(ctx)
+        return runtime_problem(ctx, host, self.runtime) or self.start_problem(ctx, host)
+
+    def start_problem(self, ctx: Context, host: Host) -> str | None:
+        """Why dockerd cannot start a container with the runtime here (None when it can),
+        found once per campaign by running the tool image's first binary with --version:
+        `docker run` exits 125 when the daemon or the runtime failed, whatever the tool did."""
+        key = (ctx.campaign, host.name)
+        if key not in self._started:
+            self._started[key] = None
+            if ctx.image_paths:
+                name = f"co-{ctx.campaign[:10]}-{self.name}-start"
+                common = ["--label", f"{LABEL}={ctx.campaign}", *runtime_options(self.runtime)]
+                run = ["docker", "run", "--rm", "--name", name, *common, ctx.image(host).tag,
+                       ctx.image_paths[0], "--version"]  # fmt: skip
+                session = ctx.pool[host.name]
+                session.run(["docker", "rm", "--force", name], check=False, timeout=60)
+                result = session.run(run, check=False, timeout=120)
+                if result.status == 125:
+                    said = " | ".join(result.stderr.strip().splitlines()[:2])[-400:]
+                    self._started[key] = (
+                        f"dockerd on {host.name} cannot start a container with OCI runtime "
+                        f"{self.runtime}: {said or 'no message'}"
+                    )
+        return self._started[key]
 
     def engine_options(self, ctx: Context) -> list[str]:
         return runtime_options(self.runtime)

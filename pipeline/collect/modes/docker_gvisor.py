@@ -7,17 +7,21 @@ reach the Sentry is the platform, an argument of the registered runtime (`--plat
 `ptrace` (the release's default; works in any VM) or `kvm` (the Sentry in a guest ring 0; needs
 a usable /dev/kvm, nested virtualisation inside a VM). The notes of every run record the
 platform the runtime was registered with (``gvisor_platform``) and its arguments. The lab
-registers `runsc` with the platform its own probe found working at `lab up` (kvm where
-`runsc --platform=kvm do true` succeeds, else ptrace; pipeline/lab/dockerd.py), and both
-platforms under their own names (`runsc-ptrace`, `runsc-kvm`) for a comparison by hand.
+registers `runsc` with kvm where `runsc --platform=kvm do true` works at `lab up`, else ptrace
+(pipeline/lab/dockerd.py), and each platform under its own name (`runsc-ptrace`, `runsc-kvm`)
+for a comparison by hand.
 
-Network: gVisor's own network stack (netstack, runsc's default `--network=sandbox`): the
-sandbox takes over the container's veth on the default bridge and runs TCP/IP in user space.
-That is the comparison with docker-bridge and docker-crun, the same bridge, veth and address
-dialled, a different runtime; it is also what a user of gVisor gets by default. runsc's
-`--network=host` passthrough would put the packets back on the kernel's stack (of the
-container's namespace) and measure mostly the bridge again; the notes say which one ran
-(``gvisor_network``).
+Network: the container is on the default bridge with its own network namespace and veth, as in
+docker-bridge and docker-crun, and the client dials the container's address. Inside, gVisor
+either runs TCP/IP itself (netstack, runsc's default `--network=sandbox`) or passes socket
+calls through the Sentry to the kernel's stack of that namespace (hostinet, `--network=host`:
+the container's namespace, not the host's). The default here is hostinet: netstack is what a
+gVisor user gets by default, but this release refuses to start it on Linux 6.11 and later
+(its root-namespace check looks for a sysctl file those kernels show in every namespace:
+google/gvisor#10704), as on the lab's kernel. With hostinet the comparison with docker-bridge
+is the same bridge, veth and kernel stack with gVisor's system-call path in front; a host whose
+runsc is registered without `--network=host` (and whose kernel lets netstack start) measures
+netstack, and the notes say which ran (``gvisor_network``).
 
 Host benchmarks run the tool in a `docker run --rm --runtime runsc`. Some tools need a system
 call or kernel feature gVisor does not implement (an I/O engine, a perf interface): before a
@@ -61,7 +65,8 @@ def gvisor_notes(args: list[str]) -> dict[str, str]:
     network = runtime_flag(args, "network") or "sandbox"
     return {
         "gvisor_platform": platform or f"{DEFAULT_PLATFORM} (runsc's default)",
-        "gvisor_network": "host (passthrough to the kernel's stack)"
+        "gvisor_network": "hostinet (the kernel's stack of the container's namespace, "
+        "--network=host)"
         if network == "host"
         else f"netstack (gVisor's own TCP/IP, --network={network})",
     }
