@@ -336,3 +336,26 @@ def test_gvisor_sandbox_and_gofer_count_with_their_shim():
     assert memory.processes["shim"] == 4 and memory.pss_kib["shim"] == 3836 + 5479 + 5797 + 4
     assert memory.processes["helper"] == 0  # the rootlesskit child is not counted
     assert memory.pss_kib["daemon"] == 61000 and memory.pss_kib["containerd"] == 30000
+
+
+def test_podman_falls_back_on_crun_refusing_its_limits_as_on_runc():
+    from pipeline.collect.modes.podman import with_ulimit_fallback
+    from pipeline.collect.remote import RemoteError
+
+    refusal = ("Error: crun: setrlimit `RLIMIT_NOFILE`: Operation not permitted: OCI permission "
+               "denied")  # podman 4.3 with crun 1.8.1 on the lab
+    tried = []
+
+    def run(ulimits):
+        tried.append(ulimits)
+        if not ulimits:
+            raise RemoteError("node1", "podman run", 126, refusal)
+
+    class Limits(Host):
+        def run(self, command, check=True, **kwargs):
+            return SimpleNamespace(status=0, stdout="1048576\n", stderr="")
+
+    options, said = with_ulimit_fallback(_ctx(Limits()), _ctx(Host()).inventory.servers[0], run)
+    assert tried[0] == [] and options == tried[1]
+    assert options == ["--ulimit", "nofile=1048576:1048576", "--ulimit", "nproc=16384:16384"]
+    assert said.endswith("(podman's defaults refused: no CAP_SYS_RESOURCE)")

@@ -6,7 +6,8 @@ host port open in conmon so nothing else takes it. Only the first server runs po
 lab every node shares /var/lib/containers, so more would share one store.
 
 Rootful podman raises the container's nofile and nproc limits above the host's (docker leaves
-them as inherited). Where root lacks CAP_SYS_RESOURCE (this lab's VM) runc refuses that, so
+them as inherited). Where root lacks CAP_SYS_RESOURCE (this lab's VM) the runtime (runc or
+crun) refuses that, so
 the mode retries with the host's nofile limit and a lower nproc limit, and notes it. Host
 benchmarks (cpu, memory) run in a `podman run --rm` on podman's default network; the limits
 they need are probed once per campaign with a quick run of the tool.
@@ -40,6 +41,9 @@ from pipeline.collect.modes.base import (
 from pipeline.collect.remote import RemoteError
 
 FALLBACK_NPROC = 16384  # the highest power of two runc could set in the lab without the cap
+# How each OCI runtime says it may not raise a limit: runc ("error setting rlimit type 7:
+# operation not permitted"), crun ("setrlimit `RLIMIT_NOFILE`: Operation not permitted").
+RLIMIT_REFUSALS = ("error setting rlimit", "setrlimit `RLIMIT_")
 
 
 class Podman(Mode):
@@ -115,13 +119,13 @@ def start_container(ctx: Context, host: Host, name: str, workload: Workload) -> 
 def with_ulimit_fallback(
     ctx: Context, host: Host, run: Callable[[list[str]], None]
 ) -> tuple[list[str], str]:
-    """run(ulimit options) with podman's defaults, then, if runc refuses them, with the
+    """run(ulimit options) with podman's defaults, then, if the runtime refuses them, with the
     fallback; returns the options that worked and how to describe them."""
     try:
         run([])
         return [], "podman defaults"
     except RemoteError as exc:
-        if "error setting rlimit" not in str(exc):
+        if not any(refusal in str(exc) for refusal in RLIMIT_REFUSALS):
             raise
     nofile = ctx.pool[host.name].run("ulimit -Hn").stdout.strip()
     limits = [f"nofile={nofile}:{nofile}", f"nproc={FALLBACK_NPROC}:{FALLBACK_NPROC}"]
