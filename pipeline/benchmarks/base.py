@@ -146,6 +146,11 @@ class Benchmark:
         works there at all (docker-gvisor); by default the tool's version."""
         return self.version_argv()
 
+    def calibrate(self, variant: str, probe_output: str) -> dict[str, str]:
+        """Host benchmarks, before each step: what the step's runs depend on from what the
+        mode's run of ``probe_argv`` printed ("" when the mode ran none); returns notes."""
+        return {}
+
     def main_binary(self, variant: str) -> str:
         """The binary a variant measures (its sha256 goes into the runs table)."""
         return self.binaries[0]

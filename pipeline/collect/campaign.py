@@ -736,6 +736,8 @@ class Campaign:
             deployment = self._deploy(ctx, mode, step, group)
         except ModeUnavailable as exc:
             return [], self._finish(row, "skipped", str(exc))
+        if self.benchmark.kind == "host":
+            deployment.notes.update(self.benchmark.calibrate(step.variant, deployment.probe_output))
         samples: list[dict] = []
         kept = False
         try:

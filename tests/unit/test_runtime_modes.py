@@ -214,7 +214,7 @@ def test_probes_use_the_features_the_measured_runs_use():
     syscall.cpu = 1
     probe = syscall.probe_argv("sched-pipe")
     assert probe[:3] == ["/usr/bin/taskset", "--cpu-list", "1"] and "--null" in probe
-    assert probe[-3:] == ["sched", "pipe", "--loop=1000"]
+    assert probe[-3:] == ["sched", "pipe", "--loop=10000"]
     assert BENCHMARKS["cpu"]().probe_argv("1thread") == BENCHMARKS["cpu"]().version_argv()
 
 
@@ -359,3 +359,40 @@ def test_podman_falls_back_on_crun_refusing_its_limits_as_on_runc():
     assert tried[0] == [] and options == tried[1]
     assert options == ["--ulimit", "nofile=1048576:1048576", "--ulimit", "nproc=16384:16384"]
     assert said.endswith("(podman's defaults refused: no CAP_SYS_RESOURCE)")
+
+
+# perf bench's output of the probe (10,000 getppid()) in gVisor on the lab (runsc, ptrace)
+GVISOR_SYSCALL_PROBE = """# Running 'syscall/basic' benchmark:
+# Executed 10000 getppid() calls
+     Total time: 0.139 [sec]
+
+      13.894720 usecs/op
+          71969 ops/sec
+"""
+
+
+def test_syscall_runs_fewer_operations_where_the_probe_says_they_are_slow():
+    syscall = BENCHMARKS["syscall"]()
+    syscall.cpu = 1
+    window = Window(seconds=2)
+    notes = syscall.calibrate("syscall-basic", GVISOR_SYSCALL_PROBE)
+    assert syscall.loops["syscall-basic"] == 72_000  # ~1 s at 13.9 us, two digits
+    assert "--loop=72000" in syscall.client_argv("syscall-basic", "", window)
+    assert notes["loops"] == ("72000 per run, not 8000000: the probe's 13.8947 us per operation "
+                              "would make a run of 8000000 take 111 s")  # fmt: skip
+    # the next step (another mode: no probe, or a fast one) runs the fixed count again
+    assert syscall.calibrate("syscall-basic", "") == {}
+    assert "--loop=8000000" in syscall.client_argv("syscall-basic", "", window)
+    fast = GVISOR_SYSCALL_PROBE.replace("13.894720", "0.150000")
+    assert syscall.calibrate("syscall-basic", fast) == {}
+    assert syscall.loops["syscall-basic"] == 8_000_000
+    assert syscall.calibrate("sched-pipe", "perf: garbage") == {}  # not perf's: the fixed count
+    assert BENCHMARKS["cpu"]().calibrate("1thread", GVISOR_SYSCALL_PROBE) == {}
+
+
+def test_gvisor_hands_its_probe_output_to_the_step():
+    host = Host(probe=(0, GVISOR_SYSCALL_PROBE))
+    workload = Workload("syscall-syscall-basic", ("/usr/bin/perf", "bench"), 0)
+    deployment = MODES["docker-gvisor"].foreground(_ctx(host), workload)
+    assert deployment.probe_output == GVISOR_SYSCALL_PROBE
+    assert MODES["docker-crun"].foreground(_ctx(host), workload).probe_output == ""

@@ -134,6 +134,7 @@ class Deployment:
     wrap_client: Callable[[list[str]], str] | None = None  # run the client argv differently
     notes: dict[str, str] = field(default_factory=dict)
     image: ToolImage | None = None  # the image the server runs from (None: native)
+    probe_output: str = ""  # what the mode's run of the tool's probe printed (host benchmarks)
 
     def client_host(self, inventory: Inventory, path: str) -> Host:
         if self.client is not None:

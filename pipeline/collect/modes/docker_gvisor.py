@@ -28,6 +28,8 @@ call or kernel feature gVisor does not implement (an I/O engine, a perf interfac
 host benchmark's first step the mode runs the benchmark's probe (a short run of the tool with
 the same features, ``Workload.argv``) in gVisor once per campaign, and a probe that fails
 turns every step of that benchmark into `skipped`, with the tool's own message and what to do.
+The probe's output goes to the benchmark (``Benchmark.calibrate``): syscall sizes its runs by
+it, as a system call under gVisor costs about a hundred times what it costs under runc.
 """
 
 import shlex
@@ -90,8 +92,8 @@ class DockerGvisor(DockerBridge):
 
     def __init__(self) -> None:
         super().__init__()
-        # (campaign, host, workload) -> the probe's skip reason ("" when the tool runs)
-        self._probes: dict[tuple[str, str, str], str] = {}
+        # (campaign, host, workload) -> the probe's skip reason ("" when the tool ran), output
+        self._probes: dict[tuple[str, str, str], tuple[str, str]] = {}
 
     def runtime_binary(self, args: list[str]) -> str:
         return "runsc"
@@ -101,13 +103,16 @@ class DockerGvisor(DockerBridge):
 
     def foreground(self, ctx: Context, workload: Workload) -> Deployment:
         host = server_host(ctx)
-        reason = self.probe(ctx, host, workload)
+        reason, output = self.probe(ctx, host, workload)
         if reason:
             raise ModeUnavailable(reason)
-        return super().foreground(ctx, workload)
+        deployment = super().foreground(ctx, workload)
+        deployment.probe_output = output
+        return deployment
 
-    def probe(self, ctx: Context, host: Host, workload: Workload) -> str:
-        """Run the workload's probe in gVisor once per campaign: "" when it ran, else why not."""
+    def probe(self, ctx: Context, host: Host, workload: Workload) -> tuple[str, str]:
+        """Run the workload's probe in gVisor once per campaign: ("", its output) when it ran,
+        else (why not, its output)."""
         key = (ctx.campaign, host.name, workload.name)
         if key not in self._probes:
             name = f"{container_name(ctx, self.name, workload)}-probe"
@@ -118,9 +123,8 @@ class DockerGvisor(DockerBridge):
             session.run(["docker", "rm", "--force", name], check=False, timeout=60)
             result = session.run(shlex.join(run) + " 2>&1", check=False, timeout=PROBE_TIMEOUT_S)
             platform = self.runtime_notes(ctx, host)["gvisor_platform"]
-            self._probes[key] = (
-                unsupported_reason(workload.argv, platform, result.status, result.stdout)
-                if result.status != 0
-                else ""
-            )
+            reason = ""
+            if result.status != 0:
+                reason = unsupported_reason(workload.argv, platform, result.status, result.stdout)
+            self._probes[key] = (reason, result.stdout)
         return self._probes[key]
