@@ -784,6 +784,9 @@ class Campaign:
             if keep:
                 self._kept, kept = (group, deployment), True
         except ToolOutputError as exc:
+            unsupported = deployment.diagnose(str(exc)) if deployment.diagnose else None
+            if unsupported:
+                return [], self._finish(row, "skipped", unsupported)
             return [], self._finish(row, "failed", str(exc))
         finally:
             if not kept:
@@ -837,7 +840,14 @@ class Campaign:
         deadline = time.monotonic() + WARMUP_CONNECT_BUDGET_S
         while True:
             run = partial(ctx.pool[client.name].run, command, timeout=timeout, check=False)
-            result = self._timed("client_s", run)
+            try:
+                result = self._timed("client_s", run)
+            except RemoteError as exc:
+                # a hung client is the step's failure when the mode can say why (diagnose)
+                if deployment.diagnose is None or not exc.reason.startswith("timed out"):
+                    raise
+                hung = f"{self.benchmark.tool} on {client.name} {exc.reason}"
+                raise ToolOutputError(hung) from exc
             raw = result.stdout
             if not (retry and self.benchmark.is_connect_error(raw)):
                 break

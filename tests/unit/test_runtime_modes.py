@@ -396,3 +396,59 @@ def test_gvisor_hands_its_probe_output_to_the_step():
     deployment = MODES["docker-gvisor"].foreground(_ctx(host), workload)
     assert deployment.probe_output == GVISOR_SYSCALL_PROBE
     assert MODES["docker-crun"].foreground(_ctx(host), workload).probe_output == ""
+
+
+class HungClient(Host):
+    """Every client run hangs (the SSH session times out); everything else answers."""
+
+    def run(self, command, check=True, **kwargs):
+        from pipeline.collect.remote import RemoteError
+
+        text = command if isinstance(command, str) else shlex.join(command)
+        if "iperf3 --client" in text:
+            self.commands.append(text)
+            raise RemoteError("dc-client", text, None, reason="timed out after 60.5 s")
+        if "State.Status" in text:
+            return SimpleNamespace(status=0, stdout="running (exit code 0)\n", stderr="")
+        if "docker logs" in text:
+            return SimpleNamespace(status=0, stdout="Server listening on 5201\n", stderr="")
+        return super().run(command, check=check, **kwargs)
+
+
+def test_a_server_that_fails_its_client_under_gvisor_skips_its_steps(tmp_path, monkeypatch):
+    from pipeline.benchmarks.throughput import Throughput
+    from pipeline.collect.campaign import Campaign, Profile, _SessionClock
+    from pipeline.collect.modes.base import Deployment
+
+    inv = inventory.load(ROOT / "inventory/lab.yaml", known_modes=MODES, check_files=False)
+    campaign = Campaign(Throughput(), inv, Profile(1, 1, 0, 1), tmp_path, seed=3,
+                        modes=["native", "docker-gvisor"], paths=("dc",),
+                        log=lambda _: None)  # fmt: skip
+    campaign.tool_version = "iperf 3.12"
+    campaign.binary_sha = {"node1": {"/usr/bin/iperf3": "a" * 64}}
+    native = Deployment(server=inv.servers[0], address="10.77.0.11", stop=lambda: None)
+    monkeypatch.setattr(MODES["native"], "start", lambda ctx, workload: native)
+    monkeypatch.setattr(MODES["native"], "available", lambda ctx, path: None)
+    monkeypatch.setattr(MODES["docker-gvisor"], "available", lambda ctx, path: None)
+    monkeypatch.setattr(campaign, "_host_rows", lambda ctx, run: [])
+    monkeypatch.setattr(campaign, "_headline", lambda row, samples: "")
+    host = HungClient()
+    ctx = Context(inventory=inv, pool={n: host for n in inv.hosts}, campaign=campaign.id)
+    ctx.images[("node1", "docker")] = ToolImage("node1", "tools:docker", "sha256:1",
+                                                {"/usr/bin/iperf3": "a" * 64})  # fmt: skip
+    with pytest.raises(Exception, match="timed out"):  # native has no account: it stops
+        campaign._measure_all(ctx, [s for s in campaign.steps if s.mode == "native"][:1],
+                              _SessionClock())  # fmt: skip
+    gvisor = [s for s in campaign.steps if s.mode == "docker-gvisor"]
+    campaign._measure_all(ctx, gvisor, _SessionClock())
+    runs = pd.concat(pd.read_parquet(p) for p in campaign.data.parts.glob("run-*.runs.parquet"))
+    assert list(runs["status"]) == ["skipped", "skipped"]
+    first, second = runs.sort_values("order")["reason"]
+    assert first.startswith("/usr/bin/iperf3 does not serve its client under gVisor here (runsc,"
+                            " platform ptrace, network hostinet): the client: iperf3 on dc-client"
+                            " timed out after 60.5 s; the server is running (exit code 0) and "
+                            "logged: Server listening on 5201.")  # fmt: skip
+    assert "leave docker-gvisor out of its modes in the profile" in first
+    assert second == first  # the second variant: skipped at its start, no second hang
+    clients = [c for c in host.commands if "iperf3 --client" in c]
+    assert len(clients) == 1 + 1  # native's one, gVisor's first variant's one

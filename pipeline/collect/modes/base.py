@@ -135,6 +135,9 @@ class Deployment:
     notes: dict[str, str] = field(default_factory=dict)
     image: ToolImage | None = None  # the image the server runs from (None: native)
     probe_output: str = ""  # what the mode's run of the tool's probe printed (host benchmarks)
+    # Why a step failed, when the mode can tell it was the mode's doing (a tool the mode cannot
+    # run): the campaign then records the step as skipped with that reason. None: no account.
+    diagnose: Callable[[str], str | None] | None = None
 
     def client_host(self, inventory: Inventory, path: str) -> Host:
         if self.client is not None:

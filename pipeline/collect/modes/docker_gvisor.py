@@ -28,6 +28,10 @@ call or kernel feature gVisor does not implement (an I/O engine, a perf interfac
 host benchmark's first step the mode runs the benchmark's probe (a short run of the tool with
 the same features, ``Workload.argv``) in gVisor once per campaign, and a probe that fails
 turns every step of that benchmark into `skipped`, with the tool's own message and what to do.
+A network tool gets no probe (its client runs on another host): when its client fails against
+the server in gVisor (an error, or a hang cut by the client's timeout), the step is `skipped`
+with the client's message and the server container's state and log, and the tool's later
+steps in the campaign are skipped with it at once.
 The probe's output goes to the benchmark (``Benchmark.calibrate``): syscall sizes its runs by
 it, as a system call under gVisor costs about a hundred times what it costs under runc.
 """
@@ -94,12 +98,48 @@ class DockerGvisor(DockerBridge):
         super().__init__()
         # (campaign, host, workload) -> the probe's skip reason ("" when the tool ran), output
         self._probes: dict[tuple[str, str, str], tuple[str, str]] = {}
+        # (campaign, host, workload) -> why a server failed its client (network benchmarks)
+        self._failed: dict[tuple[str, str, str], str] = {}
 
     def runtime_binary(self, args: list[str]) -> str:
         return "runsc"
 
     def describe_runtime(self, args: list[str]) -> dict[str, str]:
         return gvisor_notes(args)
+
+    def start(self, ctx: Context, workload: Workload) -> Deployment:
+        host = server_host(ctx)
+        key = (ctx.campaign, host.name, workload.name)
+        if self._failed.get(key):  # the server already failed its client in this campaign
+            raise ModeUnavailable(self._failed[key])
+        deployment = super().start(ctx, workload)
+        name = container_name(ctx, self.name, workload)
+        deployment.diagnose = lambda error: self.diagnose(ctx, host, name, workload, error)
+        return deployment
+
+    def diagnose(self, ctx: Context, host: Host, name: str, workload: Workload,
+                 error: str) -> str:  # fmt: skip
+        """A network tool that ran on another runtime and failed its client under gVisor:
+        the reason, with the server's state and log; the workload's later steps in this
+        campaign are skipped with it at once (a hung client costs its whole timeout)."""
+        session = ctx.pool[host.name]
+        state = session.run(["docker", "inspect", "--format",
+                             "{{.State.Status}} (exit code {{.State.ExitCode}})", name],
+                            check=False, timeout=30).stdout.strip() or "gone"  # fmt: skip
+        log = session.run(f"docker logs --tail 4 {shlex.quote(name)} 2>&1", check=False,
+                          timeout=30).stdout  # fmt: skip
+        said = " | ".join(log.strip().splitlines())[-300:] or "nothing"
+        notes = self.runtime_notes(ctx, host)
+        reason = (
+            f"{workload.argv[0]} does not serve its client under gVisor here (runsc, platform "
+            f"{notes['gvisor_platform']}, network {notes['gvisor_network'].split()[0]}): the "
+            f"client: {' '.join(error.split())[:300]}; the server is {state} and logged: "
+            f"{said}. gVisor implements Linux's system calls itself and lacks some; this "
+            "benchmark is measured in the other modes: leave docker-gvisor out of its modes "
+            "in the profile, or try a newer gVisor (runsc) release"
+        )
+        self._failed[(ctx.campaign, host.name, workload.name)] = reason
+        return reason
 
     def foreground(self, ctx: Context, workload: Workload) -> Deployment:
         host = server_host(ctx)
