@@ -28,6 +28,10 @@ call or kernel feature gVisor does not implement (an I/O engine, a perf interfac
 host benchmark's first step the mode runs the benchmark's probe (a short run of the tool with
 the same features, ``Workload.argv``) in gVisor once per campaign, and a probe that fails
 turns every step of that benchmark into `skipped`, with the tool's own message and what to do.
+File I/O goes through the gofer, and O_DIRECT does not reach the host's file (the lab's
+sequential reads of the disk benchmark ran at page-cache speed): host runs note it
+(``file_io``).
+
 A network tool gets no probe (its client runs on another host): when its client fails against
 the server in gVisor (an error, or a hang cut by the client's timeout), the step is `skipped`
 with the client's message and the server container's state and log, and the tool's later
@@ -53,6 +57,7 @@ from pipeline.collect.modes.docker_bridge import DockerBridge
 
 DEFAULT_PLATFORM = "ptrace"  # runsc 20221219's, when the registered runtime names none
 PROBE_TIMEOUT_S = 120
+FILE_IO = "through gVisor's gofer; O_DIRECT does not reach the host's file (page-cache speed)"
 
 
 def runtime_flag(args: list[str], flag: str) -> str | None:
@@ -148,6 +153,7 @@ class DockerGvisor(DockerBridge):
             raise ModeUnavailable(reason)
         deployment = super().foreground(ctx, workload)
         deployment.probe_output = output
+        deployment.notes["file_io"] = FILE_IO
         return deployment
 
     def probe(self, ctx: Context, host: Host, workload: Workload) -> tuple[str, str]:
