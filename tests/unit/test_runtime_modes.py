@@ -452,3 +452,10 @@ def test_a_server_that_fails_its_client_under_gvisor_skips_its_steps(tmp_path, m
     assert second == first  # the second variant: skipped at its start, no second hang
     clients = [c for c in host.commands if "iperf3 --client" in c]
     assert len(clients) == 1 + 1  # native's one, gVisor's first variant's one
+
+
+def test_latency_retries_a_container_address_not_reachable_yet():
+    latency = BENCHMARKS["latency"]()
+    said = "sockperf failed: ERROR: Can`t connect socket (errno=113 No route to host)"
+    assert latency.is_connect_error(said)
+    assert not latency.is_connect_error("sockperf: ERROR: recvfrom() Failed receiving")
