@@ -124,9 +124,9 @@ class DockerGvisor(DockerBridge):
 
     def diagnose(self, ctx: Context, host: Host, name: str, workload: Workload,
                  error: str) -> str:  # fmt: skip
-        """A network tool that ran on another runtime and failed its client under gVisor:
-        the reason, with the server's state and log; the workload's later steps in this
-        campaign are skipped with it at once (a hung client costs its whole timeout)."""
+        """Why a network tool failed its client under gVisor: the client's message with the
+        server container's state and log. The workload's later steps in this campaign are
+        skipped with it at once (a hung client costs its whole timeout)."""
         session = ctx.pool[host.name]
         state = session.run(["docker", "inspect", "--format",
                              "{{.State.Status}} (exit code {{.State.ExitCode}})", name],
