@@ -37,7 +37,7 @@ MARGINS = ("network", "cpu", "memory", "disk")
 WINDOW_KEYS = ("runs", "seconds", "omit_seconds", "warmup_seconds", "count", "warmup_count")
 # A profile may measure fewer modes, paths or variants of a benchmark than it applies to (the
 # demo does): comma-separated names; params.yaml's `modes:` entry for the benchmark, when set,
-# wins.
+# wins. A profile's `without_modes` (comma-separated) are left out of every benchmark's "all".
 PLAN_KEYS = ("modes", "paths", "variants")
 INSTRUMENT_KEYS = ("runs", "benchmarks", "compile_packages")
 JITTER_DISTS = ("normal", "uniform")
@@ -222,8 +222,16 @@ def check_profile(profile: Any, source: str) -> list[str]:
     doc = check.mapping(profile, source)
     if doc is None:
         return check.problems
-    known = ("runs", "reps", *BENCHMARKS, "instrument", "wan_calibration", "leaves_out")
+    known = ("runs", "reps", *BENCHMARKS, "instrument", "wan_calibration", "leaves_out",
+             "without_modes")
     check.keys(doc, source, known)
+    if "without_modes" in doc:
+        from pipeline.collect.modes import STUDY_MODES
+
+        names = _names(doc["without_modes"])
+        if not names or any(m not in STUDY_MODES for m in names):
+            check.add(f"{source}.without_modes", f"must be comma-separated mode names; modes: "
+                      f"{', '.join(STUDY_MODES)}; got {_brief(doc['without_modes'])}")  # fmt: skip
     for name in ("runs", "reps"):
         if name not in doc:
             check.add(f"{source}.{name}", "missing")
@@ -417,6 +425,11 @@ class Params:
         value = self.raw.get("modes", {}).get(benchmark)
         if value is None:
             value = self.profile[benchmark].get("modes", "all")
+            without = [m for m in _names(self.profile.get("without_modes", "")) if m]
+            if value == "all" and without:  # the profile's "all" leaves these out
+                from pipeline.collect.modes import STUDY_MODES
+
+                return [m for m in STUDY_MODES if m not in without]
         return None if value == "all" else [m.strip() for m in value.split(",")]
 
     def paths(self, benchmark: str) -> list[str] | None:

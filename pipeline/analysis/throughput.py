@@ -47,6 +47,8 @@ SCENARIOS: dict[tuple[str, str], str] = {
     ("native", "internet"): "Native (over the internet)",
     ("docker-host", "dc"): "Docker host network",
     ("docker-bridge", "dc"): "Docker bridge (container address)",
+    ("docker-crun", "dc"): "Docker bridge with crun (container address)",
+    ("docker-gvisor", "dc"): "Docker bridge with gVisor (container address)",
     ("docker-nat", "dc"): "Docker published port (NAT)",
     ("docker-proxy", "local"): "Docker proxy (localhost)",
     ("macvlan", "dc"): "Docker macvlan",

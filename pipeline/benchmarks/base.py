@@ -58,6 +58,8 @@ class Scenario:
     warmup: Window
     prefix: str  # e.g. co-<campaign[:10]>-coldstart-podman
     labels: list[str] = field(default_factory=list)
+    # Options every container's `run` takes in this mode (an OCI runtime: `--runtime crun`).
+    engine_options: list[str] = field(default_factory=list)
     # The next step is of the same ``server_group``: what the group shares may stay up for it
     # (the benchmark keeps it until that step, ``release()`` or a step of another group).
     keep: bool = False
@@ -140,6 +142,17 @@ class Benchmark:
     def prepare(self, session) -> None:
         """Read, once per campaign, what the commands depend on from the server host (e.g. its
         CPU count); ``session`` runs commands there."""
+
+    def probe_argv(self, variant: str) -> list[str]:
+        """Host benchmarks: a short run of the tool with the features a variant's runs use (an
+        I/O engine, a system call), which a mode may run first to find out whether the tool
+        works there at all (docker-gvisor); by default the tool's version."""
+        return self.version_argv()
+
+    def calibrate(self, variant: str, probe_output: str) -> dict[str, str]:
+        """Host benchmarks, before each step: what the step's runs depend on from what the
+        mode's run of ``probe_argv`` printed ("" when the mode ran none); returns notes."""
+        return {}
 
     def main_binary(self, variant: str) -> str:
         """The binary a variant measures (its sha256 goes into the runs table)."""

@@ -130,7 +130,8 @@ class Coldstart(Benchmark):
     port = PORT
     paths = ("host",)
     # the "docker" is a plain `docker run`: the default bridge, a published port
-    modes = ("native", "docker-bridge", "podman", "rootless-docker", "rootless-podman")
+    modes = ("native", "docker-bridge", "podman", "rootless-docker", "rootless-podman",
+             "docker-crun", "docker-gvisor")
     variants = ("nginx",)
     summary_metric = "coldstart_s"
     uploads = {
@@ -190,6 +191,7 @@ class Coldstart(Benchmark):
             cli = ctx.engine_cli(host, engine)
             image = ctx.image(host, engine).tag
             extra = self._podman_ulimits(scenario, notes) if engine == "podman" else []
+            extra += scenario.engine_options
             args += self.container_args(scenario, cli, image, extra)
             version = session.run([*cli, *ENGINE_VERSION[engine]], timeout=60, check=False)
             notes["engine"] = engine

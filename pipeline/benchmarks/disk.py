@@ -1,5 +1,7 @@
 """`disk`: fio sequential 1 MiB read/write (MiB/s) and random 4 KiB read/write (IOPS) in each
-storage mode (pipeline/collect/modes/storage.py, plus `native`).
+storage mode (pipeline/collect/modes/storage.py, plus `native`), and in the container layer
+under the other OCI runtimes (docker-crun, docker-gvisor: docker-overlay2's storage, where
+gVisor's file access goes through its gofer).
 
 The fio command line is byte-identical in every mode: the test file is always
 ``DISK_DIR/fio.dat``; what differs is what that path is (a directory on the host's file
@@ -98,6 +100,9 @@ class Disk(Benchmark):
         "docker-volume",
         "rootless-docker-layer",
         "podman-fuse-overlayfs",
+        # the container layer as docker-overlay2's, another OCI runtime
+        "docker-crun",
+        "docker-gvisor",
     )
     variants = tuple(VARIANTS)
     summary_metric = _MetricOfVariant("disk")
@@ -140,6 +145,14 @@ class Disk(Benchmark):
 
     def version_argv(self) -> list[str]:
         return [FIO, "--version"]
+
+    def probe_argv(self, variant_name: str) -> list[str]:
+        """A run of a few I/Os with the variant's engine and flags (libaio, O_DIRECT) on a
+        small file: whether fio works at all in a mode (docker-gvisor)."""
+        v = variant(variant_name)
+        return [FIO, "--name=probe", f"--filename={DISK_DIR}/probe.dat", f"--rw={v.rw}",
+                f"--bs={v.bs}", "--size=4M", "--direct=1", "--ioengine=libaio",
+                f"--iodepth={IODEPTH}", "--output-format=terse"]  # fmt: skip
 
     def format_value(self, value: float) -> str:
         return f"{value:,.0f}"

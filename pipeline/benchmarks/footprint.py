@@ -22,7 +22,10 @@ rootful dockerds and a rootless one share the machine, and other containers may 
 - per-container processes (``containerd-shim-runc-v2``, ``conmon``, rootless podman's
   slirp4netns): those of the engine's user whose command line names one of the step's
   containers (its id or its network sandbox path). Shims are re-parented to init, so their
-  parent says nothing; another container's shim on the same daemon is not counted.
+  parent says nothing; another container's shim on the same daemon is not counted. A
+  runtime that stays running beside the container counts with its shim: under gVisor
+  (docker-gvisor) the shim's children, the sandbox (the Sentry, gVisor's kernel) and the
+  gofer, `runsc` re-executed as `exe`.
 
 Kinds: ``daemon`` (dockerd), ``containerd``, ``shim``, ``conmon``, ``helper`` (rootlesskit and
 its child, slirp4netns, the podman pause process, docker-proxy). PSS (proportional set size)
@@ -60,7 +63,7 @@ SLEEP_MARGIN_S = 600  # the containers outlive the step's time bound by this muc
 # reading's shell loop reads smaps_rollup of these only. Relations decide which are counted.
 CANDIDATES = (
     "dockerd|containerd|containerd-shim*|conmon|rootlesskit|exe|slirp4netns|'podman pause'"
-    "|catatonit|docker-proxy|rootlessport*|fuse-overlayfs|pasta*"
+    "|catatonit|docker-proxy|rootlessport*|fuse-overlayfs|pasta*|runsc*"
 )
 _HEX_ID = re.compile(r"^[0-9a-f]{64}$")
 
@@ -231,7 +234,23 @@ def engine_processes(reading: Reading, engine: str, uid: int) -> list[Proc]:
     for proc in reading.processes.values():
         if proc.uid == uid and tokens.intersection(proc.args.split()):
             chosen.setdefault(proc.pid, proc)
+    chosen.update(runtime_children(reading, chosen.values()))
     return sorted(chosen.values(), key=lambda p: p.pid)
+
+
+def runtime_children(reading: Reading, procs) -> dict[int, Proc]:
+    """The descendants of the per-container processes among ``procs`` (gVisor's sandbox and
+    gofer under the shim, runsc re-executed as `exe`; the container's own process is no
+    candidate name and is never read), by pid."""
+    found: dict[int, Proc] = {}
+    frontier = [p.pid for p in procs if kind_of(p) in PER_CONTAINER_KINDS]
+    while frontier:
+        pid = frontier.pop()
+        for child in reading.processes.values():
+            if child.ppid == pid and child.pid not in found:
+                found[child.pid] = child
+                frontier.append(child.pid)
+    return found
 
 
 def engine_memory(reading: Reading, engine: str, uid: int) -> EngineMemory:
@@ -244,8 +263,13 @@ def engine_memory(reading: Reading, engine: str, uid: int) -> EngineMemory:
     for kind in KINDS:
         result.pss_kib[kind] = result.rss_kib[kind] = result.processes[kind] = 0
         result.names[kind] = []
-    for proc in engine_processes(reading, engine, uid):
-        kind = kind_of(proc)
+    procs = engine_processes(reading, engine, uid)
+    kinds = {p.pid: kind_of(p) for p in procs}
+    for proc in sorted(procs, key=lambda p: p.pid):  # a runtime's child counts as its shim
+        if proc.ppid in kinds and kinds[proc.ppid] in PER_CONTAINER_KINDS:
+            kinds[proc.pid] = kinds[proc.ppid]
+    for proc in procs:
+        kind = kinds[proc.pid]
         result.pss_kib[kind] += proc.pss_kib
         result.rss_kib[kind] += proc.rss_kib
         result.processes[kind] += 1
@@ -293,6 +317,7 @@ class EngineHandle:
             probe = f"{scenario.prefix}-probe"
             self.options, ulimits = ctx.probe_ulimits(host, probe, self.argv[:1] + ("0",))
             self.log.append(f"# podman ulimits: {ulimits}")
+        self.options += scenario.engine_options
 
     def run(self, command: str, timeout: float, check: bool = True):
         result = self.session.run(command, timeout=timeout, check=False)
@@ -386,7 +411,8 @@ class ContainerRamp(Benchmark):
     binaries = (SLEEP,)
     paths = ("host",)
     variants = ("idle",)
-    modes = ("docker-bridge", "rootless-docker", "podman", "rootless-podman")
+    modes = ("docker-bridge", "rootless-docker", "podman", "rootless-podman", "docker-crun",
+             "docker-gvisor")
     failure_is_error = True
 
     def version_argv(self) -> list[str]:

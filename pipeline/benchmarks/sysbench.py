@@ -43,7 +43,8 @@ class SysbenchBenchmark(Benchmark):
     paths = ("host",)
     # The "docker" is a plain `docker run`, which puts the container on the default
     # bridge; the network mode does not matter to a CPU or memory test.
-    modes = ("native", "docker-bridge", "podman", "rootless-docker", "rootless-podman")
+    modes = ("native", "docker-bridge", "podman", "rootless-docker", "rootless-podman",
+             "docker-crun", "docker-gvisor")
 
     def version_argv(self) -> list[str]:
         return [SYSBENCH, "--version"]

@@ -26,7 +26,11 @@ default seccomp profile, and without it perf stat fails in a container ("No perm
 enable task-clock event"). Each run does the same fixed number of operations in every mode
 (``LOOPS``: about one second on the 2-core lab, natively), so a window of ``seconds`` takes one
 sample per second of it plus one per second of its omitted start, which are dropped; a host
-where the operations are cheaper has shorter samples, not fewer. The time actually spent is
+where the operations are cheaper has shorter samples, not fewer. The exception is a mode whose
+probe (``probe_argv``, run by docker-gvisor) shows a run of LOOPS would take more than
+``SLOW_RUN_SECONDS``: gVisor serves getppid() in ~14 us on the lab's ptrace platform, so a run
+would take ~110 s. There a run does as many operations as take about a second (``calibrate``),
+and the run's notes say so; a sample is per operation either way. The time actually spent is
 read back from perf's results (``measured_seconds``). The binary is the one linux-perf
 installs as ``/usr/bin/perf`` (a real binary there, not the kernel-version wrapper of older
 Debian packaging; ``prepare`` checks it runs). In a container its start-up probe of NUMA
@@ -46,6 +50,10 @@ TASKSET = "/usr/bin/taskset"  # util-linux
 SAMPLE_SECONDS = 1.0  # what one run of LOOPS operations takes on the lab, natively
 # Operations per run: 8e6 getppid() at ~123 ns, 2e5 pipe round trips at ~4.5 us on the lab.
 LOOPS = {"syscall-basic": 8_000_000, "sched-pipe": 200_000}
+PROBE_LOOPS = 10_000  # a probe's operations (probe_argv): whether it runs, at what cost
+# A mode where a run of LOOPS would take longer than this (gVisor: ~110 s for syscall-basic)
+# runs as many operations as take SAMPLE_SECONDS there, by its probe (calibrate).
+SLOW_RUN_SECONDS = 4.0
 # perf bench's collection and benchmark, and the metric a variant's samples carry
 BENCHES = {"syscall-basic": ("syscall", "basic"), "sched-pipe": ("sched", "pipe")}
 METRICS = {"syscall-basic": ("syscall_ns", "ns"), "sched-pipe": ("pipe_roundtrip_us", "us")}
@@ -80,7 +88,8 @@ class Syscall(Benchmark):
     binaries = (PERF, TASKSET)
     paths = ("host",)
     # The same modes as the sysbench host benchmarks: the network mode does not matter here.
-    modes = ("native", "docker-bridge", "podman", "rootless-docker", "rootless-podman")
+    modes = ("native", "docker-bridge", "podman", "rootless-docker", "rootless-podman",
+             "docker-crun", "docker-gvisor")
     variants = ("syscall-basic", "sched-pipe")
     # sched-pipe's samples carry their own metric (pipe_roundtrip_us): the progress line falls
     # back to it.
@@ -99,6 +108,7 @@ class Syscall(Benchmark):
 
     def __init__(self) -> None:
         self.cpu: int | None = None  # the CPU every run is pinned to, set by prepare()
+        self.loops = dict(LOOPS)  # operations per run in the current step (calibrate)
 
     def prepare(self, session) -> None:
         found = session.run(self.version_argv(), check=False, timeout=30)
@@ -119,6 +129,13 @@ class Syscall(Benchmark):
     def version_argv(self) -> list[str]:
         return [PERF, "--version"]
 
+    def probe_argv(self, variant: str) -> list[str]:
+        """One short run of the variant's benchmark, pinned and under perf stat as measured."""
+        if self.cpu is None:
+            return self.version_argv()
+        return [TASKSET, "--cpu-list", str(self.cpu), PERF, "stat", "--null", "--repeat=1",
+                "--", PERF, "bench", *BENCHES[variant], f"--loop={PROBE_LOOPS}"]  # fmt: skip
+
     def client_argv(
         self, variant: str, address: str, window: Window, path: str = "host"
     ) -> list[str]:
@@ -130,8 +147,28 @@ class Syscall(Benchmark):
         return [
             TASKSET, "--cpu-list", str(self.cpu),
             PERF, "stat", "--null", f"--repeat={omitted + kept}", "--",
-            PERF, "bench", *BENCHES[variant], f"--loop={LOOPS[variant]}",
+            PERF, "bench", *BENCHES[variant], f"--loop={self.loops[variant]}",
         ]  # fmt: skip
+
+    def calibrate(self, variant: str, probe_output: str) -> dict[str, str]:
+        """LOOPS operations per run, unless the mode's probe says a run of them would take
+        longer than SLOW_RUN_SECONDS there: then as many as take about SAMPLE_SECONDS (two
+        significant digits), so a window still takes a sample a second. Samples are per
+        operation either way; the notes say when a step ran fewer."""
+        self.loops[variant] = LOOPS[variant]
+        try:
+            usecs = results(probe_output, BENCHES[variant])[0][0] if probe_output else 0.0
+        except ToolOutputError:
+            return {}
+        seconds = usecs * LOOPS[variant] / 1e6
+        if seconds <= SLOW_RUN_SECONDS:
+            return {}
+        wanted = SAMPLE_SECONDS * 1e6 / usecs
+        loops = max(PROBE_LOOPS, int(float(f"{wanted:.2g}")))
+        self.loops[variant] = loops
+        return {"loops": f"{loops} per run, not {LOOPS[variant]}: the probe's {usecs:g} us "
+                         f"per operation would make a run of {LOOPS[variant]} take "
+                         f"{seconds:.0f} s"}  # fmt: skip
 
     def load_seconds(self, window: Window, path: str = "dc") -> float:
         return sum(sample_counts(window)) * SAMPLE_SECONDS

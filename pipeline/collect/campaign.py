@@ -716,7 +716,7 @@ class Campaign:
         """The server of the step's group: one argv for all its variants, every protocol."""
         bench = self.benchmark
         if bench.kind == "host":  # no server: a quick run of the tool the mode may probe with
-            return Workload(f"{bench.name}-{step.variant}", tuple(bench.version_argv()),
+            return Workload(f"{bench.name}-{step.variant}", tuple(bench.probe_argv(step.variant)),
                             bench.port, scratch=bench.server_scratch)  # fmt: skip
         group = bench.server_group(step.variant)
         variants = [v for v in bench.variants if bench.server_group(v) == group]
@@ -1013,6 +1013,8 @@ class Campaign:
             deployment = self._deploy(ctx, mode, step, group)
         except ModeUnavailable as exc:
             return [], self._finish(row, "skipped", str(exc))
+        if self.benchmark.kind == "host":
+            deployment.notes.update(self.benchmark.calibrate(step.variant, deployment.probe_output))
         samples: list[dict] = []
         kept = False
         try:
@@ -1059,6 +1061,9 @@ class Campaign:
             if keep:
                 self._kept, kept = (group, deployment), True
         except ToolOutputError as exc:
+            unsupported = deployment.diagnose(str(exc)) if deployment.diagnose else None
+            if unsupported:
+                return [], self._finish(row, "skipped", unsupported)
             return [], self._finish(row, "failed", str(exc))
         finally:
             if not kept:
@@ -1079,6 +1084,7 @@ class Campaign:
             warmup=Window(self.profile.warmup_seconds, 0.0, self.profile.warmup_count),
             prefix=f"co-{self.id[:10]}-{self.benchmark.name}-{step.mode}",
             labels=["--label", f"{LABEL}={self.id}"],
+            engine_options=mode.engine_options(ctx),
             keep=keep,
         )
         row.update(server_host=host.name, client_host=host.name)
@@ -1091,6 +1097,7 @@ class Campaign:
             elif binary:
                 row["binary_sha256"] = self.binary_sha[host.name][binary]
             outcome = self.benchmark.measure(scenario)
+            outcome.notes = {**mode.run_notes(ctx), **outcome.notes}
         except ModeUnavailable as exc:
             return [], self._finish(row, "skipped", str(exc))
         except ToolOutputError as exc:
@@ -1117,7 +1124,14 @@ class Campaign:
         deadline = time.monotonic() + WARMUP_CONNECT_BUDGET_S
         while True:
             run = partial(ctx.pool[client.name].run, command, timeout=timeout, check=False)
-            result = self._timed("client_s", run)
+            try:
+                result = self._timed("client_s", run)
+            except RemoteError as exc:
+                # a hung client is the step's failure when the mode can say why (diagnose)
+                if deployment.diagnose is None or not exc.reason.startswith("timed out"):
+                    raise
+                hung = f"{self.benchmark.tool} on {client.name} {exc.reason}"
+                raise ToolOutputError(hung) from exc
             raw = result.stdout
             if not (retry and self.benchmark.is_connect_error(raw)):
                 break

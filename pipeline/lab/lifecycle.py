@@ -19,7 +19,6 @@ from pipeline.lab import (
     mounts,
     network,
     placeholders,
-    podman_conf,
     processes,
     rootless,
     sshd,
@@ -107,14 +106,14 @@ def up(wan: WanProfile | None = None) -> None:
             network.ensure_network()
         with component("ssh keys", f"remove {STATE_DIR / 'ssh'} and retry"):
             sshd.ensure_keys()
+        with component("cgroup controllers for crun", RECOVER_HINT):
+            mounts.bind_controllers_to_v1()
         started = ensure_dockerds()
         ensure_sshds(restart=started)
         with component("swarm", f"see {dockerd.log_path(NODES[0])}; {RECOVER_HINT}"):
             swarm.ensure_swarm()
             swarm.ensure_overlay()
         ensure_emulator(wan)
-        with component("podman runtime"):
-            podman_conf.ensure()
         with component("rootless setup", f"see {rootless.DOCKERD_LOG}; {RECOVER_HINT}"):
             rootless.ensure()
         with component("CPU placement groups", RECOVER_HINT):
@@ -141,6 +140,7 @@ def ensure_dockerds() -> set[Host]:
     for node in NODES:
         with component(f"dockerd on {node.name}"):
             dockerd.ensure_forwarding_rule(node)
+            dockerd.ensure_runtimes(node)
     return set(started)
 
 
@@ -178,12 +178,11 @@ def down() -> None:
         stop_processes()
         with component("rootless setup"):
             rootless.remove()
-        with component("podman runtime"):
-            podman_conf.remove()
         with component("lab mounts"):
             mounts.unmount_all()
             cpus.release()
             mounts.remove_cgroups()
+            mounts.release_v1_controllers()
         with component("lab network"):
             network.remove_network()
         placeholders.remove_lb_sandboxes(network_ids)
@@ -237,7 +236,6 @@ def leftovers() -> list[str]:
     found += [f"cgroup {c}" for c in mounts.lab_cgroups()]
     found += [f"directory {d}" for d in (STATE_DIR, RUN_DIR) if d.exists()]
     found += rootless.leftovers()
-    found += podman_conf.leftovers()
     return found
 
 

@@ -4,6 +4,7 @@ cgroups the lab's containers ran in."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from pathlib import Path
 
@@ -11,6 +12,9 @@ from pipeline.lab.commands import run
 from pipeline.lab.topology import CGROUP_PARENT, RUN_DIR, STATE_DIR
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+UNIFIED = CGROUP_ROOT / "unified"  # the cgroup2 mount of a hybrid (v1 + v2) layout
+# The controllers up() bound to v1 hierarchies of their own, for down() to release.
+V1_RECORD = RUN_DIR / "cgroup-v1-controllers.json"
 
 
 def _unescape(field: str) -> str:
@@ -63,3 +67,55 @@ def remove_cgroups() -> None:
     for group in lab_cgroups():
         with contextlib.suppress(OSError):
             group.rmdir()
+
+
+def unified_controllers() -> list[str]:
+    """The controllers a hybrid layout's unified hierarchy holds (none on a pure v1 or v2
+    host: there is no /sys/fs/cgroup/unified)."""
+    try:
+        return (UNIFIED / "cgroup.controllers").read_text().split()
+    except OSError:
+        return []
+
+
+def bind_controllers_to_v1() -> list[str]:
+    """crun (the docker-crun mode, and podman's default runtime) refuses a hybrid layout whose
+    unified hierarchy holds any controller ("cgroups in hybrid mode not supported, drop all
+    controllers from cgroupv2"); runc does not mind. This machine kind mounts every v1
+    controller but hugetlb, which the unified hierarchy then holds. Each such controller gets
+    a v1 hierarchy of its own at /sys/fs/cgroup/<name>, as a systemd hybrid host mounts it;
+    down() releases it. Returns the controllers bound."""
+    bound = []
+    for name in unified_controllers():
+        point = CGROUP_ROOT / name
+        if point.is_mount():
+            continue
+        _record_v1([*_recorded_v1(), name])  # before the mount: an interrupted up is undone
+        point.mkdir(exist_ok=True)
+        run(["mount", "-t", "cgroup", "-o", name, "cgroup", point], timeout=10)
+        bound.append(name)
+    return bound
+
+
+def release_v1_controllers() -> None:
+    """Unmount what bind_controllers_to_v1() mounted (the lab's cgroups are gone by then; a
+    hierarchy something else still uses lives on unmounted until it is empty)."""
+    for name in _recorded_v1():
+        point = CGROUP_ROOT / name
+        if point.is_mount():
+            run(["umount", point], check=False, timeout=10)
+        with contextlib.suppress(OSError):
+            point.rmdir()
+    V1_RECORD.unlink(missing_ok=True)
+
+
+def _recorded_v1() -> list[str]:
+    try:
+        return [str(n) for n in json.loads(V1_RECORD.read_text())]
+    except (OSError, ValueError):
+        return []
+
+
+def _record_v1(names: list[str]) -> None:
+    V1_RECORD.parent.mkdir(parents=True, exist_ok=True)
+    V1_RECORD.write_text(json.dumps(sorted(set(names))))

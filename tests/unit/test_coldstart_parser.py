@@ -29,6 +29,8 @@ MODES_ENGINES = {
     "podman": "podman",
     "rootless-docker": "rootless-docker",
     "rootless-podman": "rootless-podman",
+    "docker-crun": "docker",  # docker with another OCI runtime (--runtime)
+    "docker-gvisor": "docker",
 }
 
 
@@ -115,7 +117,7 @@ def test_a_truncated_report_is_refused():
 # ---- the benchmark's contract and commands -------------------------------------------------
 
 
-def test_coldstart_is_a_scenario_benchmark_in_the_five_engine_modes():
+def test_coldstart_is_a_scenario_benchmark_in_the_engine_modes():
     bench = BENCHMARKS["coldstart"]()
     assert bench.kind == "scenario" and bench.paths == ("host",)
     assert plan(bench, STUDY_MODES) == [(m, "host", "nginx") for m in MODES_ENGINES]

@@ -23,7 +23,8 @@ from pipeline.collect.modes import MODES, STUDY_MODES, Context
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parents[2]
-HOST_MODES = ("native", "docker-bridge", "podman", "rootless-docker", "rootless-podman")
+HOST_MODES = ("native", "docker-bridge", "podman", "rootless-docker", "rootless-podman",
+              "docker-crun", "docker-gvisor")
 
 
 def _data(name: str) -> str:

@@ -3,6 +3,8 @@
 from pipeline.collect.modes.base import Context, Deployment, Mode, ModeUnavailable, Workload
 from pipeline.collect.modes.controls import NativeAA, NativeCpuQuota, NativeTbf
 from pipeline.collect.modes.docker_bridge import DockerBridge
+from pipeline.collect.modes.docker_crun import DockerCrun
+from pipeline.collect.modes.docker_gvisor import DockerGvisor
 from pipeline.collect.modes.docker_host import DockerHost
 from pipeline.collect.modes.docker_nat import DockerNat
 from pipeline.collect.modes.docker_proxy import DockerProxy
@@ -44,6 +46,8 @@ MODES: dict[str, Mode] = {
         DockerVolume(),
         RootlessDockerLayer(),
         PodmanFuseOverlayfs(),
+        DockerCrun(),
+        DockerGvisor(),
         # controls of the instrument: planned only where named (pipeline/collect/modes/controls.py)
         NativeAA(),
         NativeCpuQuota(),

@@ -12,6 +12,7 @@ pidfile under PID_DIR (native processes), so `cleanup()` can remove it after a c
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 import shlex
 from collections.abc import Callable
@@ -133,6 +134,10 @@ class Deployment:
     wrap_client: Callable[[list[str]], str] | None = None  # run the client argv differently
     notes: dict[str, str] = field(default_factory=dict)
     image: ToolImage | None = None  # the image the server runs from (None: native)
+    probe_output: str = ""  # what the mode's run of the tool's probe printed (host benchmarks)
+    # Why a step failed, when the mode can tell it was the mode's doing (a tool the mode cannot
+    # run): the campaign then records the step as skipped with that reason. None: no account.
+    diagnose: Callable[[str], str | None] | None = None
 
     def client_host(self, inventory: Inventory, path: str) -> Host:
         if self.client is not None:
@@ -165,6 +170,15 @@ class Mode:
     def available(self, ctx: Context, path: str) -> str | None:
         """None when the mode can run on this path here, else the reason it cannot."""
         return None
+
+    def engine_options(self, ctx: Context) -> list[str]:
+        """Options every `run` of this mode's engine takes (an OCI runtime): a scenario
+        benchmark adds them to the containers it starts itself."""
+        return []
+
+    def run_notes(self, ctx: Context) -> dict[str, str]:
+        """What a scenario benchmark's run records about the mode (the OCI runtime it used)."""
+        return {}
 
     def start(self, ctx: Context, workload: Workload) -> Deployment:  # pragma: no cover
         raise NotImplementedError
@@ -208,10 +222,70 @@ def container_name(ctx: Context, mode: str, workload: Workload) -> str:
 
 
 def docker_run(
-    ctx: Context, host: Host, name: str, options: list[str], argv: tuple[str, ...]
+    ctx: Context,
+    host: Host,
+    name: str,
+    options: list[str],
+    argv: tuple[str, ...],
+    runtime: str | None = None,
 ) -> str:
     """Start a labelled, detached container of the host's tool image; returns its name."""
-    return engine_run(ctx, host, "docker", name, options, argv)
+    return engine_run(ctx, host, "docker", name, options, argv, runtime)
+
+
+def runtime_options(runtime: str | None) -> list[str]:
+    """`run` options for an OCI runtime registered with the engine (None: the engine's default)."""
+    return ["--runtime", runtime] if runtime else []
+
+
+# OCI runtimes the runtime modes ask dockerd for: the Debian package and binary that provide
+# each, for the reason a host without it gets.
+RUNTIME_PACKAGES = {"crun": ("crun", "/usr/bin/crun"), "runsc": ("runsc", "/usr/bin/runsc")}
+# Arguments a runtime needs registered with (runsc: the network, see docker_gvisor.py).
+RUNTIME_ARGS = {"runsc": ["--platform=ptrace", "--network=host"]}
+
+
+def parse_runtimes(text: str) -> dict[str, list[str]]:
+    """`docker info --format '{{json .Runtimes}}'` -> runtime name -> its runtime arguments."""
+    try:
+        table = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(table, dict):
+        return {}
+    found = {}
+    for name, spec in table.items():
+        args = spec.get("runtimeArgs") if isinstance(spec, dict) else None
+        found[str(name)] = [str(a) for a in args] if isinstance(args, list) else []
+    return found
+
+
+def docker_runtimes(ctx: Context, host: Host) -> dict[str, list[str]] | None:
+    """The OCI runtimes the host's dockerd has registered (None: docker does not answer)."""
+    probe = ["docker", "info", "--format", "{{json .Runtimes}}"]
+    result = ctx.pool[host.name].run(probe, check=False, timeout=30)
+    return parse_runtimes(result.stdout) if result.status == 0 else None
+
+
+def runtime_problem(ctx: Context, host: Host, runtime: str) -> str | None:
+    """Why dockerd on ``host`` cannot run containers with ``runtime`` (None when it can): the
+    reason names the runtime and the fix."""
+    runtimes = docker_runtimes(ctx, host)
+    if runtimes is None:
+        return f"docker does not answer on {host.name} (docker info failed)"
+    if runtime in runtimes:
+        return None
+    package, path = RUNTIME_PACKAGES.get(runtime.split("-")[0], (runtime, f"/usr/bin/{runtime}"))
+    spec: dict = {"path": path}
+    if runtime in RUNTIME_ARGS:
+        spec["runtimeArgs"] = RUNTIME_ARGS[runtime]
+    snippet = json.dumps({"runtimes": {runtime: spec}})
+    return (
+        f"OCI runtime {runtime} is not registered with dockerd on {host.name} (registered: "
+        f"{', '.join(sorted(runtimes)) or 'none'}): install it (Debian: apt-get install "
+        f"{package}), add {snippet} to /etc/docker/daemon.json and reload dockerd "
+        "(systemctl reload docker); the lab registers it at `python -m pipeline.lab up`"
+    )
 
 
 def engine_cli(ctx: Context, host: Host, engine: str) -> list[str]:
@@ -242,14 +316,16 @@ def engine_run(
     name: str,
     options: list[str],
     argv: tuple[str, ...],
+    runtime: str | None = None,
 ) -> str:
-    """`docker run` for any engine: a labelled, detached container of the engine's tool image."""
+    """`docker run` for any engine: a labelled, detached container of the engine's tool image,
+    run by the OCI ``runtime`` registered with the engine (None: the engine's default)."""
     cli = engine_cli(ctx, host, engine)
     session = ctx.pool[host.name]
     session.run([*cli, "rm", "-f", name], check=False, timeout=60)
-    label = ["--label", f"{LABEL}={ctx.campaign}"]
+    common = ["--label", f"{LABEL}={ctx.campaign}", *runtime_options(runtime)]
     image = ctx.image(host, engine).tag
-    session.run([*cli, "run", "--detach", "--name", name, *label, *options, image, *argv],
+    session.run([*cli, "run", "--detach", "--name", name, *common, *options, image, *argv],
                 timeout=120)  # fmt: skip
     return name
 
@@ -261,17 +337,19 @@ def foreground_container(
     name: str,
     options: list[str] | None = None,
     notes: dict[str, str] | None = None,
+    runtime: str | None = None,
 ) -> Deployment:
     """A host benchmark's Deployment on ``host``: its ``wrap_client`` runs a tool to completion
-    in a labelled ``--rm`` container of the engine's tool image, its ``stop`` removes a
-    container a crash or a timeout left under that name (--rm has normally removed it)."""
+    in a labelled ``--rm`` container of the engine's tool image (run by the OCI ``runtime``, None:
+    the engine's default), its ``stop`` removes a container a crash or a timeout left under
+    that name (--rm has normally removed it)."""
     cli = engine_cli(ctx, host, engine)
-    label = ["--label", f"{LABEL}={ctx.campaign}"]
+    common = ["--label", f"{LABEL}={ctx.campaign}", *runtime_options(runtime)]
     image = ctx.image(host, engine)
     remove = f"{shlex.join([*cli, 'rm', '--force', name])} >/dev/null 2>&1"
 
     def wrap(argv: list[str]) -> str:
-        run = [*cli, "run", "--rm", "--name", name, *label, *(options or []), image.tag, *argv]
+        run = [*cli, "run", "--rm", "--name", name, *common, *(options or []), image.tag, *argv]
         return f"{remove}; {shlex.join(run)}"
 
     return Deployment(

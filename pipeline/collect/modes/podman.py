@@ -6,11 +6,17 @@ host port open in conmon so nothing else takes it. Only the first server runs po
 lab every node shares /var/lib/containers, so more would share one store.
 
 Rootful podman raises the container's nofile and nproc limits above the host's (docker leaves
-them as inherited). Where root lacks CAP_SYS_RESOURCE (this lab's VM) the OCI runtime (runc, or
-crun, podman's choice when both are installed) refuses that, so
+them as inherited). Where root lacks CAP_SYS_RESOURCE (this lab's VM) the runtime (runc or
+crun) refuses that, so
 the mode retries with the host's nofile limit and a lower nproc limit, and notes it. Host
 benchmarks (cpu, memory) run in a `podman run --rm` on podman's default network; the limits
 they need are probed once per campaign with a quick run of the tool.
+
+The OCI runtime is podman's default: crun where it is installed (containers.conf's default;
+`make setup` installs it, and Debian's podman package prefers it), runc otherwise. The notes
+record the one `podman info` names (``oci_runtime``). So this mode is already podman with
+crun, and there is no separate podman-crun mode; docker-crun is its Docker counterpart, the
+comparison of runc and crun under one engine.
 """
 
 from collections.abc import Callable
@@ -47,6 +53,7 @@ class Podman(Mode):
     def __init__(self) -> None:
         # (campaign, host) -> the ulimit options foreground containers need and their note
         self._ulimits: dict[tuple[str, str], tuple[list[str], str]] = {}
+        self._runtimes: dict[tuple[str, str], str] = {}  # (campaign, host) -> podman's runtime
 
     def available(self, ctx: Context, path: str) -> str | None:
         return missing_tool(ctx, server_host(ctx), "podman")
@@ -57,8 +64,9 @@ class Podman(Mode):
         ulimits = start_container(ctx, host, name, workload)
         stop = remove_engine_container(ctx, host, "podman", name)
         try:
-            fmt = "{{.Host.NetworkBackend}}"
-            stack = ctx.pool[host.name].run(["podman", "info", "--format", fmt]).stdout.strip()
+            fmt = "{{.Host.NetworkBackend}} {{.Host.OCIRuntime.Name}}"
+            info = ctx.pool[host.name].run(["podman", "info", "--format", fmt]).stdout.split()
+            stack, runtime = (info + ["n/a", "n/a"])[:2]
             snap = snapshot(ctx, host, workload.port)
         except Exception:
             stop()
@@ -74,6 +82,7 @@ class Podman(Mode):
                 "port_forwarding": f"iptables DNAT ({stack})",
                 "port_holders": ", ".join(holders) or "none",
                 "ulimits": ulimits,
+                "oci_runtime": runtime,
             },
         )
 
@@ -83,8 +92,17 @@ class Podman(Mode):
         key = (ctx.campaign, host.name)
         if key not in self._ulimits:  # one probe per campaign and host, not per measurement
             self._ulimits[key] = probe_ulimits(ctx, host, name, workload.argv)
+            self._runtimes[key] = oci_runtime(ctx, host)
         options, ulimits = self._ulimits[key]
-        return foreground_container(ctx, host, "podman", name, options, {"ulimits": ulimits})
+        notes = {"ulimits": ulimits, "oci_runtime": self._runtimes[key]}
+        return foreground_container(ctx, host, "podman", name, options, notes)
+
+
+def oci_runtime(ctx: Context, host: Host) -> str:
+    """The OCI runtime rootful podman runs containers with on the host (crun or runc)."""
+    fmt = "{{.Host.OCIRuntime.Name}}"
+    result = ctx.pool[host.name].run(["podman", "info", "--format", fmt], check=False, timeout=60)
+    return result.stdout.strip() or "n/a"
 
 
 def start_container(ctx: Context, host: Host, name: str, workload: Workload) -> str:
