@@ -47,6 +47,20 @@ def smoke_settings(benchmark: str) -> tuple[Profile, dict]:
     return Profile(**smoke.window(benchmark)), smoke.options(benchmark)
 
 
+def smoke_without() -> set[str]:
+    """The smoke profile's ``without_modes`` (the runtime modes have a lab test of their own)."""
+    smoke = yaml.safe_load((ROOT / "conf" / "profiles" / "smoke.yaml").read_text())
+    return {m.strip() for m in smoke.get("without_modes", "").split(",") if m.strip()}
+
+
+def smoke_modes(benchmark: str) -> set[str]:
+    """The modes the smoke profile measures a host or scenario benchmark in: those it applies
+    to, less the profile's ``without_modes``."""
+    from pipeline.benchmarks import BENCHMARKS
+
+    return set(BENCHMARKS[benchmark]().modes) - smoke_without()
+
+
 def dvc_env() -> dict[str, str]:
     return {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
 
