@@ -44,8 +44,9 @@ LOADGEN_SRC := $(filter-out %_test.go,$(wildcard tools/loadgen/*.go)) tools/load
 
 # The latency benchmark's sockperf: Debian's sockperf 3.7 binary less the client's fixed 2 s
 # start-up pause (tools/sockperf/no_startup_pause.py; input and result checked by sha256).
-# Shipped to every host and into the tool images, like co-loadgen.
-.make/bin/sockperf: tools/sockperf/no_startup_pause.py /usr/bin/sockperf | .make/apt.stamp
+# Shipped to every host and into the tool images, like co-loadgen. (The wildcard: on a fresh
+# machine Debian's sockperf comes with .make/apt.stamp.)
+.make/bin/sockperf: tools/sockperf/no_startup_pause.py $(wildcard /usr/bin/sockperf) | .make/apt.stamp
 	python3 tools/sockperf/no_startup_pause.py /usr/bin/sockperf $@
 
 # The demo profile by default (params.yaml), about 23 minutes on 2 cores. pipeline.demo runs each

@@ -51,8 +51,8 @@ SOCKPERF_DISCARD_S = 0.45  # sockperf drops its first 400 ms and last 50 ms of -
 # Seen on the Internet path: a 2 s paced run logged 1,152 of the ~1,550 round trips the rate
 # promises, so count-based runs get half a second more.
 SLACK_S = 0.5
-# From its start to --time: ~0.1 s of clock calibration and the process start (Debian's build
-# idles 2 s more here; the patched one does not: harness/sockperf_patch.py measures both)
+# From its start to --time: a 100 ms sleep and the process start (Debian's build idles 2 s
+# more here; the patched one does not: harness/sockperf_patch.py measures both)
 SOCKPERF_STARTUP_S = 0.15
 SOCKPERF_DRAIN_S = 0.1  # after its timer it waits 100 ms for the replies still on their way
 LOG_HEADER = "packet, txTime(sec), rxTime(sec),"
@@ -74,8 +74,8 @@ class Latency(Benchmark):
     variants = ("udp", "tcp")
     summary_metric = "{variant}_rtt"
     warmup_in_window = True  # every row of the full log is one round trip
-    # sockperf starts up (its clock calibration), drops 450 ms of its --time and drains
-    # 100 ms: per run, whatever starts it
+    # sockperf starts up, drops 450 ms of its --time and drains 100 ms: per run, whatever
+    # starts it
     tool_fixed_seconds = SOCKPERF_STARTUP_S + SOCKPERF_DISCARD_S + SOCKPERF_DRAIN_S
 
     def server_argv(self, variant: str) -> list[str]:

@@ -266,7 +266,7 @@ def duty_cycle(sessions: list[dict]) -> dict:
     )
     # Inside the loop (sessions since these were recorded; None if any session lacks them):
     # starting and stopping servers, client commands (their wall time beyond the window is SSH
-    # and the tool's own start-up, e.g. sockperf's clock calibration), the rest (host facts,
+    # and the tool's own start-up, e.g. sockperf's start-up sleep), the rest (host facts,
     # parsing, saving).
     for k in ("deploy_s", "stop_s", "client_s", "kept_s", "fixed_s"):
         known = sessions and all(k in s for s in sessions)
