@@ -13,7 +13,7 @@ APT_PACKAGES := docker.io iperf3 sockperf nginx openssh-server openssh-client ip
 
 .PHONY: setup demo test test-fast test-unit lint lab-up lab-down lab-status jupyter clean-data bench
 
-setup: .make/apt.stamp .make/venv.stamp .make/bin/co-loadgen ## install everything (idempotent)
+setup: .make/apt.stamp .make/venv.stamp .make/bin/co-loadgen .make/bin/sockperf ## install everything (idempotent)
 
 .make/apt.stamp: Makefile
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -41,6 +41,13 @@ LOADGEN_SRC := $(filter-out %_test.go,$(wildcard tools/loadgen/*.go)) tools/load
 	@mkdir -p $(@D)
 	cd tools/loadgen && CGO_ENABLED=0 GOPROXY=off GOTOOLCHAIN=local \
 	  GOCACHE=$(CURDIR)/.make/go-cache go build -trimpath -o $(CURDIR)/$@ .
+
+# The latency benchmark's sockperf: Debian's sockperf 3.7 binary less the client's fixed 2 s
+# start-up pause (tools/sockperf/no_startup_pause.py; input and result checked by sha256).
+# Shipped to every host and into the tool images, like co-loadgen. (The wildcard: on a fresh
+# machine Debian's sockperf comes with .make/apt.stamp.)
+.make/bin/sockperf: tools/sockperf/no_startup_pause.py $(wildcard /usr/bin/sockperf) | .make/apt.stamp
+	python3 tools/sockperf/no_startup_pause.py /usr/bin/sockperf $@
 
 # The demo profile by default (params.yaml), about 23 minutes on 2 cores. pipeline.demo runs each
 # benchmark's collection and then its summary before the next benchmark (a first figure within

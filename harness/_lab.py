@@ -13,9 +13,11 @@ from harness._proc import ROOT
 from pipeline import lab
 from pipeline.analysis import schema
 from pipeline.benchmarks import Benchmark
+from pipeline.benchmarks.latency import Latency
 from pipeline.collect import inventory
-from pipeline.collect.campaign import Campaign, Profile
+from pipeline.collect.campaign import Campaign, Profile, upload
 from pipeline.collect.modes import MODES
+from pipeline.collect.remote import Pool
 from pipeline.lab import cpus
 
 INVENTORY = ROOT / "inventory" / "lab.yaml"
@@ -33,9 +35,13 @@ def cases_on_the_lab(
 
 
 def lab_inventory() -> inventory.Inventory:
-    """The embedded lab's inventory, the lab up (brought up if it is down)."""
+    """The embedded lab's inventory, the lab up (brought up if it is down) and the latency
+    benchmark's sockperf on every host, as a campaign ships it: the by-hand arms run it too."""
     lab.up()
-    return inventory.load(INVENTORY, known_modes=MODES)
+    inv = inventory.load(INVENTORY, known_modes=MODES)
+    with Pool(inv) as pool:
+        upload(pool, list(inv.all_hosts()), Latency.uploads)
+    return inv
 
 
 def one_variant(cls: type[Benchmark], variant: str) -> Benchmark:

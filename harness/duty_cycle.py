@@ -6,7 +6,7 @@ windows (warm-up, omitted start and measured window; a tool's own start-up exclu
 This prints them per campaign and overall, with where the rest of the time went, and the
 three-way split of the wall time: the measured windows the analysis keeps; the time the tool
 itself needs beyond them (warm-ups, omitted starts, its own fixed start-up such as sockperf's
-2 s pause), which no harness can remove; and the harness (SSH, deploying and removing modes,
+start-up sleep), which no harness can remove; and the harness (SSH, deploying and removing modes,
 image checks, host facts, waits), whose share of each campaign's wall time should stay under 5 %.
 A scenario benchmark's (cold start, orchestration, footprint, density, lb) timed spans count as
 kept and the rest of its time as harness, untimed removals included.

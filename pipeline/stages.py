@@ -32,7 +32,7 @@ EXECUTED = "reports/executed"
 TABLES = "reports/tables"
 COLLECT_NOTEBOOK = "notebooks/collect/10-measure.ipynb"
 # Built files a benchmark ships to the hosts, and the sources they are built from (the deps).
-BUILT_FROM = {".make/bin/co-loadgen": "tools/loadgen"}
+BUILT_FROM = {".make/bin/co-loadgen": "tools/loadgen", ".make/bin/sockperf": "tools/sockperf"}
 # What every collection stage ships besides the benchmark's own uploads.
 COLLECT_FILES = ("pipeline/collect/host_scripts", "pipeline/collect/tool_conf")
 HEADER = """\
@@ -133,17 +133,22 @@ def summary_stages() -> list[Stage]:
     return stages
 
 
+def shipped(*names: str) -> list[str]:
+    """The deps for what the benchmarks ``names`` ship to the hosts besides COLLECT_FILES: the
+    sources of what is built, the files themselves otherwise."""
+    return sorted({BUILT_FROM.get(p, p) for name in names for p in BENCHMARKS[name].uploads.values()
+                   if not p.startswith(COLLECT_FILES)})  # fmt: skip
+
+
 def collect_stages() -> list[Stage]:
     stages = []
-    for name, cls in BENCHMARKS.items():
-        shipped = sorted({BUILT_FROM.get(p, p) for p in cls.uploads.values()
-                          if not p.startswith(COLLECT_FILES)})  # fmt: skip
+    for name in BENCHMARKS:
         stages.append(Stage(
             name=f"collect-{name}",
             notebook=COLLECT_NOTEBOOK,
             executed=f"{EXECUTED}/collect-{name}-{{env}}.ipynb",
             parameters={"benchmark": name},
-            deps=[*COLLECT_FILES, *shipped],
+            deps=[*COLLECT_FILES, *shipped(name)],
             params=["profile", "common.seed", "modes", "lab.wan",
                     {f"{PROFILES_DIR}/${{profile}}.yaml": ["runs", "reps", name]}],
             outs=[{f"data/raw/{name}/{{env}}": {"persist": True}}],
@@ -160,7 +165,7 @@ def fixed_stages(params: Params) -> list[Stage]:
         stages += [
             Stage("collect-wan-calibration", "notebooks/collect/13-calibrate-wan.ipynb",
                   f"{EXECUTED}/collect-wan-calibration.ipynb",
-                  deps=[params.environments["lab"], *COLLECT_FILES],
+                  deps=[params.environments["lab"], *COLLECT_FILES, *shipped("latency")],
                   params=["profile", "common.seed", "wan_calibration", "lab.wan",
                           {f"{PROFILES_DIR}/${{profile}}.yaml": ["runs", "latency",
                                                                   "wan_calibration"]}],
@@ -174,7 +179,8 @@ def fixed_stages(params: Params) -> list[Stage]:
     checked = list(CHECKS)  # the benchmarks the instrument check may run
     stages += [
         Stage("collect-instrument", "notebooks/collect/42-check-instrument.ipynb",
-              f"{EXECUTED}/collect-instrument-{{env}}.ipynb", deps=list(COLLECT_FILES),
+              f"{EXECUTED}/collect-instrument-{{env}}.ipynb",
+              deps=[*COLLECT_FILES, *shipped(*CHECKS)],
               params=["profile", "common.seed", "lab.wan",
                       {f"{PROFILES_DIR}/${{profile}}.yaml": ["reps", "instrument", *checked]}],
               outs=[{"data/raw/instrument/{env}": {"persist": True}}], per_environment=True),

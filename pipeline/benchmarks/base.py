@@ -159,7 +159,7 @@ class Benchmark:
         return self.binaries[0]
 
     def image_paths(self) -> list[str]:
-        return [*self.binaries, *self.trees, *self.uploads]
+        return list(dict.fromkeys([*self.binaries, *self.trees, *self.uploads]))
 
     def server_argv(self, variant: str) -> list[str]:  # pragma: no cover - contract
         raise NotImplementedError
@@ -220,6 +220,11 @@ class Benchmark:
 
     def version_argv(self) -> list[str]:  # pragma: no cover - contract
         raise NotImplementedError
+
+    def tool_version(self, output: str) -> str:
+        """The runs table's tool version from ``version_argv``'s output: its first line, and
+        for a tool the study builds itself, what the build changed."""
+        return output.splitlines()[0].strip()
 
     def format_value(self, value: float) -> str:
         return f"{value:g}"

@@ -161,6 +161,23 @@ def campaign_id(environment: str, benchmark: str, profile: Profile, triples, see
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
+def upload(pool: Pool, hosts: list[inventory.Host], files: dict[str, str]) -> None:
+    """Ship a benchmark's files (``uploads``: remote path -> repository path) to every host,
+    skipping hosts that already have them."""
+    for remote, local in files.items():
+        path = ROOT / local
+        if not path.is_file():
+            raise CampaignError(f"{path} is missing: run `make setup` (it builds it)")
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        for host in hosts:
+            session = pool[host.name]
+            have = session.run(["sha256sum", remote], check=False).stdout.split()[:1]
+            if have != [digest]:
+                session.run(["mkdir", "-p", str(Path(remote).parent)])
+                session.put(path, remote)
+                session.run(["chmod", "0755", remote])
+
+
 STEP_KEY = ["run", "mode", "path", "variant"]
 OWNER = "container_overhead.campaign"  # the parquet metadata key naming a table's campaign
 
@@ -442,7 +459,7 @@ def duty_cycle(sessions: list[dict]) -> dict:
     )
     # Inside the loop (sessions since these were recorded; None if any session lacks them):
     # starting and stopping servers, client commands (their wall time beyond the window is SSH
-    # and the tool's own start-up, e.g. sockperf's fixed 2 s pause), the rest (host facts,
+    # and the tool's own start-up, e.g. sockperf's start-up sleep), the rest (host facts,
     # parsing, saving).
     for k in ("deploy_s", "stop_s", "client_s", "kept_s", "fixed_s"):
         known = sessions and all(k in s for s in sessions)
@@ -861,22 +878,10 @@ class Campaign:
             h.name: images.binary_hashes(ctx.pool[h.name], binaries) for h in self.inv.servers
         }
         version = ctx.pool[self.inv.servers[0].name].run(self.benchmark.version_argv())
-        self.tool_version = version.stdout.splitlines()[0].strip()
+        self.tool_version = self.benchmark.tool_version(version.stdout)
 
     def _upload(self, ctx: Context, hosts: list[inventory.Host]) -> None:
-        """Ship the benchmark's files to every host, skipping hosts that already have them."""
-        for remote, local in self.benchmark.uploads.items():
-            path = ROOT / local
-            if not path.is_file():
-                raise CampaignError(f"{path} is missing: run `make setup` (it builds it)")
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
-            for host in hosts:
-                session = ctx.pool[host.name]
-                have = session.run(["sha256sum", remote], check=False).stdout.split()[:1]
-                if have != [digest]:
-                    session.run(["mkdir", "-p", str(Path(remote).parent)])
-                    session.put(path, remote)
-                    session.run(["chmod", "0755", remote])
+        upload(ctx.pool, hosts, self.benchmark.uploads)
 
     def _hosts(self) -> list[inventory.Host]:
         hosts = list(self.inv.servers) + [self.inv.dc_client]
@@ -1033,7 +1038,7 @@ class Campaign:
             warmup = self.profile.warmup_count if self.benchmark.warmup_in_window else None
             if warmup and measured.count:
                 # One client run holds the warm-up and the first window: its first `warmup`
-                # samples are flagged. Saves a tool start (sockperf idles 2 s at each).
+                # samples are flagged. Saves a tool start and its fixed time.
                 both = Window(measured.seconds, 0.0, warmup + measured.count)
                 raw, command = run_client(both, retry=True, kept=measured.count / both.count)
                 parsed = self._parse(step, 1, raw, both, row)

@@ -111,7 +111,7 @@ class SmokeRepo:
                 (dest / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, dest / name)
         # build outputs `make setup` made, which a clone's own `make setup` would make too
-        for built in (".make/bin/co-loadgen",):
+        for built in (".make/bin/co-loadgen", ".make/bin/sockperf"):
             (dest / built).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / built, dest / built)
         # A clone: one commit (DVC experiments need one), then the smoke profile chosen as

@@ -8,11 +8,10 @@ from pipeline.benchmarks.latency import Latency
 
 
 def test_latency_ceiling_is_windows_against_windows_plus_sockperfs_fixed_time():
-    # a study-profile latency campaign as measured: 1094 s of windows over 168 measurements, one
-    # sockperf run each (warm-up in the window), 2.0 s sleep + 0.45 s discarded + 0.1 s drain per
-    # run
-    assert Latency.tool_fixed_seconds == pytest.approx(2.55)
-    assert duty_cycle.ceiling(1094.0, 168, "latency") == pytest.approx(1094 / (1094 + 168 * 2.55))
+    # 1094 s of windows over 168 measurements, one sockperf run each (warm-up in the window),
+    # 0.15 s start-up + 0.45 s discarded + 0.1 s drain per run
+    assert Latency.tool_fixed_seconds == pytest.approx(0.7)
+    assert duty_cycle.ceiling(1094.0, 168, "latency") == pytest.approx(1094 / (1094 + 168 * 0.7))
 
 
 def test_no_ceiling_without_fixed_tool_time_or_measurements():

@@ -16,6 +16,7 @@ import pytest
 from pipeline.analysis import rawlog, schema
 from pipeline.benchmarks import ToolOutputError, Window
 from pipeline.benchmarks.latency import (
+    BINARY,
     Latency,
     kept_log,
     log_residue,
@@ -139,7 +140,7 @@ def _run_campaign(out: Path, raw: str, monkeypatch, steps=None):
     campaign = Campaign(Latency(), inv, profile, out, seed=5, modes=["native"], log=lambda _: None,
                         paths=("dc",))  # fmt: skip
     campaign.tool_version, campaign.binary_sha = "sockperf 3.7", {"node1": {
-        "/usr/bin/sockperf": "a" * 64}}  # fmt: skip
+        BINARY: "a" * 64}}  # fmt: skip
     deploy = lambda ctx, workload: Deployment(server=inv.servers[0], address="10.0.0.1",  # noqa: E731
                                               stop=lambda: None)  # fmt: skip
     monkeypatch.setattr(MODES["native"], "start", deploy)
