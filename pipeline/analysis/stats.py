@@ -543,25 +543,10 @@ _EFFECT_COLUMNS = ["mode", "effect", "lo", "hi", "boot_lo", "boot_hi"]
 
 @functools.cache
 def _mixed_lm() -> type:
-    """statsmodels' MixedLM, keeping the GLS fixed effects of the last covariance it was asked
-    about: the optimiser evaluates the profile likelihood and its score at the same point, and
-    each would solve for them again. The same arithmetic on the same inputs: the fit is
-    unchanged, bit for bit (tests/unit/test_variance_speed.py)."""
-    from statsmodels.regression.mixed_linear_model import MixedLM
+    """The mixed model class (imported on first use: statsmodels takes a second to import)."""
+    from pipeline.analysis.mixed import MixedLM
 
-    class LastFixedEffects(MixedLM):
-        _fe_key: tuple | None = None
-        _fe_value: tuple = ()
-
-        def get_fe_params(self, cov_re, vcomp, tol=1e-10):
-            key = (cov_re.tobytes(), np.asarray(vcomp).tobytes(), tol)
-            if key != self._fe_key:
-                self._fe_value = super().get_fe_params(cov_re, vcomp, tol)
-                self._fe_key = key
-            fe_params, singular = self._fe_value
-            return fe_params.copy(), singular
-
-    return LastFixedEffects
+    return MixedLM
 
 
 def _fit_mixed(y: np.ndarray, x: np.ndarray, groups: np.ndarray):

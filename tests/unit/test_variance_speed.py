@@ -1,7 +1,8 @@
 """The fast paths of the analysis give the numbers of the plain ones, bit for bit.
 
-- the mixed model's fits (``stats.variance_components_each``: statsmodels' MixedLM keeping the
-  last GLS solve, the parts shared out over processes) against a loop of plain MixedLM fits;
+- the mixed model's fits (``stats.variance_components_each``: pipeline.analysis.mixed's MixedLM,
+  each covariance's per-group solves done once, the parts shared out over processes) against a
+  loop of plain statsmodels MixedLM fits;
 - the noise and Internet-vs-datacenter outputs on the raw fixture against the committed
   full-precision reference (tests/fixtures/variance, written by make_variance.py);
 - a saved figure's SVG and PNG against vl-convert's own Vega-Lite renderers.
