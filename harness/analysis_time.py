@@ -4,7 +4,7 @@ every file it writes, so that two versions of the code can be set side by side o
 Every analysis stage of dvc.yaml (the summaries, the WAN calibration, the instrument check, the
 comparisons, the article), in `python -m pipeline.demo`'s order, runs as `python -m
 pipeline.stages run <stage>`, one after the other, exactly as `dvc repro` runs it, in a scratch
-copy of a checkout's tracked files with the raw data linked in as data/raw: the checkout itself
+copy of a checkout's tracked files with a copy of the raw data as data/raw: the checkout itself
 is not written. A stage whose raw inputs are missing (no WAN calibration outside the lab) is
 listed as skipped. Per stage the bench prints its wall time and the time its notebook's cells
 took (the rest is the process, papermill and the kernel starting).
@@ -63,7 +63,7 @@ def _env(code: Path) -> dict[str, str]:
 
 
 def scratch_copy(code: Path, raw: Path, into: Path) -> Path:
-    """The checkout's tracked files under ``into``, with ``raw`` linked in as data/raw."""
+    """The checkout's tracked files under ``into``, with a copy of ``raw`` as data/raw."""
     files = subprocess.run(["git", "ls-files", "-z"], cwd=code, check=True,
                            capture_output=True).stdout.decode().split("\0")  # fmt: skip
     for name in filter(None, files):
@@ -71,9 +71,9 @@ def scratch_copy(code: Path, raw: Path, into: Path) -> Path:
         if source.is_file():
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
-    (into / "data").mkdir(exist_ok=True)
+    # a copy, not a link: the article names its sources by their path in the repository
     shutil.rmtree(into / "data" / "raw", ignore_errors=True)
-    (into / "data" / "raw").symlink_to(raw.resolve(), target_is_directory=True)
+    shutil.copytree(raw, into / "data" / "raw", symlinks=True)
     return into
 
 
