@@ -95,3 +95,20 @@ def test_saved_figure_is_what_vl_convert_renders_from_vega_lite(tmp_path):
     vega_lite = json.loads(spec.read_text())
     assert svg.read_text(encoding="utf-8") == vlc.vegalite_to_svg(vega_lite)
     assert png.read_bytes() == vlc.vegalite_to_png(vega_lite, scale=2)
+
+
+def test_mixed_lm_fits_as_statsmodels_with_a_random_slope_too():
+    from statsmodels.regression.mixed_linear_model import MixedLM as Plain
+
+    from pipeline.analysis.mixed import MixedLM
+
+    rng = np.random.default_rng(3)
+    groups = np.repeat(np.arange(8), 5)
+    x = np.column_stack([np.ones(40), rng.normal(size=40)])
+    y = x @ [1.0, 0.5] + rng.normal(size=8)[groups] + rng.normal(size=40) * 0.3
+    for exog_re in (None, x):  # a random intercept; a random intercept and slope
+        plain = Plain(y, x, groups=groups, exog_re=exog_re).fit(reml=True)
+        fast = MixedLM(y, x, groups=groups, exog_re=exog_re).fit(reml=True)
+        assert plain.params.tobytes() == fast.params.tobytes()
+        assert plain.bse.tobytes() == fast.bse.tobytes()
+        assert np.asarray(plain.cov_re).tobytes() == np.asarray(fast.cov_re).tobytes()
