@@ -401,8 +401,10 @@ def run(name: str, environment: str | None = None, params_file: str = "params.ya
             progress_bar=False, km=km,
         )  # fmt: skip
     finally:
+        # A collection's kernel shuts down gracefully, running its exit handlers (they remove
+        # what a campaign made); an analysis kernel holds nothing once its notebook is written.
         if run_sync(km.is_alive)():
-            run_sync(km.shutdown_kernel)(now=True)  # every cell has run and been written
+            run_sync(km.shutdown_kernel)(now=not name.startswith("collect-"))
 
 
 def main(argv: list[str] | None = None) -> int:
