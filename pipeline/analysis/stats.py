@@ -726,11 +726,14 @@ def variance_components_each(
     loop gives, bit for bit; the bootstrap's refits are most of an analysis' time."""
     import multiprocessing
     import os
+    import sys
     from concurrent.futures import ProcessPoolExecutor
 
-    workers = min(len(parts), len(os.sched_getaffinity(0)))
     args = [(part, baseline, confidence, n_sim, seed) for part in parts]
-    if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if not sys.platform.startswith("linux"):  # fork is Linux's safe default only
+        return [variance_components(*a) for a in args]
+    workers = min(len(parts), len(os.sched_getaffinity(0)))
+    if workers < 2:
         return [variance_components(*a) for a in args]
     # fork: the workers start at once with statsmodels already imported (a Jupyter kernel's
     # own imports, such as __main__, cannot be re-imported by a spawned process)
