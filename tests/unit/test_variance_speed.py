@@ -97,6 +97,7 @@ def test_saved_figure_is_what_vl_convert_renders_from_vega_lite(tmp_path):
     assert png.read_bytes() == vlc.vegalite_to_png(vega_lite, scale=2)
 
 
+@pytest.mark.filterwarnings("ignore:The MLE may be on the boundary")
 def test_mixed_lm_fits_as_statsmodels_with_a_random_slope_too():
     from statsmodels.regression.mixed_linear_model import MixedLM as Plain
 
