@@ -171,12 +171,13 @@ def main(argv: list[str] | None = None) -> int:
               f"{len(figures)} figure files differ", flush=True)  # fmt: skip
         for path in numbers + figures:
             print(f"  differs: {path}", flush=True)
-        print("stage                             before     after", flush=True)
+        saved, this = str(before.get("commit"))[:9], (commit or "this run")[:9]
+        print(f"{'stage':32s} {saved:>9s} {this:>9s}   (wall, saved run / this run)", flush=True)
         for name, s in stages.items():
             b = before["stages"].get(name, {}).get("wall_s")
             a = s.get("wall_s")
-            print(f"{name:32s} {b or 0:6.1f} s  {a or 0:6.1f} s", flush=True)
-        print(f"{'total':32s} {before['total_s']:6.1f} s  {total:6.1f} s", flush=True)
+            print(f"{name:32s} {b or 0:7.1f} s {a or 0:7.1f} s", flush=True)
+        print(f"{'total':32s} {before['total_s']:7.1f} s {total:7.1f} s", flush=True)
         code_ok = code_ok or (1 if numbers else 0)
     return code_ok
 
