@@ -176,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, s in stages.items():
             b = before["stages"].get(name, {}).get("wall_s")
             a = s.get("wall_s")
-            print(f"{name:32s} {b or 0:7.1f} s {a or 0:7.1f} s", flush=True)
+            cells = [f"{v:7.1f} s" if v is not None else f"{'skipped':>9s}" for v in (b, a)]
+            print(f"{name:32s} {cells[0]} {cells[1]}", flush=True)
         print(f"{'total':32s} {before['total_s']:7.1f} s {total:7.1f} s", flush=True)
         code_ok = code_ok or (1 if numbers else 0)
     return code_ok
