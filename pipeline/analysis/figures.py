@@ -169,8 +169,12 @@ def save(
     out.mkdir(parents=True, exist_ok=True)
     spec = chart.to_dict()
     paths = [out / f"{stem}.svg", out / f"{stem}.png", out / f"{stem}.vl.json"]
-    paths[0].write_text(vlc.vegalite_to_svg(spec), encoding="utf-8")
-    paths[1].write_bytes(vlc.vegalite_to_png(spec, scale=2))
+    # One compilation to Vega, and the PNG rasterised from the SVG: the same files as
+    # vegalite_to_svg and vegalite_to_png give (each compiles and renders on its own), in half
+    # the time.
+    svg = vlc.vega_to_svg(vlc.vegalite_to_vega(spec))
+    paths[0].write_text(svg, encoding="utf-8")
+    paths[1].write_bytes(vlc.svg_to_png(svg, scale=2))
     paths[2].write_text(json.dumps(spec, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     if caption is not None:
         paths.append(out / f"{stem}.caption.md")

@@ -66,9 +66,10 @@ def decompose(
     every field of ``stats.VarianceComponents``, and the per-mode effects vs native (Wald and
     parametric-bootstrap intervals) in long form."""
     rows, effects = [], []
-    groups = per_run.groupby(["environment", "path", "variant", "statistic"], sort=False)
-    for (env, path, variant, stat), part in groups:
-        vc = stats.variance_components(part, BASELINE, confidence, n_sim, seed)
+    groups = list(per_run.groupby(["environment", "path", "variant", "statistic"], sort=False))
+    fits = stats.variance_components_each([part for _, part in groups], BASELINE, confidence,
+                                           n_sim, seed)  # fmt: skip
+    for ((env, path, variant, stat), _), vc in zip(groups, fits, strict=True):
         keys = {"environment": env, "path": path, "variant": variant, "statistic": stat}
         rows.append({**keys, **vc.as_dict()})
         if len(vc.effects):

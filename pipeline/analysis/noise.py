@@ -95,8 +95,10 @@ def decompose(
 ) -> pd.DataFrame:
     """One row per (benchmark, environment, path, variant, metric) with ``COLUMNS``."""
     rows = []
-    for key, part in values.groupby(KEYS, sort=False):
-        vc = stats.variance_components(part, BASELINE, confidence, n_sim, seed)
+    groups = list(values.groupby(KEYS, sort=False))
+    fits = stats.variance_components_each([part for _, part in groups], BASELINE, confidence,
+                                           n_sim, seed)  # fmt: skip
+    for (key, part), vc in zip(groups, fits, strict=True):
         mean = float(part.loc[part["mode"] == BASELINE, "value"].mean())
         row = dict(zip(KEYS, key, strict=True))
         row.update({k: getattr(vc, k) for k in (

@@ -9,6 +9,7 @@ median's rank interval across runs, and a parametric bootstrap for the variance 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -540,16 +541,23 @@ class VarianceComponents:
 _EFFECT_COLUMNS = ["mode", "effect", "lo", "hi", "boot_lo", "boot_hi"]
 
 
+@functools.cache
+def _mixed_lm() -> type:
+    """The mixed model class (imported on first use: statsmodels takes a second to import)."""
+    from pipeline.analysis.mixed import MixedLM
+
+    return MixedLM
+
+
 def _fit_mixed(y: np.ndarray, x: np.ndarray, groups: np.ndarray):
     """REML fit, warnings silenced (boundary fits are expected when the run SD is ~0)."""
     import warnings
 
-    from statsmodels.regression.mixed_linear_model import MixedLM
-
+    model = _mixed_lm()  # imported outside: statsmodels sets its own warning filters on import
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            res = MixedLM(y, x, groups=groups).fit(reml=True)
+            res = model(y, x, groups=groups).fit(reml=True)
         except (np.linalg.LinAlgError, ValueError):
             return None
     if not np.all(np.isfinite(res.fe_params)) or not np.isfinite(res.scale):
@@ -704,6 +712,38 @@ def variance_components(
         converged=bool(fit.converged),
         effects=effects,
     )
+
+
+def variance_components_each(
+    parts: list[pd.DataFrame],
+    baseline: str = "native",
+    confidence: float = 0.95,
+    n_sim: int = 200,
+    seed: int | None = 0,
+) -> list[VarianceComponents]:
+    """``variance_components`` of each part, in order, the parts shared out over the CPUs this
+    process may use. Each result depends only on its part and the seed, so they are the ones a
+    loop gives, bit for bit; the bootstrap's refits are most of an analysis' time."""
+    import multiprocessing
+    import os
+    import sys
+    from concurrent.futures import ProcessPoolExecutor
+
+    args = [(part, baseline, confidence, n_sim, seed) for part in parts]
+    if not sys.platform.startswith("linux"):  # fork is Linux's safe default only
+        return [variance_components(*a) for a in args]
+    workers = min(len(parts), len(os.sched_getaffinity(0)))
+    if workers < 2:
+        return [variance_components(*a) for a in args]
+    # fork: the workers start at once with statsmodels already imported (a Jupyter kernel's
+    # own imports, such as __main__, cannot be re-imported by a spawned process)
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        return list(pool.map(_variance_components_star, args))
+
+
+def _variance_components_star(args: tuple) -> VarianceComponents:
+    return variance_components(*args)
 
 
 # --- equivalence: a verdict for every comparison with native --------------------------------

@@ -112,3 +112,17 @@ def test_window_noise_rejects_malformed_lengths_before_the_lab_comes_up(capsys):
         window_noise.main(["--lengths", "1,two"])
     assert exit_.value.code == 2
     assert "--lengths takes seconds separated by commas" in capsys.readouterr().err
+
+
+def test_analysis_time_tells_changed_numbers_from_changed_figures():
+    from harness import analysis_time
+
+    before = {"reports/tables/noise.csv": "a", "data/processed/noise/noise_summary.parquet": "b",
+              "figures/cpu/cpu.png": "c", "reports/metrics.json": "d"}  # fmt: skip
+    same = dict(before)
+    assert analysis_time.compare(same, before) == ([], [])
+    after = {**before, "reports/tables/noise.csv": "x", "figures/cpu/cpu.png": "y"}
+    del after["reports/metrics.json"]
+    numbers, figures = analysis_time.compare(after, before)
+    assert numbers == ["reports/metrics.json", "reports/tables/noise.csv"]
+    assert figures == ["figures/cpu/cpu.png"]
