@@ -478,21 +478,28 @@ def duty_cycle(sessions: list[dict]) -> dict:
 
 
 @contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """DVC and papermill stop a stage with SIGTERM; clean up exactly as for Ctrl-C."""
-
-    def handler(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
+def _signals_to(handler: Callable, signals: tuple[int, ...]) -> Iterator[None]:
+    """``handler`` for ``signals`` inside the block, the previous handlers after it (outside
+    the main thread, where no handler can be set, the block runs as it is)."""
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
+        previous = {sig: signal.signal(sig, handler) for sig in signals}
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _sigterm_as_interrupt():
+    """DVC and papermill stop a stage with SIGTERM; clean up exactly as for Ctrl-C."""
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    return _signals_to(handler, (signal.SIGTERM,))
 
 
 @contextmanager
@@ -507,16 +514,8 @@ def _interrupts_deferred(log: Callable[[str], None]) -> Iterator[None]:
             log("cleaning up: the interrupt takes effect when the hosts are clean")
         held.append(signum)
 
-    try:
-        previous = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
-    except ValueError:  # not the main thread: leave signals alone
+    with _signals_to(hold, (signal.SIGINT, signal.SIGTERM)):
         yield
-        return
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
     if held:
         raise KeyboardInterrupt(f"signal {held[0]} during clean-up")
 

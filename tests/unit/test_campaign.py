@@ -566,3 +566,18 @@ def test_a_step_that_keeps_failing_is_retried_once_and_stops_the_stage(tmp_path,
     assert len(runs) == len(campaign.steps) and (runs.status == "failed").sum() == 1
     assert len(schema.read_table(tmp_path / "attempts.parquet", "attempts")) == 2
     assert campaign.data.done() == {s.key for s in campaign.steps} - {broken.key}
+
+
+def test_sigterm_is_an_interrupt_inside_a_campaign_only():
+    import os
+    import signal
+    import time
+
+    from pipeline.collect.campaign import _sigterm_as_interrupt
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt, match="signal 15"):
+        with _sigterm_as_interrupt():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)  # the handler raises before this ends
+    assert signal.getsignal(signal.SIGTERM) == before
