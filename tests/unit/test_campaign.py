@@ -158,6 +158,20 @@ class _CannedClients:
         return SimpleNamespace(status=0, stdout=self.raw, stderr="")
 
 
+def _measure_with_client(monkeypatch, campaign, run_client) -> None:
+    """Every step of ``campaign`` measured with ``run_client`` standing in for the tool's
+    client runs (no parsing, no host facts)."""
+    from pipeline.collect.campaign import _SessionClock
+    from pipeline.collect.modes import Context
+
+    monkeypatch.setattr(campaign, "_run_client", run_client)
+    monkeypatch.setattr(campaign.benchmark, "parse", lambda variant, raw, window: [])
+    monkeypatch.setattr(campaign, "_host_rows", lambda ctx, run: [])
+    monkeypatch.setattr(campaign, "_headline", lambda row, samples: "")
+    ctx = Context(inventory=campaign.inv, pool=_CannedClients(""), campaign=campaign.id)
+    campaign._measure_all(ctx, campaign.steps, _SessionClock())
+
+
 def test_a_mode_server_starts_once_per_run_and_stops_when_its_group_ends(tmp_path, monkeypatch):
     from pipeline.collect.campaign import _SessionClock
     from pipeline.collect.modes import Context
@@ -208,8 +222,6 @@ def test_a_mode_server_starts_once_per_run_and_stops_when_its_group_ends(tmp_pat
 
 def test_a_failed_step_does_not_hand_its_server_on(tmp_path, monkeypatch):
     from pipeline.benchmarks import ToolOutputError
-    from pipeline.collect.campaign import _SessionClock
-    from pipeline.collect.modes import Context
     from pipeline.collect.modes.base import Deployment
 
     campaign = _throughput_campaign(tmp_path, ["native"], Profile(1, 3, 1, 1), 3)
@@ -228,12 +240,7 @@ def test_a_failed_step_does_not_hand_its_server_on(tmp_path, monkeypatch):
             raise ToolOutputError("iperf3 said nothing")
         return "{}", "cmd"
 
-    monkeypatch.setattr(campaign, "_run_client", run_client)
-    monkeypatch.setattr(campaign.benchmark, "parse", lambda variant, raw, window: [])
-    monkeypatch.setattr(campaign, "_host_rows", lambda ctx, run: [])
-    monkeypatch.setattr(campaign, "_headline", lambda row, samples: "")
-    ctx = Context(inventory=inv, pool=_CannedClients(""), campaign=campaign.id)
-    campaign._measure_all(ctx, campaign.steps, _SessionClock())
+    _measure_with_client(monkeypatch, campaign, run_client)
     # step 1 ok (kept), step 2 fails (stopped), steps 3-4 on a new server; then step 2 once more
     assert events == ["start", "stop", "start", "stop", "start", "stop"]
 
@@ -531,8 +538,7 @@ def test_a_failed_step_is_measured_again_and_its_failure_kept(tmp_path):
 
 def test_a_step_that_keeps_failing_is_retried_once_and_stops_the_stage(tmp_path, monkeypatch):
     from pipeline.benchmarks import ToolOutputError
-    from pipeline.collect.campaign import CampaignError, _SessionClock
-    from pipeline.collect.modes import Context
+    from pipeline.collect.campaign import CampaignError
     from pipeline.collect.modes.base import Deployment
 
     campaign = _throughput_campaign(tmp_path, ["native"], Profile(2, 3, 1, 1), 3)
@@ -548,12 +554,7 @@ def test_a_step_that_keeps_failing_is_retried_once_and_stops_the_stage(tmp_path,
             raise ToolOutputError(f"iperf3 on {client.name}: connection reset")
         return "{}", "cmd"
 
-    monkeypatch.setattr(campaign, "_run_client", run_client)
-    monkeypatch.setattr(campaign.benchmark, "parse", lambda variant, raw, window: [])
-    monkeypatch.setattr(campaign, "_host_rows", lambda ctx, run: [])
-    monkeypatch.setattr(campaign, "_headline", lambda row, samples: "")
-    ctx = Context(inventory=inv, pool=_CannedClients(""), campaign=campaign.id)
-    campaign._measure_all(ctx, campaign.steps, _SessionClock())
+    _measure_with_client(monkeypatch, campaign, run_client)
     assert calls[flaky.key] == 3 and calls[broken.key] == 2  # each failed step once more
     with pytest.raises(CampaignError) as caught:
         campaign._conclude()
