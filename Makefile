@@ -9,7 +9,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 APT_PACKAGES := docker.io iperf3 sockperf nginx openssh-server openssh-client iproute2 \
 	iptables kmod procps psmisc util-linux iputils-ping python3-venv ca-certificates golang-go \
 	podman slirp4netns passt rootlesskit uidmap fuse-overlayfs sysbench fio wrk haproxy curl \
-	linux-perf crun runsc
+	linux-perf crun runsc sudo
 
 .PHONY: setup demo test test-fast test-unit lint lab-up lab-down lab-status jupyter clean-data bench
 

@@ -13,13 +13,29 @@ from pipeline.collect.modes import MODES
 
 
 class EmbeddedLab:
-    """The provider of the embedded lab's hosts (pipeline/lab)."""
+    """The provider of the embedded lab's hosts (pipeline/lab), logged into as the inventory
+    says: the lab makes that login (user, port, keys, sudo rule) if it is not root's."""
+
+    def __init__(self, inv: inventory.Inventory) -> None:
+        self.inventory = inv
+
+    def login(self):  # noqa: ANN201 - a pipeline.lab.logins.Login (the lab imported late)
+        from pipeline.lab.logins import Login
+
+        settings = {h.ssh for h in self.inventory.all_hosts()}
+        if len(settings) != 1:
+            raise inventory.InventoryError(
+                self.inventory.source,
+                ["hosts: a lab inventory logs in to every host the same way (no per-host ssh)"],
+            )
+        ssh = settings.pop()
+        return Login(ssh.user, ssh.port, ssh.key_file, ssh.known_hosts, ssh.sudo)
 
     def ready(self, wan: dict | None, log: Callable[[str], None] = print) -> None:
         from pipeline import lab
 
         log("bringing up the embedded lab (idempotent)")
-        lab.up(lab.WanProfile(**wan) if wan else None)
+        lab.up(lab.WanProfile(**wan) if wan else None, self.login())
 
     def place(self, placement: str) -> dict:
         from pipeline.lab import cpus
@@ -30,7 +46,7 @@ class EmbeddedLab:
 def provider(inventory_file: str | Path) -> campaign.Provider | None:
     """The provider an inventory names (None for real hosts)."""
     inv = inventory.load(inventory_file, known_modes=MODES, check_files=False)
-    return EmbeddedLab() if inv.lab else None
+    return EmbeddedLab(inv) if inv.lab else None
 
 
 def collect(benchmark: str, inventory_file: str | Path, *args, **kwargs) -> dict[str, int]:

@@ -19,6 +19,20 @@ class ModeUnavailable(RuntimeError):
     """Raised by start() when a mode turns out not to be runnable here; recorded as skipped."""
 
 
+class NeedsRoot(ModeUnavailable):
+    """A step needs root on a host whose login is not root and may not use sudo: the step is
+    recorded as skipped with the privilege it needs."""
+
+    def __init__(self, host: str, user: str, privilege: str):
+        self.host = host
+        self.privilege = privilege
+        super().__init__(
+            f"needs root on {host} to {privilege}; the inventory logs in as {user} without "
+            "sudo: set `ssh: {sudo: true}` with a NOPASSWD sudo rule for that user, or log "
+            "in as root"
+        )
+
+
 def _tail(text: str, lines: int = STDERR_TAIL_LINES) -> str:
     return "\n".join(text.rstrip("\n").splitlines()[-lines:])
 

@@ -183,23 +183,27 @@ class Coldstart(Benchmark):
             "ready": "GET / answered with HTTP/, probed every 1 ms once the run command returned",
         }
         args = self.timer_args(scenario)
+        root = None
         if engine is None:
             stem = ctx.pidfile_stem(host, f"{self.name}-native")
             args += ["--start", json.dumps(self.server_argv()), "--pidfile-stem", stem]
             notes["engine"] = "none (nginx started as a plain process)"
         else:
-            cli = ctx.engine_cli(host, engine)
+            # An engine only root reaches: the whole timer runs as root, sudo outside the timing
+            cli, via_sudo = ctx.without_sudo(ctx.engine_cli(host, engine))
+            root = "time starts of an engine only root reaches" if via_sudo else None
             image = ctx.image(host, engine).tag
             extra = self._podman_ulimits(scenario, notes) if engine == "podman" else []
             extra += scenario.engine_options
             args += self.container_args(scenario, cli, image, extra)
-            version = session.run([*cli, *ENGINE_VERSION[engine]], timeout=60, check=False)
+            version = session.run([*cli, *ENGINE_VERSION[engine]], timeout=60, check=False,
+                                  root=root)  # fmt: skip
             notes["engine"] = engine
             notes["engine_version"] = version.stdout.strip() or version.stderr.strip()[-200:]
         command = f"python3 {SCRIPT} {shlex.join(args)}"
         killed = True  # until the timer returns: it may have died inside an engine's `run`
         try:
-            result = session.run(command, timeout=self.session_timeout(), check=False)
+            result = session.run(command, timeout=self.session_timeout(), check=False, root=root)
             killed = False
         except RemoteError as exc:
             raise ToolOutputError(f"coldstart timer on {host.name}: {exc}") from exc

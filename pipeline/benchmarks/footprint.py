@@ -319,8 +319,8 @@ class EngineHandle:
             self.log.append(f"# podman ulimits: {ulimits}")
         self.options += scenario.engine_options
 
-    def run(self, command: str, timeout: float, check: bool = True):
-        result = self.session.run(command, timeout=timeout, check=False)
+    def run(self, command: str, timeout: float, check: bool = True, root: str | None = None):
+        result = self.session.run(command, timeout=timeout, check=False, root=root)
         self.log.append(f"$ {command}\n{result.stdout}{result.stderr}# exit {result.status}")
         if check and result.status != 0:
             raise ToolOutputError(
@@ -355,7 +355,9 @@ class EngineHandle:
         return list(names[:started]), f"start of {names[started]} failed: {why}"
 
     def read(self, names: list[str]) -> EngineMemory:
-        text = self.run(reading_command(self.cli, names), timeout=120).stdout
+        # root: the engine's daemons are root's, and /proc hides their smaps from others
+        privilege = "read the engine's memory (/proc/PID/smaps_rollup)"
+        text = self.run(reading_command(self.cli, names), timeout=120, root=privilege).stdout
         reading = parse_reading(text)
         return engine_memory(reading, self.engine, self.uid)
 

@@ -35,7 +35,14 @@ from pipeline.analysis import rawlog, schema
 from pipeline.benchmarks import BENCHMARKS, Benchmark, Scenario, ToolOutputError, Window
 from pipeline.collect import hostfacts, images, inventory
 from pipeline.collect.modes import MODES, STUDY_MODES, Context, Mode, ModeUnavailable, Workload
-from pipeline.collect.modes.base import LABEL, PID_DIR, Deployment, cleanup_host, leftovers
+from pipeline.collect.modes.base import (
+    LABEL,
+    PID_DIR,
+    Deployment,
+    cleanup_host,
+    leftovers,
+    own_work_dirs,
+)
 from pipeline.collect.remote import Pool, RemoteError, Session
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository, for shipped files
@@ -768,6 +775,8 @@ class Campaign:
             with Pool(self.inv) as pool, _sigterm_as_interrupt():
                 ctx = Context(inventory=self.inv, pool=pool, campaign=self.id)
                 try:
+                    for host in self._hosts():
+                        own_work_dirs(ctx, host)
                     with HostLock(ctx.pool[self.inv.manager.name], self.id):
                         clock = self._clock = _SessionClock()
                         try:
@@ -1006,7 +1015,10 @@ class Campaign:
         }
         key = (step.mode, step.path)
         if key not in self._availability:
-            self._availability[key] = mode.available(ctx, step.path)
+            try:
+                self._availability[key] = mode.available(ctx, step.path)
+            except ModeUnavailable as exc:  # e.g. NeedsRoot: a privilege the login lacks
+                self._availability[key] = str(exc)
         reason = self._availability[key]
         if reason:
             return [], self._finish(row, "skipped", reason)

@@ -4,7 +4,7 @@ An inventory is a YAML file (see ``inventory/example-hosts.yaml``)::
 
     environment: bare-metal          # [a-z0-9][a-z0-9-]*, names the data directory
     lab: false                       # optional; true = the embedded lab brings itself up
-    ssh: {user, port, key_file, known_hosts, connect_timeout_s}
+    ssh: {user, port, key_file, known_hosts, connect_timeout_s, sudo}
     hosts:
       <name>: {address, ssh: {...per-host override...}, macvlan: {parent, subnet, gateway,
                ip_range}, rootless: {user}}
@@ -36,7 +36,7 @@ Decisions (documented here because users will meet them as error messages):
   path and never printed.
 - YAML aliases are refused and the file is bounded in size and nesting depth.
 
-    python -m pipeline.collect.inventory check FILE   # every problem, one a line; exit 2
+    python -m pipeline.inventory check FILE   # every problem, one a line; exit 2
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ USER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\$?")
 IFNAME_RE = re.compile(r"[A-Za-z0-9_.@-]{1,15}")
 
 TOP_KEYS = ("environment", "lab", "ssh", "hosts", "roles", "modes")
-SSH_KEYS = ("user", "port", "key_file", "known_hosts", "connect_timeout_s")
+SSH_KEYS = ("user", "port", "key_file", "known_hosts", "connect_timeout_s", "sudo")
 HOST_KEYS = ("address", "ssh", "macvlan", "rootless")
 ROOTLESS_KEYS = ("user",)
 MACVLAN_KEYS = ("parent", "subnet", "gateway", "ip_range")
@@ -92,6 +92,14 @@ class SshSettings:
     key_file: Path
     known_hosts: Path
     connect_timeout_s: float
+    # A login other than root may run the steps that need root through `sudo -n` (no password
+    # prompt: a NOPASSWD rule). False: those steps are skipped with the privilege they need.
+    sudo: bool = False
+
+    @property
+    def privileged(self) -> bool:
+        """Whether steps that need root can run: the login is root, or sudo is allowed."""
+        return self.user == "root" or self.sudo
 
 
 @dataclass(frozen=True)
@@ -481,6 +489,16 @@ def _ssh_fields(
             )
         else:
             out["connect_timeout_s"] = float(t)
+    if "sudo" in raw:
+        sudo = raw["sudo"]
+        if not isinstance(sudo, bool):
+            problems.add(
+                _join(path, "sudo"),
+                f"must be true or false, got {sudo!r}: true lets a login other than root run "
+                "the steps that need root with `sudo -n` (a NOPASSWD rule)",
+            )
+        else:
+            out["sudo"] = sudo
     for key in ("key_file", "known_hosts"):
         if key not in raw:
             continue
@@ -761,7 +779,7 @@ def load(
     # ssh defaults -----------------------------------------------------------------------
     ssh_raw = _require(data, "ssh", "", problems, "{user: ..., key_file: ..., known_hosts: ...}")
     ssh_defaults: dict[str, Any] = {
-        "port": DEFAULT_PORT, "connect_timeout_s": DEFAULT_CONNECT_TIMEOUT_S,
+        "port": DEFAULT_PORT, "connect_timeout_s": DEFAULT_CONNECT_TIMEOUT_S, "sudo": False,
     }
     if ssh_raw is not None:
         ssh_map = _mapping(ssh_raw, "ssh", problems, "{user: root, key_file: ~/.ssh/id_ed25519}")
@@ -960,7 +978,7 @@ def main(argv: list[str] | None = None) -> int:
     """``check FILE...``: print every problem of each inventory, one a line; exit 2 if any."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) < 2 or args[0] != "check":
-        print("usage: python -m pipeline.collect.inventory check FILE [FILE...]", file=sys.stderr)
+        print("usage: python -m pipeline.inventory check FILE [FILE...]", file=sys.stderr)
         return 2
     from pipeline.collect.modes import MODES
 

@@ -27,6 +27,12 @@ Decisions:
   channel SIGKILLs every process whose environment carries the marker (Linux ``/proc``,
   best effort). Processes that drop their environment (containers started by a daemon)
   are not reached: the modes' stop/cleanup removes those.
+- A command that needs root says so (``root="<what it does>"``). A root login runs it as it
+  is; another login runs it as ``sudo -n -- bash -c '<command>'`` when the inventory allows
+  sudo (``-n``: a password prompt fails at once instead of hanging), and otherwise it is not
+  sent at all: :class:`NeedsRoot` names the privilege, and the campaign records the step as
+  skipped with it. The run marker is exported inside the sudo shell, where the timeout sweep
+  (itself run through sudo) finds it.
 - A :class:`Session` does not reconnect by itself; :class:`Pool` replaces a session whose
   connection died the next time that host is asked for.
 """
@@ -51,9 +57,9 @@ from paramiko.common import cMSG_CHANNEL_REQUEST
 from paramiko.message import Message
 
 from pipeline.collect.inventory import Host, Inventory
-from pipeline.hosts import RemoteError, UnreachableHost
+from pipeline.hosts import NeedsRoot, RemoteError, UnreachableHost
 
-__all__ = ["Pool", "RemoteError", "Result", "Session", "UnreachableHost"]
+__all__ = ["NeedsRoot", "Pool", "RemoteError", "Result", "Session", "UnreachableHost"]
 
 ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 LAB_HINT = "for the embedded lab run `python -m pipeline.lab up`"
@@ -264,16 +270,21 @@ class Session:
         check: bool = True,
         stdin: bytes | None = None,
         env: dict[str, str] | None = None,
+        root: str | None = None,
     ) -> Result:
-        """Run ``command`` and return its output; ``timeout`` bounds the whole exchange."""
+        """Run ``command`` and return its output; ``timeout`` bounds the whole exchange.
+
+        ``root`` names what the command needs root for (e.g. "change the qdisc"): it then
+        runs as root, through sudo on a login that may use it, else :class:`NeedsRoot`."""
         text = self.render(command, env)
+        sudo = self._sudo(root)
         run_id = secrets.token_hex(8)
         start = time.monotonic()
         deadline = start + timeout
         try:
             chan = self.transport.open_session(timeout=max(0.1, min(timeout, 30)))
             chan.settimeout(max(0.1, timeout))
-            chan.exec_command(f"export {RUN_ID_VAR}={run_id}; {text}")
+            chan.exec_command(self._as(f"export {RUN_ID_VAR}={run_id}; {text}", sudo))
         except UnreachableHost:
             raise
         except (paramiko.SSHException, EOFError, OSError) as e:
@@ -301,7 +312,7 @@ class Session:
         stdout = b"".join(out).decode("utf-8", errors="replace")
         stderr = b"".join(err).decode("utf-8", errors="replace")
         if timed_out:
-            self._kill(chan, run_id)
+            self._kill(chan, run_id, sudo)
             raise RemoteError(
                 self.host.name, text, None, stderr, stdout=stdout,
                 reason=f"timed out after {timeout:g} s",
@@ -323,6 +334,22 @@ class Session:
             reason = "was killed by a signal (no exit status)" if status == -1 else None
             raise RemoteError(self.host.name, text, status, stderr, stdout=stdout, reason=reason)
         return result
+
+    @property
+    def is_root(self) -> bool:
+        return self.host.ssh.user == "root"
+
+    def _sudo(self, root: str | None) -> bool:
+        """Whether a command needing ``root`` goes through sudo; NeedsRoot if it cannot run."""
+        if not root or self.is_root:
+            return False
+        if self.host.ssh.sudo:
+            return True
+        raise NeedsRoot(self.host.name, self.host.ssh.user, root)
+
+    @staticmethod
+    def _as(text: str, sudo: bool) -> str:
+        return f"sudo -n -- bash -c {shlex.quote(text)}" if sudo else text
 
     def _lost(self, command: str) -> UnreachableHost:
         return self._fail(
@@ -385,7 +412,7 @@ class Session:
             if not got:
                 select.select([fd], [], [], min(remaining, 0.2))
 
-    def _kill(self, chan: paramiko.Channel, run_id: str) -> None:
+    def _kill(self, chan: paramiko.Channel, run_id: str, sudo: bool = False) -> None:
         """Best effort: SIGKILL the timed-out command and every process it started."""
         try:
             # RFC 4254 6.9 "signal": sshd kills the session's top process (the shell).
@@ -408,7 +435,7 @@ class Session:
         try:
             k = self.transport.open_session(timeout=KILL_TIMEOUT_S)
             k.settimeout(KILL_TIMEOUT_S)
-            k.exec_command(sweep)
+            k.exec_command(self._as(sweep, sudo))
             k.shutdown_write()
             self._pump(k, [], [], time.monotonic() + KILL_TIMEOUT_S)
             k.close()

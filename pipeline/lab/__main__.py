@@ -17,6 +17,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m pipeline.lab", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     up_parser = commands.add_parser("up", help="bring the lab up (idempotent)")
+    up_parser.add_argument(
+        "--inventory", metavar="FILE",
+        help="also serve this lab inventory's login (user, port, keys, sudo), e.g. "
+        "inventory/lab-operator.yaml; the collection stages do this themselves",
+    )  # fmt: skip
     defaults = WanProfile()
     wan = up_parser.add_argument_group("WAN path to inet-client (one-way, each direction)")
     wan.add_argument("--wan-delay-ms", type=float, help=f"default {defaults.delay_ms:g}")
@@ -45,6 +50,18 @@ def wan_profile(args: argparse.Namespace) -> WanProfile | None:
     return WanProfile(**{**base.__dict__, **given})
 
 
+def login(inventory_file: str | None):  # noqa: ANN201 - a Login or None
+    """The login a lab inventory asks for (None: root's only)."""
+    if inventory_file is None:
+        return None
+    from pipeline.environments import provider
+
+    lab = provider(inventory_file)
+    if lab is None:
+        raise LabError(f"{inventory_file} is not a lab inventory (it does not say `lab: true`)")
+    return lab.login()
+
+
 def print_status() -> int:
     health = status()
     width = max(len(name) for name in health)
@@ -66,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     try:
         if args.command == "up":
-            up(wan_profile(args))
+            up(wan_profile(args), login(args.inventory))
         elif args.command == "down":
             down()
         else:

@@ -16,6 +16,7 @@ from pipeline.lab import (
     cpus,
     dockerd,
     emulator,
+    logins,
     mounts,
     network,
     placeholders,
@@ -28,10 +29,8 @@ from pipeline.lab.commands import ENV, LabError, component, succeeds
 from pipeline.lab.emulator import WanProfile
 from pipeline.lab.topology import (
     BRIDGE,
-    CLIENT_KEY,
     HOSTS,
     INET_CLIENT,
-    KNOWN_HOSTS,
     NODES,
     OVERLAY_NETWORK,
     RUN_DIR,
@@ -90,26 +89,32 @@ def preflight() -> None:
 # ---- up ------------------------------------------------------------------------------
 
 
-def up(wan: WanProfile | None = None) -> None:
+def up(wan: WanProfile | None = None, login: logins.Login | None = None) -> None:
     """Bring the lab up, or repair what is missing; quick when everything already runs.
 
     `wan` replaces the WAN profile (the emulator restarts if it differs); None keeps the
-    running profile, or the last one used, or the default.
+    running profile, or the last one used, or the default. `login` is a lab inventory's way
+    in (user, port, keys, sudo), served from now on beside root's (pipeline/lab/logins.py).
     """
     preflight()
     with exclusive():
         STATE_DIR.mkdir(parents=True, exist_ok=True)
+        STATE_DIR.chmod(0o755)  # lab logins' homes and authorized keys lie below it
         RUN_DIR.mkdir(parents=True, exist_ok=True)
+        new_login = False
+        if login is not None:
+            with component("lab login", "fix the lab inventory's ssh settings"):
+                new_login = logins.add(login)
         with component("placeholder paths"):
             placeholders.ensure()
         with component("lab network", RECOVER_HINT):
             network.ensure_network()
-        with component("ssh keys", f"remove {STATE_DIR / 'ssh'} and retry"):
+        with component("ssh keys and logins", f"remove {STATE_DIR / 'ssh'} and retry"):
             sshd.ensure_keys()
         with component("cgroup controllers for crun", RECOVER_HINT):
             mounts.bind_controllers_to_v1()
         started = ensure_dockerds()
-        ensure_sshds(restart=started)
+        ensure_sshds(restart=set(SSH_HOSTS) if new_login else started)
         with component("swarm", f"see {dockerd.log_path(NODES[0])}; {RECOVER_HINT}"):
             swarm.ensure_swarm()
             swarm.ensure_overlay()
@@ -148,7 +153,7 @@ def ensure_sshds(restart: set[Host]) -> None:
     """Start missing sshds; restart a node's sshd when its dockerd restarted, because the
     sshd's bind mount still points at the old daemon's socket file."""
     for host in SSH_HOSTS:
-        if host in restart or not sshd.running(host):
+        if host in restart or not sshd.running(host) or sshd.stale(host):
             log.info("starting sshd on %s", host.name)
             with component(f"sshd on {host.name}", f"see {sshd.log_path(host)}"):
                 sshd.start(host)
@@ -178,6 +183,8 @@ def down() -> None:
         stop_processes()
         with component("rootless setup"):
             rootless.remove()
+        with component("lab logins"):
+            logins.remove()
         with component("lab mounts"):
             mounts.unmount_all()
             cpus.release()
@@ -236,6 +243,7 @@ def leftovers() -> list[str]:
     found += [f"cgroup {c}" for c in mounts.lab_cgroups()]
     found += [f"directory {d}" for d in (STATE_DIR, RUN_DIR) if d.exists()]
     found += rootless.leftovers()
+    found += logins.leftovers()
     return found
 
 
@@ -270,7 +278,10 @@ def status() -> dict[str, bool]:
         health[f"netns {host.name}"] = host.netns.exists()
     for host in (WAN_ROUTER, INET_CLIENT):
         health[f"tun {host.name}:{WAN_TUN}"] = network.link_exists(WAN_TUN, host.name)
-    health["ssh client key + known_hosts"] = CLIENT_KEY.exists() and KNOWN_HOSTS.exists()
+    for login in logins.current():
+        health[f"login {login.user} (port {login.port}): key + known_hosts"] = (
+            login.key_file.exists() and login.known_hosts.exists()
+        )
     for node in NODES:
         health[f"dockerd {node.name}"] = dockerd.answers(node)
     for host in SSH_HOSTS:

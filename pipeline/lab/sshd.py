@@ -6,12 +6,11 @@ import os
 import time
 from pathlib import Path
 
-from pipeline.lab import processes
+from pipeline.lab import logins, processes
 from pipeline.lab.commands import LabError, in_netns, run
 from pipeline.lab.topology import (
-    AUTHORIZED_KEYS,
-    CLIENT_KEY,
-    KNOWN_HOSTS,
+    AUTHORIZED_DIR,
+    HOSTS,
     RUN_DIR,
     SSH_DIR,
     SSH_HOSTS,
@@ -23,6 +22,9 @@ SSHD = "/usr/sbin/sshd"  # sshd refuses to re-exec itself without an absolute pa
 PRIVSEP_DIR = Path("/run/sshd")
 DEFAULT_DOCKER_SOCKET = Path("/run/docker.sock")  # /var/run is a symlink to /run
 ROOT_BASHRC = "/root/.bashrc"  # masked in lab hosts (start_script)
+# /etc/hosts as lab hosts see it: the machine's, plus every lab host's name, so a host resolves
+# its own name as a real one does (sudo looks it up for every command).
+HOSTS_FILE = STATE_DIR / "hosts"
 
 
 def host_key(host: Host) -> Path:
@@ -56,29 +58,34 @@ def write_private(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def host_key_line(host: Host) -> str:
+    """The host's public key as known_hosts writes it after the address: "type base64"."""
+    key_type, key_b64 = host_key(host).with_suffix(".pub").read_text().split()[:2]
+    return f"{key_type} {key_b64}"
+
+
 def ensure_keys() -> None:
-    """Client key, authorized_keys, one host key per sshd, and the matching known_hosts."""
+    """One host key per sshd; each login's client key, authorized_keys and known_hosts."""
     SSH_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
-    generate_key(CLIENT_KEY, "container-overhead-lab")
-    write_private(AUTHORIZED_KEYS, CLIENT_KEY.with_suffix(".pub").read_text())
-    lines = []
     for host in SSH_HOSTS:
         host.state_dir.mkdir(parents=True, exist_ok=True)
         generate_key(host_key(host), host.name)
-        key_type, key_b64 = host_key(host).with_suffix(".pub").read_text().split()[:2]
-        lines.append(f"{host.address} {key_type} {key_b64}\n")
-    # Exact entries only: the pipeline connects with paramiko's RejectPolicy.
-    write_private(KNOWN_HOSTS, "".join(lines))
+    logins.ensure(host_key_line)
+    names = "".join(f"{h.address} {h.name}\n" for h in HOSTS)
+    machine = Path("/etc/hosts").read_text() if Path("/etc/hosts").exists() else ""
+    HOSTS_FILE.write_text(f"{machine.rstrip()}\n# the lab's hosts\n{names}")
+    HOSTS_FILE.chmod(0o644)
 
 
-def write_config(host: Host) -> None:
-    config = f"""\
+def config(host: Host) -> str:
+    ports = "\n".join(f"Port {p}" for p in logins.ports())  # every lab login's port
+    return f"""\
 # sshd for lab host {host.name}, written by `python -m pipeline.lab up`
 ListenAddress {host.address}
-Port 22
+{ports}
 HostKey {host_key(host)}
 PidFile {pidfile(host)}
-AuthorizedKeysFile {AUTHORIZED_KEYS}
+AuthorizedKeysFile {AUTHORIZED_DIR}/%u
 PermitRootLogin prohibit-password
 PubkeyAuthentication yes
 PasswordAuthentication no
@@ -92,7 +99,18 @@ MaxStartups 100:30:200
 MaxSessions 64
 Subsystem sftp /usr/lib/openssh/sftp-server
 """
-    config_path(host).write_text(config)
+
+
+def write_config(host: Host) -> None:
+    config_path(host).write_text(config(host))
+
+
+def stale(host: Host) -> bool:
+    """Whether the host's sshd runs with another configuration than the lab's logins need."""
+    try:
+        return config_path(host).read_text() != config(host)
+    except OSError:
+        return True
 
 
 def start_script(host: Host) -> str:
@@ -110,6 +128,7 @@ def start_script(host: Host) -> str:
     )
     if host.is_node:
         lines.append(f"mount --bind {host.docker_socket} {DEFAULT_DOCKER_SOCKET}")
+    lines.append(f"mount --bind {HOSTS_FILE} /etc/hosts")
     # bash sources ~/.bashrc for every SSH command. The lab's hosts share the controller's
     # filesystem, so a developer's interactive set-up (here pyenv init: 100 ms per command,
     # and PATH entries a clean host would not have) would run before every command: masked

@@ -34,7 +34,7 @@ CGROUP_PARENT = "container-overhead-lab"
 SSH_DIR = STATE_DIR / "ssh"
 CLIENT_KEY = SSH_DIR / "id_ed25519"
 KNOWN_HOSTS = SSH_DIR / "known_hosts"
-AUTHORIZED_KEYS = SSH_DIR / "authorized_keys"
+AUTHORIZED_DIR = STATE_DIR / "authorized_keys"  # one file per login user (sshd: %u)
 
 # Paths outside the two lab directories that up() may create; listed here so down()
 # removes exactly what the lab made (see placeholders.py).

@@ -22,7 +22,7 @@ from pipeline.collect import images
 from pipeline.collect.images import ToolImage
 from pipeline.collect.inventory import Host, Inventory
 from pipeline.collect.remote import Pool, RemoteError
-from pipeline.hosts import LABEL, PID_DIR, SCRATCH_DIR, ModeUnavailable
+from pipeline.hosts import LABEL, PID_DIR, SCRATCH_DIR, ModeUnavailable, NeedsRoot
 
 # Rootful podman with a store of its own whose overlay layers are mounted by fuse-overlayfs
 # (overlay.mount_program), so the default store (the podman mode's) is left as it is.
@@ -47,6 +47,7 @@ class RootlessUser:
     uid: int
     gid: int
     home: str
+    sudo: bool = False  # the login is not root: setpriv runs through `sudo -n`
 
     @property
     def runtime_dir(self) -> str:
@@ -57,13 +58,15 @@ class RootlessUser:
         return f"{self.runtime_dir}/docker.sock"  # dockerd-rootless.sh's default
 
     def command(self, argv: list[str]) -> list[str]:
-        """argv run as the user from a root session, with the environment rootless tools need."""
+        """argv run as the user from the host's login (root, or sudo), with the environment
+        rootless tools need."""
         env = [f"HOME={self.home}", f"USER={self.name}", f"LOGNAME={self.name}",
                f"XDG_RUNTIME_DIR={self.runtime_dir}", f"PATH={USER_PATH}"]  # fmt: skip
         # setpriv execs (runuser forks and would stand between a pidfile and the process);
         # -C: the root session's working directory (/root) is not readable by the user.
         ids = [f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups"]
-        return ["setpriv", *ids, "env", "-C", self.home, "-i", *env, *argv]
+        via = SUDO if self.sudo else []
+        return [*via, "setpriv", *ids, "env", "-C", self.home, "-i", *env, *argv]
 
 
 @dataclass
@@ -90,6 +93,10 @@ class Context:
 
     def missing_tool(self, host: Host, *tools: str) -> str | None:
         return missing_tool(self, host, *tools)
+
+    @staticmethod
+    def without_sudo(argv: list[str]) -> tuple[list[str], bool]:
+        return without_sudo(argv)
 
     def pidfile_stem(self, host: Host, name: str) -> str:
         return pidfile_stem(self, host, name)
@@ -288,16 +295,56 @@ def runtime_problem(ctx: Context, host: Host, runtime: str) -> str | None:
     )
 
 
+def as_root(ctx: Context, host: Host, argv: list[str], privilege: str) -> list[str]:
+    """``argv`` run as root from the host's login: as it is for root, through `sudo -n` where
+    the inventory allows it, else NeedsRoot (the step is skipped with ``privilege``)."""
+    if host.ssh.user == "root":
+        return argv
+    if host.ssh.sudo:
+        return [*SUDO, *argv]
+    raise NeedsRoot(host.name, host.ssh.user, privilege)
+
+
+def root_if_allowed(host: Host, privilege: str) -> str | None:
+    """``root=`` for a command that runs as root where the login may, else as the login
+    (clean-up and checks, which then see what the login can)."""
+    return privilege if host.ssh.privileged else None
+
+
+def root_problem(host: Host, privilege: str) -> str | None:
+    """Why a mode that needs root cannot run from the host's login (None: it can)."""
+    if host.ssh.privileged:
+        return None
+    return str(NeedsRoot(host.name, host.ssh.user, privilege))
+
+
+SUDO = ["sudo", "-n", "--"]
+
+
+def without_sudo(argv: list[str]) -> tuple[list[str], bool]:
+    """``argv`` less the `sudo -n --` that as_root() put in front, and whether it was there: a
+    timed command runs its whole timer as root instead, so sudo's own start-up is not timed."""
+    if argv[: len(SUDO)] == SUDO:
+        return argv[len(SUDO):], True
+    return argv, False
+
+
 def engine_cli(ctx: Context, host: Host, engine: str) -> list[str]:
-    """The command line that talks to ``engine`` on ``host`` from a root SSH session."""
-    if engine in ("docker", "podman"):
-        return [engine]
+    """The command line that talks to ``engine`` on ``host`` from the host's login. Docker's
+    socket is open to its group; every other engine needs root (rootful podman's store, the
+    rootless user's socket and namespaces)."""
+    if engine == "docker":
+        return ["docker"]
+    if engine == "podman":
+        return as_root(ctx, host, ["podman"], "run rootful podman")
     if engine == "rootless-docker":
-        return ["docker", "-H", f"unix://{ctx.rootless_user(host).docker_socket}"]
+        socket = f"unix://{ctx.rootless_user(host).docker_socket}"
+        return as_root(ctx, host, ["docker", "-H", socket],
+                       "reach the rootless user's dockerd socket")  # fmt: skip
     if engine == "rootless-podman":
-        return ctx.rootless_user(host).command(["podman"])
+        return ctx.rootless_user(host).command(["podman"])  # through sudo where needed
     if engine == "podman-fuse-overlayfs":
-        return fuse_podman_cli()
+        return as_root(ctx, host, fuse_podman_cli(), "run rootful podman")
     raise ValueError(f"unknown engine {engine!r}; known: {ENGINES}")
 
 
@@ -376,11 +423,15 @@ def rootless_problem(ctx: Context, host: Host) -> str | None:
             f"(hosts.{host.name}.rootless.user)"
         )
     name = host.rootless.user
+    problem = root_problem(host, f"act as the rootless user {name} (setpriv)")
+    if problem:
+        return problem
     entry = ctx.pool[host.name].run(["getent", "passwd", name], check=False)
     if entry.status != 0:
         return f"rootless user {name!r} does not exist on {host.name} (useradd it; see README)"
     fields = entry.stdout.strip().split(":")
-    user = RootlessUser(name=name, uid=int(fields[2]), gid=int(fields[3]), home=fields[5])
+    user = RootlessUser(name=name, uid=int(fields[2]), gid=int(fields[3]), home=fields[5],
+                        sudo=host.ssh.user != "root")  # fmt: skip
     if ctx.pool[host.name].run(rootless_probe(user), check=False).status != 0:
         return (
             f"rootless user {name!r} on {host.name} lacks {user.runtime_dir} (loginctl "
@@ -475,7 +526,7 @@ def snapshot(ctx: Context, host: Host, port: int) -> Snapshot:
         .run(
             f"ss -Htlnp 'sport = :{port}'; echo ---; ps -eo {PS_FORMAT}; echo ---; "
             "stat -L -c %i /proc/self/ns/net",
-            timeout=30,
+            timeout=30, root="see which process holds the port (ss -p)",
         )
         .stdout
     )
@@ -538,7 +589,10 @@ def start_process(
     )
     ctx.pool[host.name].run(script, timeout=30)
     stop = f"{_kill_pidfiles(shlex.quote(stem + '.pid'))}\n{remove}"
-    return lambda: ctx.pool[host.name].run(stop, timeout=30)
+    session = ctx.pool[host.name]
+    # root where allowed: a server started as another user (the rootless user's pasta)
+    root = root_if_allowed(host, "stop a process another user runs")
+    return lambda: session.run(stop, timeout=30, root=root)
 
 
 def _kill_pidfiles(pattern: str) -> str:
@@ -594,26 +648,60 @@ def cleanup_host(ctx: Context, host: Host) -> str:
             *[_engine_cleanup(cli, guard, name) for name, cli, guard in _other_engines(ctx, host)],
         ]
     )
-    return ctx.pool[host.name].run(script, timeout=180).stdout.strip()
+    session = ctx.pool[host.name]
+    root = root_if_allowed(host, "remove what root-run steps left (cgroups, qdiscs, files)")
+    return session.run(script, timeout=180, root=root).stdout.strip()
+
+
+WORK_DIRS = (PID_DIR, SCRATCH_DIR)
+
+
+def own_work_dirs(ctx: Context, host: Host) -> None:
+    """A login other than root must own the study's directories on the host (pidfiles, tools,
+    test files), which an earlier campaign of another login may have made: with sudo they are
+    handed over, without it the fix is named. Nothing to do for root."""
+    if host.ssh.user == "root":
+        return
+    session = ctx.pool[host.name]
+    dirs = " ".join(WORK_DIRS)
+    found = session.run(
+        f'for d in {dirs}; do [ ! -e "$d" ] || find "$d" ! -user "$(id -un)" -print -quit; '
+        "done 2>/dev/null; true", timeout=60,
+    ).stdout.split()  # fmt: skip
+    if found:
+        user = shlex.quote(host.ssh.user)
+        if not host.ssh.privileged:
+            raise RemoteError(
+                host.name, "check the study's directories", None,
+                reason=f"found {found[0]}, which {host.ssh.user} does not own (an earlier "
+                f"campaign of another login made it): run `sudo chown -R {user}: {dirs}` on "
+                f"{host.name}, or `sudo rm -rf {dirs}`",
+            )  # fmt: skip
+        session.run(f"chown -R {user}: {dirs}", timeout=120,
+                    root="hand the study's directories to the login")  # fmt: skip
+    session.run(["mkdir", "-p", *WORK_DIRS], timeout=30)
 
 
 def _other_engines(ctx: Context, host: Host) -> list[tuple[str, str, str]]:
-    """(engine, command line, shell guard) of the engines besides docker a mode may have used
-    on this host. Guards keep cleanup quiet where an engine is absent and never create a
-    store: running rootful podman once creates /var/lib/containers."""
+    """(engine, command line as root, shell guard) of the engines besides docker a mode may
+    have used on this host: none for a login that cannot act as root, since only root reaches
+    them (cleanup_host and leftovers run as root where the login may). Guards keep cleanup
+    quiet where an engine is absent and never create a store: running rootful podman once
+    creates /var/lib/containers."""
+    if not host.ssh.privileged:
+        return []
     found = []
     if host.name == ctx.inventory.servers[0].name:
         # Only the first server: in the lab all nodes share one rootful store (one file system).
         guard = "command -v podman >/dev/null 2>&1 && [ -d /var/lib/containers/storage ]"
         found.append(("podman", "podman", guard))
-        fuse = shlex.join(engine_cli(ctx, host, "podman-fuse-overlayfs"))
         guard = f"command -v podman >/dev/null 2>&1 && [ -d {FUSE_STORE} ]"
-        found.append(("podman-fuse-overlayfs", fuse, guard))
+        found.append(("podman-fuse-overlayfs", shlex.join(fuse_podman_cli()), guard))
     if host.rootless is not None and rootless_problem(ctx, host) is None:
         user = ctx.users[host.name]
-        docker = shlex.join(engine_cli(ctx, host, "rootless-docker"))
+        docker = shlex.join(["docker", "-H", f"unix://{user.docker_socket}"])
         found.append(("rootless-docker", docker, f"[ -S {shlex.quote(user.docker_socket)} ]"))
-        podman = shlex.join(engine_cli(ctx, host, "rootless-podman"))
+        podman = shlex.join(user.command(["podman"]))
         found.append(("rootless-podman", podman, "command -v podman >/dev/null 2>&1"))
     return found
 
@@ -655,7 +743,9 @@ def leftovers(ctx: Context, host: Host) -> list[str]:
             f"$({cli} network ls -q --filter {label} 2>/dev/null) "
             f"$({cli} volume ls -q --filter {label} 2>/dev/null); do echo {engine}:$i; done; fi; "
         )
-    return ctx.pool[host.name].run(script + "true", timeout=60).stdout.split()
+    session = ctx.pool[host.name]
+    root = root_if_allowed(host, "see what root-run steps left (cgroups, qdiscs, files)")
+    return session.run(script + "true", timeout=60, root=root).stdout.split()
 
 
 @dataclass(frozen=True)
@@ -697,5 +787,7 @@ def pidfile_stem(ctx: Context, host: Host, name: str) -> str:
 
 
 def kill_pidfiles(ctx: Context, host: Host, pidfiles: list[str]) -> None:
-    ctx.pool[host.name].run(_kill_pidfiles(" ".join(shlex.quote(p) for p in pidfiles)),
-                            timeout=60)  # fmt: skip
+    session = ctx.pool[host.name]
+    root = root_if_allowed(host, "stop a process another user runs")
+    session.run(_kill_pidfiles(" ".join(shlex.quote(p) for p in pidfiles)), timeout=60,
+                root=root)  # fmt: skip

@@ -28,8 +28,10 @@ from pipeline.collect.modes.base import (
     Context,
     Deployment,
     Workload,
+    as_root,
     host_interface,
     remove_cgroups,
+    root_problem,
     server_host,
 )
 from pipeline.collect.modes.native import Native
@@ -41,7 +43,9 @@ TBF_BURST = "64kb"  # bucket depth: at least one TSO segment, a few ms of tokens
 TBF_LATENCY = "20ms"  # longest a packet may wait in the bucket's queue
 
 
-def _undo_on_stop(deployment: Deployment, session, undo: str | list[str]) -> None:
+def _undo_on_stop(
+    deployment: Deployment, session, undo: str | list[str], privilege: str  # noqa: ANN001
+) -> None:
     """Make ``deployment.stop`` also run ``undo`` on ``session``: after the mode's own stop,
     and even when that fails."""
     inner = deployment.stop
@@ -50,7 +54,7 @@ def _undo_on_stop(deployment: Deployment, session, undo: str | list[str]) -> Non
         try:
             inner()
         finally:
-            session.run(undo, check=False, timeout=30)
+            session.run(undo, check=False, timeout=30, root=privilege)
 
     deployment.stop = stop
 
@@ -87,11 +91,15 @@ class NativeCpuQuota(Native):
     control = True
     paths = ("host",)
 
+    privilege = "create a CPU cgroup"
+
     def available(self, ctx: Context, path: str) -> str | None:
         probe = (
             "[ -f /sys/fs/cgroup/cgroup.controllers ] || [ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]"
         )
         host = server_host(ctx)
+        if root_problem(host, self.privilege):
+            return root_problem(host, self.privilege)
         if ctx.pool[host.name].run(probe, check=False, timeout=30).status != 0:
             return f"{host.name} has no cgroup CPU controller (v2 cpu.max, v1 cpu) for a quota"
         return None
@@ -101,8 +109,11 @@ class NativeCpuQuota(Native):
         cgroup = f"{CGROUP_PREFIX}{ctx.campaign[:12]}-{workload.name}"
         script = quota_script(cgroup)
         remove = remove_cgroups(shlex.quote(cgroup))
-        _undo_on_stop(base, ctx.pool[base.server.name], remove)
-        base.wrap_client = lambda argv: shlex.join(["sh", "-c", script, "sh", *argv])
+        _undo_on_stop(base, ctx.pool[base.server.name], remove, self.privilege)
+        host = base.server
+        base.wrap_client = lambda argv: shlex.join(
+            as_root(ctx, host, ["sh", "-c", script, "sh", *argv], self.privilege)
+        )
         base.notes = {"cpu_quota": f"{CPU_QUOTA:g}", "cfs_period_us": str(CFS_PERIOD_US)}
         return base
 
@@ -121,8 +132,12 @@ class NativeTbf(Native):
     control = True
     paths = ("dc",)
 
+    privilege = "change the NIC's qdisc (tc)"
+
     def available(self, ctx: Context, path: str) -> str | None:
         client = ctx.inventory.dc_client
+        if root_problem(client, self.privilege):
+            return root_problem(client, self.privilege)
         if ctx.pool[client.name].run("tc qdisc show >/dev/null", check=False, timeout=30).status:
             return f"tc is not usable on {client.name} (apt-get install iproute2)"
         return None
@@ -132,13 +147,13 @@ class NativeTbf(Native):
         nic = host_interface(ctx, client)
         add, remove = tbf_commands(nic.name)
         session = ctx.pool[client.name]
-        session.run(add, timeout=30)
+        session.run(add, timeout=30, root=self.privilege)
         try:
             deployment = super().start(ctx, workload)
         except BaseException:
-            session.run(remove, check=False, timeout=30)
+            session.run(remove, check=False, timeout=30, root=self.privilege)
             raise
-        _undo_on_stop(deployment, session, remove)
+        _undo_on_stop(deployment, session, remove, self.privilege)
         deployment.notes = {"tbf_rate_mbit": str(TBF_RATE_MBIT), "tbf_interface": nic.name,
                             "tbf_burst": TBF_BURST, "mtu": str(nic.mtu)}  # fmt: skip
         return deployment

@@ -118,7 +118,8 @@ class Pasta(Mode):
             if child:
                 session.run(f"echo {shlex.quote(child[0])} > {shlex.quote(stem + '.server.pid')}")
                 return pasta_pid
-            if session.run(["kill", "-0", str(pasta_pid)], check=False).status != 0:
+            # not `kill -0`: pasta runs as the rootless user, which a non-root login may not signal
+            if session.run(["test", "-d", f"/proc/{pasta_pid}"], check=False).status != 0:
                 log = session.run(["cat", f"{stem}.log"], check=False).stdout.strip()
                 raise ModeUnavailable(f"pasta exited at start: {log[-300:] or 'no output'}")
             time.sleep(0.1)

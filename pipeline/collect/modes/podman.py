@@ -30,11 +30,13 @@ from pipeline.collect.modes.base import (
     Workload,
     container_name,
     describe,
+    engine_cli,
     engine_run,
     foreground_container,
     missing_tool,
     publish_options,
     remove_engine_container,
+    root_if_allowed,
     server_host,
     snapshot,
 )
@@ -65,7 +67,8 @@ class Podman(Mode):
         stop = remove_engine_container(ctx, host, "podman", name)
         try:
             fmt = "{{.Host.NetworkBackend}} {{.Host.OCIRuntime.Name}}"
-            info = ctx.pool[host.name].run(["podman", "info", "--format", fmt]).stdout.split()
+            podman = engine_cli(ctx, host, "podman")
+            info = ctx.pool[host.name].run([*podman, "info", "--format", fmt]).stdout.split()
             stack, runtime = (info + ["n/a", "n/a"])[:2]
             snap = snapshot(ctx, host, workload.port)
         except Exception:
@@ -101,7 +104,8 @@ class Podman(Mode):
 def oci_runtime(ctx: Context, host: Host) -> str:
     """The OCI runtime rootful podman runs containers with on the host (crun or runc)."""
     fmt = "{{.Host.OCIRuntime.Name}}"
-    result = ctx.pool[host.name].run(["podman", "info", "--format", fmt], check=False, timeout=60)
+    podman = engine_cli(ctx, host, "podman")
+    result = ctx.pool[host.name].run([*podman, "info", "--format", fmt], check=False, timeout=60)
     return result.stdout.strip() or "n/a"
 
 
@@ -127,7 +131,10 @@ def with_ulimit_fallback(
     except RemoteError as exc:
         if not any(refusal in str(exc) for refusal in RLIMIT_REFUSALS):
             raise
-    nofile = ctx.pool[host.name].run("ulimit -Hn").stdout.strip()
+    session = ctx.pool[host.name]
+    # podman's own limit: through sudo where the login is not root
+    nofile = session.run("ulimit -Hn", root=root_if_allowed(host, "read root's limits")).stdout
+    nofile = nofile.strip()
     limits = [f"nofile={nofile}:{nofile}", f"nproc={FALLBACK_NPROC}:{FALLBACK_NPROC}"]
     fallback = [arg for limit in limits for arg in ("--ulimit", limit)]
     run(fallback)
@@ -142,10 +149,11 @@ def probe_ulimits(
     image = ctx.image(host, "podman").tag
     label = ["--label", f"{LABEL}={ctx.campaign}"]
     session = ctx.pool[host.name]
+    podman = engine_cli(ctx, host, "podman")
 
     def run(ulimits: list[str]) -> None:
-        session.run(["podman", "rm", "--force", name], check=False, timeout=60)
-        session.run(["podman", "run", "--rm", "--name", name, *label, *ulimits, image, *argv],
+        session.run([*podman, "rm", "--force", name], check=False, timeout=60)
+        session.run([*podman, "run", "--rm", "--name", name, *label, *ulimits, image, *argv],
                     timeout=120)  # fmt: skip
 
     return with_ulimit_fallback(ctx, host, run)

@@ -19,6 +19,7 @@ from pipeline.collect.modes.base import (
     Workload,
     container_name,
     describe,
+    engine_cli,
     engine_run,
     foreground_container,
     publish_options,
@@ -67,7 +68,7 @@ class RootlessDocker(Mode):
         if problem:
             return problem
         user = ctx.users[host.name]
-        cli = ["docker", "-H", f"unix://{user.docker_socket}", "info", "--format", "{{.ID}}"]
+        cli = [*engine_cli(ctx, host, self.engine), "info", "--format", "{{.ID}}"]
         if ctx.pool[host.name].run(cli, check=False, timeout=30).status != 0:
             return (
                 f"no rootless dockerd of {user.name} answers at {user.docker_socket} on "

@@ -36,11 +36,14 @@ from pipeline.collect.modes.base import (
     Deployment,
     Host,
     Mode,
+    ModeUnavailable,
     Workload,
     container_name,
     engine_cli,
     foreground_container,
     missing_tool,
+    root_if_allowed,
+    root_problem,
     server_host,
 )
 from pipeline.collect.modes.podman import with_ulimit_fallback
@@ -155,6 +158,10 @@ class StorageMode(Mode):
 
     def direct_io(self, ctx: Context, host: Host, name: str, extra: list[str], fio: str) -> str:
         """Write a file with O_DIRECT in a kept container, then ask the host's page cache."""
+        privilege = "ask the page cache about the engine's files (fincore)"
+        problem = root_problem(host, privilege)  # before the probe leaves root's files
+        if problem:
+            raise ModeUnavailable(problem)
         cli = engine_cli(ctx, host, self.engine)
         session = ctx.pool[host.name]
         probe = f"{name}-probe"
@@ -167,7 +174,7 @@ class StorageMode(Mode):
                          *probe_argv(fio)], timeout=120)  # fmt: skip
             path = self.probe_file(ctx, host, name, probe)
             out = session.run(["fincore", "--bytes", "--noheadings", "--output", "RES,SIZE",
-                               path], check=False, timeout=30).stdout  # fmt: skip
+                               path], check=False, timeout=30, root=privilege).stdout  # fmt: skip
             return direct_io_note(*parse_fincore(out))
         finally:
             session.run([*cli, "rm", "--force", probe], check=False, timeout=60)
@@ -201,7 +208,9 @@ class DockerBind(StorageMode):
         ctx.pool[host.name].run(["mkdir", "-p", STORAGE_DIR], timeout=30)
 
     def remove(self, ctx: Context, host: Host, name: str) -> None:
-        ctx.pool[host.name].run(["rm", "-rf", "--", STORAGE_DIR], timeout=60)
+        session = ctx.pool[host.name]  # the container writes as root
+        root = root_if_allowed(host, "remove the files a container wrote as root")
+        session.run(["rm", "-rf", "--", STORAGE_DIR], timeout=60, root=root)
 
     def probe_file(self, ctx: Context, host: Host, name: str, probe: str) -> str:
         return f"{STORAGE_DIR}/probe.dat"

@@ -68,7 +68,8 @@ class SwarmOverlayMtu(Mode):
             address = container_address(ctx, host, name, network)
             pid = session.run(["docker", "inspect", "--format", "{{.State.Pid}}", name]).stdout
             link = session.run(["nsenter", "-t", pid.strip(), "-n", "ip", "-o", "link", "show",
-                                "eth0"]).stdout  # fmt: skip
+                                "eth0"],
+                               root="enter the container's network namespace").stdout  # fmt: skip
             seen = parse_link_mtu(link)
             client_underlay = host_interface(ctx, client).mtu
         except Exception:
