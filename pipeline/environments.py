@@ -35,7 +35,8 @@ class EmbeddedLab:
         from pipeline import lab
 
         log("bringing up the embedded lab (idempotent)")
-        lab.up(lab.WanProfile(**wan) if wan else None, self.login())
+        servers = [h.name for h in self.inventory.servers]
+        lab.up(lab.WanProfile(**wan) if wan else None, self.login(), servers)
 
     def place(self, placement: str) -> dict:
         from pipeline.lab import cpus

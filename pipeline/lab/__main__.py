@@ -50,16 +50,16 @@ def wan_profile(args: argparse.Namespace) -> WanProfile | None:
     return WanProfile(**{**base.__dict__, **given})
 
 
-def login(inventory_file: str | None):  # noqa: ANN201 - a Login or None
-    """The login a lab inventory asks for (None: root's only)."""
+def shape(inventory_file: str | None) -> tuple:
+    """The login and the servers a lab inventory asks for ((None, None): root's, every node)."""
     if inventory_file is None:
-        return None
+        return None, None
     from pipeline.environments import provider
 
     lab = provider(inventory_file)
     if lab is None:
         raise LabError(f"{inventory_file} is not a lab inventory (it does not say `lab: true`)")
-    return lab.login()
+    return lab.login(), [h.name for h in lab.inventory.servers]
 
 
 def print_status() -> int:
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     try:
         if args.command == "up":
-            up(wan_profile(args), login(args.inventory))
+            up(wan_profile(args), *shape(args.inventory))
         elif args.command == "down":
             down()
         else:

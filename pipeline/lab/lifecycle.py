@@ -89,12 +89,17 @@ def preflight() -> None:
 # ---- up ------------------------------------------------------------------------------
 
 
-def up(wan: WanProfile | None = None, login: logins.Login | None = None) -> None:
+def up(
+    wan: WanProfile | None = None,
+    login: logins.Login | None = None,
+    servers: list[str] | None = None,
+) -> None:
     """Bring the lab up, or repair what is missing; quick when everything already runs.
 
     `wan` replaces the WAN profile (the emulator restarts if it differs); None keeps the
     running profile, or the last one used, or the default. `login` is a lab inventory's way
     in (user, port, keys, sudo), served from now on beside root's (pipeline/lab/logins.py).
+    `servers` are the nodes that take Swarm tasks (the inventory's servers); None: all.
     """
     preflight()
     with exclusive():
@@ -118,6 +123,7 @@ def up(wan: WanProfile | None = None, login: logins.Login | None = None) -> None
         with component("swarm", f"see {dockerd.log_path(NODES[0])}; {RECOVER_HINT}"):
             swarm.ensure_swarm()
             swarm.ensure_overlay()
+            swarm.ensure_active(servers)
         ensure_emulator(wan)
         with component("rootless setup", f"see {rootless.DOCKERD_LOG}; {RECOVER_HINT}"):
             rootless.ensure()

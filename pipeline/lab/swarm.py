@@ -74,6 +74,24 @@ def wait_ready() -> None:
     remove_down_nodes()
 
 
+def ensure_active(servers: list[str] | None) -> None:
+    """Only ``servers`` (node names; None: every node) take Swarm tasks: the others are
+    drained, so a lab inventory with fewer servers has a Swarm of its own size at work."""
+    names = [n.name for n in NODES]
+    wanted = names if servers is None else servers
+    if wanted[:1] != [MANAGER.name] or not set(wanted) <= set(names):
+        raise LabError(
+            f"a lab inventory's servers must be lab nodes ({', '.join(names)}), the manager "
+            f"{MANAGER.name} first; got {', '.join(wanted)}"
+        )
+    out = docker(MANAGER, "node", "ls", "--format", "{{.Hostname}} {{.Availability}}")
+    for line in out.splitlines():
+        name, availability = line.split()[:2]
+        want = "active" if name in wanted else "drain"
+        if availability.lower() != want:
+            docker(MANAGER, "node", "update", "--availability", want, name)
+
+
 def overlay_exists() -> bool:
     out = docker(MANAGER, "network", "ls", "--format", "{{.Name}} {{.Driver}}")
     return f"{OVERLAY_NETWORK} overlay" in out.splitlines()

@@ -104,3 +104,12 @@ def test_a_lab_login_keeps_its_files_in_the_lab_and_its_port_unprivileged():
         Login("co-ops", 2222, Path("/root/.ssh/id_ed25519"), SSH_DIR / "kh").check()
     with pytest.raises(LabError, match="port must be 22 or 1024..65535, not 80"):
         Login("co-ops", 80, SSH_DIR / "k", SSH_DIR / "kh").check()
+
+
+def test_a_lab_inventory_s_servers_are_lab_nodes_with_the_manager_first():
+    from pipeline.lab import swarm
+    from pipeline.lab.commands import LabError
+
+    for servers in (["node2", "node1"], ["node1", "node4"], []):
+        with pytest.raises(LabError, match="must be lab nodes .*the manager node1 first"):
+            swarm.ensure_active(servers)  # refused before any docker command

@@ -580,14 +580,18 @@ def start_process(
     the stop."""
     stem = f"{PID_DIR}/{ctx.campaign}/{host.name}-{name}"
     remove = f"rm -rf -- {shlex.join(scratch)}" if scratch else "true"
+    # A command as_root() put sudo in front of starts from a root shell instead: sudo would
+    # stand between the pidfile and the process (it forks and waits).
+    command, via_sudo = without_sudo(list(argv))
     # Separate statements: `a && b &` would background the list, holding the SSH channel open.
     script = (
         f"{remove}\n"
         f"mkdir -p {shlex.quote(PID_DIR + '/' + ctx.campaign)}\n"
-        f"setsid {shlex.join(argv)} > {shlex.quote(stem + '.log')} 2>&1 < /dev/null &\n"
+        f"setsid {shlex.join(command)} > {shlex.quote(stem + '.log')} 2>&1 < /dev/null &\n"
         f"echo $! > {shlex.quote(stem + '.pid')}"
     )
-    ctx.pool[host.name].run(script, timeout=30)
+    root = "start a process as another user" if via_sudo else None
+    ctx.pool[host.name].run(script, timeout=30, root=root)
     stop = f"{_kill_pidfiles(shlex.quote(stem + '.pid'))}\n{remove}"
     session = ctx.pool[host.name]
     # root where allowed: a server started as another user (the rootless user's pasta)
