@@ -37,10 +37,11 @@ from collections import Counter
 from dataclasses import dataclass
 
 from pipeline.benchmarks.base import Benchmark, Outcome, Sample, Scenario, ToolOutputError
-from pipeline.hosts import LABEL, ModeUnavailable, RemoteError
+from pipeline.hosts import LABEL, ModeUnavailable, NeedsRoot, RemoteError
 
 IPERF3 = "/usr/bin/iperf3"
 PROBE = "/tmp/container-overhead/files/orchestration_probe.py"
+PROBE_PRIVILEGE = "enter the probe container's network namespace (nsenter)"
 PORT = 5201  # the services' first port; update repetition k moves them to PORT + k
 PROBE_PORT = 5200  # the probe container's own idle iperf3 (it only holds the namespace)
 TIMEOUT_S = 120.0  # every wait: a replica count not reached by then fails the step
@@ -228,10 +229,13 @@ class _Step:
 
     # -- plumbing
 
-    def run(self, argv: list[str] | str, timeout: float = 60, check: bool = True):
+    def run(
+        self, argv: list[str] | str, timeout: float = 60, check: bool = True,
+        root: str | None = None,
+    ):  # fmt: skip
         text = argv if isinstance(argv, str) else shlex.join(argv)
         started = time.monotonic() - self.t0
-        result = self.session.run(text, timeout=timeout, check=check)
+        result = self.session.run(text, timeout=timeout, check=check, root=root)
         took = time.monotonic() - self.t0 - started
         # when and how long, from the controller: where a step's overhead goes
         self.log.append(
@@ -278,6 +282,9 @@ class _Step:
         self.bench._swarm_version = self.version
 
     def setup(self) -> None:
+        ssh = self.manager.ssh
+        if not ssh.privileged:  # before anything is made: the probe enters a namespace
+            raise NeedsRoot(self.manager.name, ssh.user, PROBE_PRIVILEGE)
         self.image = self.ctx.image(self.manager).tag
         labels = list(self.s.labels)
         self.run(["docker", "network", "create", "--driver", "overlay", "--attachable",
@@ -312,7 +319,8 @@ class _Step:
         if command:
             argv += ["--", *command]
         text = shlex.join(argv)
-        result = self.run(text, timeout=TIMEOUT_S + 60, check=False)
+        # as root where the login is not (sudo starts before the probe's clock)
+        result = self.run(text, timeout=TIMEOUT_S + 60, check=False, root=PROBE_PRIVILEGE)
         if command and mode == "accept":
             self.timed_command = f"{self.manager.name}$ {text}"
         return parse_probe(result.stdout)
