@@ -125,6 +125,9 @@ class SmokeRepo:
             subprocess.run(["git", *git], cwd=dest, check=True, capture_output=True)
         set_param(dest, r"^profile: \w+$", "profile: smoke")
         set_param(dest, r"^  lab: inventory/lab\.yaml$", f"  lab: {OPERATOR_INVENTORY}")
+        # the stages' dependencies name the inventory, as after a user's own edit
+        subprocess.run([sys.executable, "-m", "pipeline.stages"], cwd=dest, check=True,
+                       capture_output=True)  # fmt: skip
         self.path = dest
 
     def collected(self, benchmark: str) -> tuple[pd.DataFrame, pd.DataFrame, Path]:
