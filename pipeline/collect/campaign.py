@@ -290,9 +290,7 @@ class Dataset:
         """One collection session (a `dvc repro`, or its resumption) and where its time went."""
         self.parts.mkdir(parents=True, exist_ok=True)
         path = self.parts / f"session-{record['started_at'].replace(':', '')}.json"
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
-        os.replace(tmp, path)
+        _write_text(path, json.dumps(record, indent=1, sort_keys=True))
 
     def sessions(self) -> list[dict]:
         """Every session of the campaign: those consolidated into campaign.json, then those
@@ -339,9 +337,7 @@ class Dataset:
         record = {"campaign": self.id, "code": self.code, **duty_cycle(sessions),
                   "sessions_recorded": sessions}  # fmt: skip
         self._retire("campaign.json")
-        tmp = self.root / ".campaign.json.tmp"
-        tmp.write_text(json.dumps(record, indent=1))
-        os.replace(tmp, self.root / "campaign.json")
+        _write_text(self.root / "campaign.json", json.dumps(record, indent=1))
         (self.aside / "campaign.json").unlink(missing_ok=True)
         _remove_dir(self.aside)
         _remove_dir(self.aside.parent)
@@ -434,6 +430,17 @@ def _merge(
         replaced = pa.array(sorted(set(joined(new).to_pylist())))
         old = old.filter(pc.invert(pc.is_in(joined(old), replaced)))
     return pa.concat_tables([old.cast(kind), new.cast(kind)])
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Atomically, and a failed write (a full disk) leaves no half-written file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _remove_dir(path: Path) -> None:
@@ -795,7 +802,7 @@ class Campaign:
                                 with clock.phase("cleanup_s"):
                                     self._cleanup(ctx)
                                     self._unplace()
-                                self.data.save_session(clock.record())
+                                self._save_session(clock)
                 except KeyboardInterrupt:
                     self.log("interrupted: cleaned up; what was measured is saved")
                     raise
@@ -812,6 +819,14 @@ class Campaign:
                     ) from exc
         return self._conclude()
 
+    def _save_session(self, clock: _SessionClock) -> None:
+        """The session's record (where its time went). Not saving it does not stop the
+        campaign: its measurements are saved, and a full disk's error is the step's own."""
+        try:
+            self.data.save_session(clock.record())
+        except OSError as exc:
+            self.log(f"the record of this session's time was not saved: {exc}")
+
     def _where(self) -> str:
         """Where the session stopped, for its messages: the step being measured (its host
         facts, deployment, client runs or saving), or before or after every step."""
@@ -823,7 +838,14 @@ class Campaign:
     def _conclude(self) -> dict[str, int]:
         """Consolidate; a step still failed stops the stage (DVC then does not record it as
         done, and the next `dvc repro` measures only what is missing)."""
-        counts = self.data.consolidate()
+        try:
+            counts = self.data.consolidate()
+        except OSError as exc:  # a full disk: the parts stay, and consolidate again later
+            raise CampaignError(
+                f"on this machine: {exc}\n\nEvery measurement is saved under "
+                f"{self.data.root}/parts, but folding them into the tables failed; fix the "
+                "problem above and run `dvc repro` again."
+            ) from exc
         self.log(f"campaign {self.id}: wrote {counts} to {self.data.root}")
         self._log_duty_cycle()
         failed = self.data.failed()
