@@ -44,11 +44,16 @@ def decompress(data: bytes, name: str) -> bytes:
 
 
 def _write(path: Path, data: bytes) -> None:
-    """Atomically: a crash leaves the old file or the new one."""
+    """Atomically: a crash leaves the old file or the new one; a failed write (a full disk)
+    leaves no half-written file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    try:
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _drop(directory: Path, stem: str) -> None:

@@ -309,10 +309,14 @@ def write_table(table: pa.Table, path: Path, metadata: dict[str, str] | None = N
     if metadata:
         extra = {k.encode(): v.encode() for k, v in metadata.items()}
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **extra})
-    pq.write_table(table, tmp, **parquet_options(table.schema))
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        pq.write_table(table, tmp, **parquet_options(table.schema))
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:  # a full disk: no half-written file stays behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def has_dataset(raw_dir: Path | str, benchmark: str) -> bool:

@@ -25,6 +25,10 @@ UDP_BITRATE = "200M"  # offered UDP load, bit/s (iperf3 suffixes): see the modul
 # Datagram payload: the same on every mode and path (iperf3 would pick it from each path's
 # MTU), and it fits the overlay network's 1450-byte MTU without fragmenting.
 UDP_LENGTH = 1400
+# How much longer than the sender's window the receiver's may last (the last segments in
+# flight). A longer one means the path stalled (a partition, a dead link) past the window's end
+# and the data waited undelivered: the window measured the outage, not the mode.
+RECEIVER_LAG_S = 1.0
 
 
 class Throughput(Benchmark):
@@ -146,6 +150,13 @@ def parse_iperf3_tcp(raw: str) -> list[Sample]:
         received = doc["end"]["sum_received"]
     except KeyError as exc:
         raise ToolOutputError(f"iperf3 JSON lacks {exc}: not a TCP client report") from None
+    sent_s = doc["end"].get("sum_sent", {}).get("seconds")
+    received_s = received.get("seconds")
+    if sent_s is not None and received_s is not None and received_s - sent_s > RECEIVER_LAG_S:
+        raise ToolOutputError(
+            f"iperf3's receiver took {received_s:.1f} s for the sender's {sent_s:.1f} s window: "
+            "the path stalled (a partition or a dead link), so the window measured the outage"
+        )
     return [
         *_interval_samples(intervals, "tcp_throughput"),
         Sample("tcp_throughput_received", "bit/s", 0, float(received["bits_per_second"])),

@@ -297,9 +297,7 @@ class Dataset:
         """One collection session (a `dvc repro`, or its resumption) and where its time went."""
         self.parts.mkdir(parents=True, exist_ok=True)
         path = self.parts / f"session-{record['started_at'].replace(':', '')}.json"
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
-        os.replace(tmp, path)
+        _write_text(path, json.dumps(record, indent=1, sort_keys=True))
 
     def sessions(self) -> list[dict]:
         """Every session of the campaign: those consolidated into campaign.json, then those
@@ -346,9 +344,7 @@ class Dataset:
         record = {"campaign": self.id, "code": self.code, **duty_cycle(sessions),
                   "sessions_recorded": sessions}  # fmt: skip
         self._retire("campaign.json")
-        tmp = self.root / ".campaign.json.tmp"
-        tmp.write_text(json.dumps(record, indent=1))
-        os.replace(tmp, self.root / "campaign.json")
+        _write_text(self.root / "campaign.json", json.dumps(record, indent=1))
         (self.aside / "campaign.json").unlink(missing_ok=True)
         _remove_dir(self.aside)
         _remove_dir(self.aside.parent)
@@ -441,6 +437,17 @@ def _merge(
         replaced = pa.array(sorted(set(joined(new).to_pylist())))
         old = old.filter(pc.invert(pc.is_in(joined(old), replaced)))
     return pa.concat_tables([old.cast(kind), new.cast(kind)])
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Atomically, and a failed write (a full disk) leaves no half-written file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _remove_dir(path: Path) -> None:
@@ -645,6 +652,16 @@ class _SessionClock:
         }
 
 
+def _hosts_of(row: dict) -> str:
+    """The hosts a failed step ran on, for its messages (its reason is often the tool's own)."""
+    client, server = row.get("client_host"), row.get("server_host")
+    if not server:
+        return ""
+    if not client or client == server:
+        return f" (on {server})"
+    return f" (client {client}, server {server})"
+
+
 def _fmt_duration(seconds: float) -> str:
     seconds = max(0, int(seconds))
     return f"{seconds // 60}m{seconds % 60:02d}s"
@@ -718,6 +735,7 @@ class Campaign:
         self._kept: tuple[tuple, Deployment] | None = None
         self._clock: _SessionClock | None = None
         self._current: Step | None = None  # the step being measured, for error messages
+        self._measured = False  # every step of the session measured (clean-up under way)
         # available() costs SSH round trips (docker info on two nodes, kernel probes): ask once
         # per (mode, path) and campaign, not before every measurement.
         self._availability: dict[tuple[str, str], str | None] = {}
@@ -785,34 +803,58 @@ class Campaign:
                                 self._prepare(ctx)
                             with clock.phase("loop_s"):
                                 self._measure_all(ctx, todo, clock)
+                        except KeyboardInterrupt:
+                            self.log(f"interrupted{self._where()}: cleaning up the hosts")
+                            raise
                         finally:
                             with _interrupts_deferred(self.log):
                                 with clock.phase("cleanup_s"):
                                     self._cleanup(ctx)
                                     self._unplace()
-                                self.data.save_session(clock.record())
+                                self._save_session(clock)
                 except KeyboardInterrupt:
                     self.log("interrupted: cleaned up; what was measured is saved")
                     raise
                 except (RemoteError, OSError) as exc:
                     saved = len(self.data.done())
-                    step = self._current
-                    where = (
-                        f" at run {step.run} {step.mode} ({step.path}, {step.variant})"
-                        if step is not None else " before its first measurement"
-                    )  # fmt: skip
+                    # an OSError that is not a remote one is this machine's (a full disk)
+                    said = str(exc) if isinstance(exc, RemoteError) else f"on this machine: {exc}"
                     raise CampaignError(
-                        f"{exc}\n\nThe campaign stopped{where}. {saved} of {len(self.steps)} "
+                        f"{said}\n\nThe campaign stopped{self._where()}. {saved} of "
+                        f"{len(self.steps)} "
                         f"measurements are saved under {self.data.root}; fix the problem above "
                         "and run `dvc repro` again to resume (for the embedded lab, "
                         "`python -m pipeline.lab up` repairs dead daemons)."
                     ) from exc
         return self._conclude()
 
+    def _save_session(self, clock: _SessionClock) -> None:
+        """The session's record (where its time went). Not saving it does not stop the
+        campaign: its measurements are saved, and a full disk's error is the step's own."""
+        try:
+            self.data.save_session(clock.record())
+        except OSError as exc:
+            self.log(f"the record of this session's time was not saved: {exc}")
+
+    def _where(self) -> str:
+        """Where the session stopped, for its messages: the step being measured (its host
+        facts, deployment, client runs or saving), or before or after every step."""
+        step = self._current
+        if step is not None:
+            return f" at run {step.run} {step.mode} ({step.path}, {step.variant})"
+        return " after its last measurement" if self._measured else " before its first measurement"
+
     def _conclude(self) -> dict[str, int]:
         """Consolidate; a step still failed stops the stage (DVC then does not record it as
         done, and the next `dvc repro` measures only what is missing)."""
-        counts = self.data.consolidate()
+        try:
+            counts = self.data.consolidate()
+        except OSError as exc:  # a full disk: the parts stay, and consolidate again later
+            raise CampaignError(
+                f"on this machine: {exc}\n\nEvery measurement is saved under "
+                f"{self.data.root}/parts, but folding them into the tables failed; fix the "
+                "problem above and run `dvc repro` again."
+            ) from exc
         self.log(f"campaign {self.id}: wrote {counts} to {self.data.root}")
         self._log_duty_cycle()
         failed = self.data.failed()
@@ -823,7 +865,7 @@ class Campaign:
     def _failed_message(self, failed: list[tuple[int, str, str, str]]) -> str:
         """What failed (each step's last reason), what is saved, how to measure them again."""
         runs = schema.read_table(self.data.root / "runs.parquet", "runs").to_pylist()
-        reasons = {tuple(r[k] for k in STEP_KEY): r["reason"] for r in runs}
+        reasons = {tuple(r[k] for k in STEP_KEY): f"{r['reason']}{_hosts_of(r)}" for r in runs}
         lines = [f"  run {key[0]} {key[1]} ({key[2]}, {key[3]}): {reasons.get(key, '')}"
                  for key in failed]  # fmt: skip
         return (
@@ -907,18 +949,18 @@ class Campaign:
             if again:
                 self.log(f"measuring the {len(again)} failed step(s) once more")
                 self._measure_steps(ctx, again, clock)
-            self._current = None
+            self._current, self._measured = None, True
         finally:
             self._stop_kept()  # a server kept for a next step that never came
 
     def _measure_steps(self, ctx: Context, todo: list[Step], clock: _SessionClock) -> None:
         started = time.monotonic()
         for index, step in enumerate(todo, start=1):
+            self._current = step  # before the run's host facts: a failure there is this step's
             if not self.data.has_hosts(step.run):
                 self.data.save_hosts(step.run, self._host_rows(ctx, step.run))
             following = todo[index] if index < len(todo) else None
             keep = following is not None and self._shares_server(step, following)
-            self._current = step
             samples, row = self._measure(ctx, step, keep=keep)
             self.data.save(step, samples, row)
             clock.steps += 1
@@ -932,6 +974,8 @@ class Campaign:
             )
 
     def _headline(self, row: dict, samples: list[dict]) -> str:
+        if row["status"] == "failed":
+            return f"failed: {row['reason']}{_hosts_of(row)}"
         if row["status"] != "ok":
             return f"{row['status']}: {row['reason']}"
         measured = [s for s in samples if not s["warmup"]]

@@ -9,3 +9,21 @@ from tests.integration.lab_campaign import SmokeRepo
 @pytest.fixture(scope="session")
 def smoke_repo(tmp_path_factory) -> SmokeRepo:
     return SmokeRepo(tmp_path_factory.mktemp("repo"))
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """What tests recorded as ``record_property("rows", ...)`` (the fault tests' rows per step
+    before and after the fault), in the summary of every run, passed or failed: CI's log shows
+    them without -s."""
+    lines = [
+        f"{report.nodeid}: {value}"
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if getattr(report, "when", None) == "call"
+        for name, value in getattr(report, "user_properties", ())
+        if name == "rows"
+    ]
+    if lines:
+        terminalreporter.write_sep("-", "rows per step before and after each fault")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -561,12 +561,45 @@ def test_a_step_that_keeps_failing_is_retried_once_and_stops_the_stage(tmp_path,
     message = str(caught.value)
     assert f"1 of {len(campaign.steps)} measurements of throughput on lab failed" in message
     assert f"run {broken.run} native ({broken.path}, {broken.variant}): iperf3 on" in message
+    hosts = "(on node1)" if broken.path == "local" else "(client dc-client, server node1)"
+    assert f"connection reset {hosts}" in message  # the step's hosts
     assert "`dvc repro` again: it measures only these steps" in message
     from pipeline.analysis import schema
     runs = schema.read_table(tmp_path / "runs.parquet", "runs").to_pandas()
     assert len(runs) == len(campaign.steps) and (runs.status == "failed").sum() == 1
     assert len(schema.read_table(tmp_path / "attempts.parquet", "attempts")) == 2
     assert campaign.data.done() == {s.key for s in campaign.steps} - {broken.key}
+
+
+def test_a_stop_in_a_runs_host_facts_names_the_step_about_to_be_measured(
+    tmp_path, monkeypatch
+):
+    from pipeline.collect.campaign import _SessionClock
+    from pipeline.collect.modes import Context
+    from pipeline.collect.modes.base import Deployment
+    from pipeline.hosts import RemoteError
+
+    campaign = _throughput_campaign(tmp_path, ["native"], Profile(2, 3, 1, 1), 3)
+    inv = campaign.inv
+    monkeypatch.setattr(MODES["native"], "start", lambda ctx, workload: Deployment(
+        server=inv.servers[0], address="10.0.0.1", stop=lambda: None))  # fmt: skip
+    monkeypatch.setattr(campaign, "_run_client", lambda *args, **kwargs: ("{}", "cmd"))
+    monkeypatch.setattr(campaign.benchmark, "parse", lambda variant, raw, window: [])
+    monkeypatch.setattr(campaign, "_headline", lambda row, samples: "")
+
+    def host_rows(ctx, run):
+        if run == 2:  # e.g. the dc client's sshd died after run 1
+            raise RemoteError("dc-client", "uname -r", None, reason="could not be started")
+        return []
+
+    monkeypatch.setattr(campaign, "_host_rows", host_rows)
+    assert campaign._where() == " before its first measurement"
+    ctx = Context(inventory=inv, pool=_CannedClients(""), campaign=campaign.id)
+    with pytest.raises(RemoteError):
+        campaign._measure_all(ctx, campaign.steps, _SessionClock())
+    first = next(s for s in campaign.steps if s.run == 2)
+    assert campaign._where() == f" at run 2 native ({first.path}, {first.variant})"
+    assert campaign.data.done() == {s.key for s in campaign.steps if s.run == 1}
 
 
 def test_sigterm_is_an_interrupt_inside_a_campaign_only():

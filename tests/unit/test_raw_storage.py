@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import gzip
 import lzma
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -407,3 +409,45 @@ def test_the_throughput_campaign_keeps_iperf3_reports_as_they_are(tmp_path):
     # Throughput has no residue: its report holds far more than the samples (CPU use,
     # retransmits, the socket's settings), and it is small.
     assert Throughput().log_residue("{}", []) is None
+
+
+@contextmanager
+def _file_size_limit(limit: int) -> Iterator[None]:
+    """Writes past ``limit`` bytes of a file fail, as on a full disk (the kernel's own limit,
+    RLIMIT_FSIZE: the write fails with EFBIG and what fitted stays in the file)."""
+    import resource
+    import signal
+
+    old = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an error, not the signal's kill
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, old[1]))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, old)
+        signal.signal(signal.SIGXFSZ, handler)
+
+
+@pytest.mark.parametrize("writer", ["parquet", "log", "session"])
+def test_a_failed_write_leaves_no_half_written_file_and_the_old_one_intact(tmp_path, writer):
+    data = Dataset(tmp_path, "c")
+    step = Step(1, 0, "native", "dc", "tcp")
+    rows = [{"environment": "lab", "campaign": "c", "benchmark": "throughput", "metric": "m",
+             "unit": "bit/s", "mode": "native", "path": "dc", "variant": "tcp", "run": 1,
+             "rep": 1, "sample": i, "value": float(i), "warmup": False} for i in range(5000)]
+    noise = np.random.default_rng(1).bytes(200_000).hex()  # does not compress below the limit
+    write = {
+        "parquet": lambda: schema.write_table(
+            schema.to_table(rows, schema.SAMPLES), tmp_path / "samples.parquet"),
+        "log": lambda: rawlog.write_log(tmp_path, step.stem, noise),
+        "session": lambda: data.save_session({"started_at": "2026-01-01T00:00:00", "pad": noise}),
+    }[writer]  # fmt: skip
+    write()  # the old file, written with room to spare
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert before and max(len(b) for b in before.values()) > 10_000
+    with _file_size_limit(4096), pytest.raises(OSError):
+        write()
+    after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    if writer == "log":  # a step measured again drops its earlier log first, by design
+        before = {}
+    assert after == before  # no temporary file left, the old file as it was

@@ -49,6 +49,21 @@ def test_garbage_is_a_clear_error(raw):
         parse_iperf3_tcp(raw)
 
 
+def test_a_window_the_path_stalled_in_is_a_tool_error():
+    # Captured on the lab: `-t 1 -i 1 -J` from dc-client to node1, with packets to node1 dropped
+    # for 8 s from a moment into the window. The receiver got the data 7 s after the sender's
+    # window ended; its total (38 Mbit/s for a path that carries 15 Gbit/s) is the outage's.
+    raw = (DATA / "iperf3-tcp-1s-partitioned.json").read_text()
+    end = json.loads(raw)["end"]
+    assert end["sum_received"]["seconds"] - end["sum_sent"]["seconds"] > 7
+    with pytest.raises(ToolOutputError, match="receiver took 8.3 s for the sender's 1.0 s window"):
+        parse_iperf3_tcp(raw)
+    # the receiver trailing by the last segments' flight is a normal window
+    doc = json.loads(raw)
+    doc["end"]["sum_received"]["seconds"] = doc["end"]["sum_sent"]["seconds"] + 0.05
+    assert len(parse_iperf3_tcp(json.dumps(doc))) == 2
+
+
 def test_window_shorter_than_omit_is_reported():
     doc = json.loads((DATA / "iperf3-tcp-3s-omit1.json").read_text())
     for interval in doc["intervals"]:
