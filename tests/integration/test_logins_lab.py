@@ -86,13 +86,15 @@ def test_without_sudo_root_steps_are_skipped_with_the_privilege_they_need(tmp_pa
 
     environments.collect("throughput", guest_inventory, raw, profile, 3, modes,
                          paths=("dc",), variants=("tcp",))  # fmt: skip
-    footprint_profile, footprint_options = smoke_settings("footprint")
-    environments.collect("footprint", guest_inventory, raw, footprint_profile, 3,
-                         ["docker-bridge"], options=footprint_options)  # fmt: skip
+    for benchmark, scenario_modes in (("footprint", ["docker-bridge"]),
+                                      ("orchestration", ["swarm-overlay"])):  # fmt: skip
+        scenario_profile, options = smoke_settings(benchmark)
+        environments.collect(benchmark, guest_inventory, raw, scenario_profile, 3,
+                             scenario_modes, options=options)  # fmt: skip
 
     runs = pd.concat(
-        pd.read_parquet(raw / b / inv.environment / "runs.parquet") for b in ("throughput",
-                                                                              "footprint")
+        pd.read_parquet(raw / b / inv.environment / "runs.parquet")
+        for b in ("throughput", "footprint", "orchestration")
     )
     by_mode = {(r.benchmark, r.mode): (r.status, r.reason) for r in runs.itertuples()}
     print({k: v[0] for k, v in by_mode.items()})
@@ -102,6 +104,7 @@ def test_without_sudo_root_steps_are_skipped_with_the_privilege_they_need(tmp_pa
         ("throughput", "podman"): "needs root on node1 to run rootful podman",
         ("throughput", "rootless-docker"): "needs root on node1 to act as the rootless user",
         ("footprint", "docker-bridge"): "needs root on node1 to read the engine's memory",
+        ("orchestration", "swarm-overlay"): "needs root on node1 to enter the probe container's",
     }
     for key, privilege in expected.items():
         status, reason = by_mode[key]
