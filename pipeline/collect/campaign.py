@@ -1219,14 +1219,21 @@ class Campaign:
         try:
             return self.benchmark.parse(step.variant, raw, window)
         except ToolOutputError:
-            row["raw_log"] = self._keep_log(step, rep, raw)
+            # under a name of the attempt's own: a later measurement of the step writes the
+            # step's log, and attempts.parquet keeps pointing at this one
+            attempt = pd.Timestamp(row["started_at"]).strftime("%Y%m%dT%H%M%S%f")
+            row["raw_log"] = self._keep_log(step, rep, raw, attempt=attempt)
             raise
 
-    def _keep_log(self, step: Step, rep: int, raw: str, windows: dict | None = None) -> str:
+    def _keep_log(
+        self, step: Step, rep: int, raw: str, windows: dict | None = None,
+        attempt: str | None = None,
+    ) -> str:  # fmt: skip
         """The tool's own output (``pipeline.analysis.rawlog``): where the benchmark's samples
         rebuild it (``windows``: rep -> the samples parsed from it, as saved), only what they do
-        not hold; otherwise the output itself, compressed."""
-        stem = f"{step.stem}_rep{rep}"
+        not hold; otherwise the output itself, compressed. ``attempt`` names a failed
+        attempt's output apart from the step's."""
+        stem = f"{step.stem}_rep{rep}" + (f"_failed-{attempt}" if attempt else "")
         residue = None
         metrics = {s.metric for samples in (windows or {}).values() for s in samples}
         per_sample_log = type(self.benchmark).log_residue is not Benchmark.log_residue

@@ -615,3 +615,19 @@ def test_sigterm_is_an_interrupt_inside_a_campaign_only():
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(1)  # the handler raises before this ends
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_a_failed_attempt_keeps_its_own_output_beside_the_step_s(tmp_path):
+    from pipeline.analysis import rawlog
+    from pipeline.benchmarks import ToolOutputError
+    from pipeline.collect.campaign import Window
+
+    campaign = _throughput_campaign(tmp_path, ["native"], Profile(1, 1, 0, 1))
+    step = campaign.steps[0]
+    failed = {"started_at": pd.Timestamp("2026-01-02 03:04:05.678901", tz="UTC")}
+    with pytest.raises(ToolOutputError):
+        campaign._parse(step, 1, "not iperf3 output", Window(1, 0, None), failed)
+    ok = campaign._keep_log(step, 1, "the step's own output")
+    assert failed["raw_log"] != ok and "_failed-20260102T030405678901" in failed["raw_log"]
+    assert rawlog.read_log(campaign.data.root, failed["raw_log"]) == "not iperf3 output"
+    assert rawlog.read_log(campaign.data.root, ok) == "the step's own output"
