@@ -36,6 +36,9 @@ COLLECT_NOTEBOOK = "notebooks/collect/10-measure.ipynb"
 BUILT_FROM = {".make/bin/co-loadgen": "tools/loadgen", ".make/bin/sockperf": "tools/sockperf"}
 # What every collection stage ships besides the benchmark's own uploads.
 COLLECT_FILES = ("pipeline/collect/host_scripts", "pipeline/collect/tool_conf")
+# The benchmarks the environment comparison covers (pipeline/analysis/environments.py).
+ENVIRONMENT_BENCHMARKS = ("throughput", "latency", "http",
+                          *(n for n, b in BENCHMARKS.items() if b.analysis == "host"))
 # jsonschema, which papermill (through nbformat) and altair import, loads rfc3987_syntax when it
 # is installed (JupyterLab's dependencies install it) only to check the "iri" string format, and
 # that builds an Earley parser at import: about a second, in a stage's process and again in its
@@ -206,6 +209,18 @@ def fixed_stages(params: Params) -> list[Stage]:
                     *_tables(["internet_vs_dc"]), *_sentences(["internet_vs_dc_sentences"])],
               figures=[f"figures/internet_vs_dc/internet_vs_dc_{s}.png"
                        for s in ("components", "runs")]),
+    ]  # fmt: skip
+    if len(params.environments) >= 2:
+        stages.append(
+            Stage("compare-environments", "notebooks/analysis/33-compare-environments.ipynb",
+                  f"{EXECUTED}/compare-environments.ipynb",
+                  deps=[f"data/raw/{b}" for b in ENVIRONMENT_BENCHMARKS],
+                  params=["environments", "common.margins", "analysis.confidence",
+                          "analysis.multiplicity"],
+                  outs=["data/processed/environments", "figures/environments",
+                        *_tables(["environments"])],
+                  figures=["figures/environments/environments.png"]))  # fmt: skip
+    stages += [
         Stage("summarise-noise", "notebooks/analysis/32-summarise-noise.ipynb",
               f"{EXECUTED}/summarise-noise.ipynb", deps=["data/raw"],
               params=["common.seed", "analysis.confidence", "analysis.n_sim"],
@@ -356,6 +371,13 @@ def parameters(stage: Stage, params: Params, environment: str | None) -> dict:
                       tables_dir=TABLES, confidence=raw["analysis"]["confidence"],
                       n_sim=raw["analysis"]["n_sim"], seed=raw["common"]["seed"],
                       **({"figures_dir": f"figures/{key}"} if key == "internet_vs_dc" else {}))
+    elif stage.name == "compare-environments":
+        values.update(raw_dir="data/raw", processed_dir="data/processed/environments",
+                      figures_dir="figures/environments", tables_dir=TABLES,
+                      environments=",".join(params.environments),
+                      confidence=raw["analysis"]["confidence"],
+                      multiplicity=raw["analysis"]["multiplicity"],
+                      **{f"margin_{k}": v for k, v in raw["common"]["margins"].items()})
     elif stage.name == "replicate-articles":
         values.update(published_csv="data/reference/published.csv",
                       processed_dir="data/processed", tables_dir=TABLES,

@@ -942,6 +942,53 @@ def tost_log_ratio(values, baseline_values, margin: float, alpha: float = 0.05) 
                       **common)  # fmt: skip
 
 
+def _welch_tests(a: np.ndarray, b: np.ndarray, low: float, high: float) -> tuple[float, float]:
+    """``_paired_tests`` for ``mean(a) - mean(b)`` of two independent samples: Welch's t
+    statistics with the Welch-Satterthwaite degrees of freedom. Zero spread: the limits."""
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    se, diff = np.sqrt(va + vb), a.mean() - b.mean()
+    if se < 1e-12:
+        return (0.0 if low < diff < high else 1.0), (1.0 if abs(diff) < 1e-12 else 0.0)
+    df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
+    p_tost = max(_st.t.sf((diff - low) / se, df), _st.t.cdf((diff - high) / se, df))
+    return float(p_tost), float(2.0 * _st.t.sf(abs(diff) / se, df))
+
+
+def welch_tost(values, baseline_values, margin: float, alpha: float = 0.05) -> TostResult:
+    """``tost_log_ratio`` for two independent samples of per-run log values (two campaigns,
+    whose run numbers share nothing): ``ratio`` is ``exp(mean(values) - mean(baseline_values))``,
+    the intervals and both tests are Welch's (``_welch_interval``) on the log scale. ``n_runs``
+    is the smaller sample; the tests need ``TOST_MIN_RUNS`` in each, the intervals 2.
+    ``sd_log`` is the standard error of the difference times ``sqrt(n_runs)`` and
+    ``resolvable`` the smallest relative difference a Welch t test at ``alpha`` finds with
+    power ``POWER``. NaN values are dropped."""
+    a = np.asarray(values, dtype=float)
+    b = np.asarray(baseline_values, dtype=float)
+    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
+    n, nan = int(min(a.size, b.size)), float("nan")
+    if n == 0:
+        return TostResult(nan, nan, nan, nan, margin, alpha, 0, None, "no runs to compare")
+    point = float(np.exp(a.mean() - b.mean()))
+    lo = hi = ci_lo = ci_hi = sd = mde = nan
+    if n >= 2:
+        lo, hi = np.exp(_welch_interval(a, b, round(1.0 - 2.0 * alpha, 12)))
+        ci_lo, ci_hi = np.exp(_welch_interval(a, b, round(1.0 - alpha, 12)))
+        va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+        se = float(np.sqrt(va + vb))
+        df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1)) if se else np.inf
+        sd = se * np.sqrt(n)
+        mde = float(np.expm1((_st.t.ppf(1.0 - alpha / 2.0, df) + _st.t.ppf(POWER, df)) * se))
+    common = dict(ratio=point, lo=float(lo), hi=float(hi), margin=margin, alpha=alpha,
+                  n_runs=n, ci_lo=float(ci_lo), ci_hi=float(ci_hi), sd_log=sd,
+                  resolvable=mde)  # fmt: skip
+    if n < TOST_MIN_RUNS:
+        why = f"{n} run(s) in the smaller sample: the TOST needs at least {TOST_MIN_RUNS}"
+        return TostResult(p_value=nan, equivalent=None, reason=why, **common)
+    p, diff_p = _welch_tests(a, b, np.log1p(-margin), np.log1p(margin))
+    return TostResult(p_value=p, equivalent=bool(p < alpha), reason=None, diff_p=diff_p,
+                      **common)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Equivalence:
     """One comparison with native: the geometric mean of per-run ratios, its 95% (``lo``/``hi``)
@@ -972,6 +1019,20 @@ def log_ratio_equivalence(
     """``tost_log_ratio`` of paired per-run values and the verdict (``stats.verdict``)."""
     alpha = round(1.0 - confidence, 12)
     t = tost_log_ratio(values, baseline_values, margin, alpha)
+    said = verdict(t.ratio, t.ci_lo, t.ci_hi, t.lo, t.hi, margin, higher_is_better, t.p_value,
+                   alpha, t.diff_p)  # fmt: skip
+    return Equivalence(t.ratio, t.ci_lo, t.ci_hi, t.lo, t.hi, confidence,
+                       equivalence_level(confidence), margin, t.n_runs, t, said)  # fmt: skip
+
+
+def welch_equivalence(
+    values, baseline_values, margin: float = 0.05, confidence: float = 0.95,
+    higher_is_better: bool = True,
+) -> Equivalence:  # fmt: skip
+    """``welch_tost`` of two independent samples of per-run log values and the verdict
+    (``stats.verdict``): ``log_ratio_equivalence`` for values from two separate campaigns."""
+    alpha = round(1.0 - confidence, 12)
+    t = welch_tost(values, baseline_values, margin, alpha)
     said = verdict(t.ratio, t.ci_lo, t.ci_hi, t.lo, t.hi, margin, higher_is_better, t.p_value,
                    alpha, t.diff_p)  # fmt: skip
     return Equivalence(t.ratio, t.ci_lo, t.ci_hi, t.lo, t.hi, confidence,

@@ -116,3 +116,21 @@ def test_a_new_environment_needs_its_stages(tmp_path, params, capsys):
     other = params_mod.Params(raw=raw, profile=params.profile)
     assert stages.render(other) != (ROOT / "dvc.yaml").read_text()
     assert "bare-metal: inventory/example-hosts.yaml" in stages.render(other)
+
+
+def test_environments_are_compared_only_when_there_are_two(params):
+    assert "compare-environments" not in {s.name for s in stages.all_stages(params)}
+    raw = copy.deepcopy(params.raw)
+    raw["environments"] = {"lab": raw["environments"]["lab"],
+                           "lab-vm": "inventory/example-hosts.yaml"}  # fmt: skip
+    other = params_mod.Params(raw=raw, profile=params.profile)
+    stage = stages.find("compare-environments", other)
+    values = stages.parameters(stage, other, None)
+    assert set(values) == _declared(ROOT / stage.notebook)
+    assert values["environments"] == "lab,lab-vm"  # the first listed is the reference
+    assert values["margin_cpu"] == raw["common"]["margins"]["cpu"]
+    spec = yaml.safe_load(stages.render(other))["stages"]["compare-environments"]
+    assert spec["cmd"] == "python -m pipeline.stages run compare-environments"
+    assert "data/raw/throughput" in spec["deps"]
+    assert "pipeline/analysis/environments.py" in spec["deps"]
+    assert "environments" in spec["params"]
