@@ -149,6 +149,15 @@ def command(node: Host) -> list[str | Path]:
     return in_netns(node.name, ["unshare", "--uts", "sh", "-c", script])
 
 
+def leftovers_of_a_dead_daemon(node: Host) -> None:
+    """The processes a killed dockerd of this node left (its containerd, which holds its
+    state files): a new dockerd that meets them may exit during start-up."""
+    needle = str(node.run_dir / "exec")
+    pids = {p for p in processes.all_pids() if needle in processes.cmdline(p)}
+    pids.discard(os.getpid())
+    processes.terminate(pids, timeout=10)
+
+
 def answers(node: Host) -> bool:
     return succeeds(["docker", "-H", node.docker_host, "info", "--format", "{{.Name}}"], timeout=5)
 

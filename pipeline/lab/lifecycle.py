@@ -147,7 +147,16 @@ def ensure_dockerds() -> set[Host]:
         started[node] = pid
     for node, pid in started.items():
         with component(f"dockerd on {node.name}", RECOVER_HINT):
-            dockerd.wait_ready(node, pid)
+            try:
+                dockerd.wait_ready(node, pid)
+            except LabError:
+                if processes.alive(pid):
+                    raise
+                # A daemon that was killed leaves its containerd behind, which a new one may
+                # trip over: once more, without it.
+                log.info("dockerd on %s exited during start-up: once more", node.name)
+                dockerd.leftovers_of_a_dead_daemon(node)
+                dockerd.wait_ready(node, dockerd.start(node))
     for node in NODES:
         with component(f"dockerd on {node.name}"):
             dockerd.ensure_forwarding_rule(node)
