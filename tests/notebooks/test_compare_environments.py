@@ -5,7 +5,6 @@ native doubled) and check the table's headline numbers against that construction
 
 from __future__ import annotations
 
-import importlib.util
 
 import nbformat
 import notebook_checks as nc
@@ -13,22 +12,13 @@ import numpy as np
 import pandas as pd
 import papermill
 import pytest
+from tests.fixtures import make_second_environment as MAKER  # noqa: N812
 
 NOTEBOOK = nc.ANALYSIS / "33-compare-environments.ipynb"
 PARAMETERS = {"raw_dir", "processed_dir", "figures_dir", "tables_dir", "environments",
               "confidence", "multiplicity", "margin_network", "margin_cpu", "margin_memory",
               "margin_disk"}  # fmt: skip
 
-
-def _maker():
-    path = nc.ROOT / "tests" / "fixtures" / "make_second_environment.py"
-    spec = importlib.util.spec_from_file_location("make_second_environment", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-MAKER = _maker()
 
 
 @pytest.fixture(scope="module")

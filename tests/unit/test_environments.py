@@ -5,28 +5,14 @@ and the A/A case, an environment against an exact copy of itself."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from pipeline.analysis import environments, stats, tables
+from tests.fixtures import make_second_environment as MAKER  # noqa: N812
 
-ROOT = Path(__file__).resolve().parents[2]
 MARGINS = {"network": 0.05, "cpu": 0.02, "memory": 0.02, "disk": 0.02}
-
-
-def _maker():
-    path = ROOT / "tests" / "fixtures" / "make_second_environment.py"
-    spec = importlib.util.spec_from_file_location("make_second_environment", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-MAKER = _maker()
 
 
 @pytest.fixture(scope="module")
