@@ -20,6 +20,7 @@ from pipeline.collect.modes import MODES
 from pipeline.collect.remote import Pool
 from pipeline.hosts import PID_DIR, SCRATCH_DIR
 from tests.integration.lab_campaign import (
+    INVENTORY,
     OPERATOR_INVENTORY,
     ROOT,
     ROOT_ONLY,
@@ -31,6 +32,13 @@ pytestmark = [pytest.mark.lab, ROOT_ONLY]
 
 SSH_DIR = Path("/var/lib/container-overhead-lab/ssh")
 GUEST = "co-guest"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def root_shape_after():
+    """The lab as the other tests expect it afterwards: every node takes Swarm tasks."""
+    yield
+    _ready(ROOT / INVENTORY)
 
 
 def _guest_inventory(tmp_path: Path) -> Path:
