@@ -1017,8 +1017,14 @@ def log_ratio_equivalence(
     higher_is_better: bool = True,
 ) -> Equivalence:  # fmt: skip
     """``tost_log_ratio`` of paired per-run values and the verdict (``stats.verdict``)."""
+    return _equivalence(tost_log_ratio, values, baseline_values, margin, confidence,
+                        higher_is_better)  # fmt: skip
+
+
+def _equivalence(test, values, baseline_values, margin, confidence, higher_is_better):
+    """``test`` (a TOST of the values against the baseline's) and its verdict."""
     alpha = round(1.0 - confidence, 12)
-    t = tost_log_ratio(values, baseline_values, margin, alpha)
+    t = test(values, baseline_values, margin, alpha)
     said = verdict(t.ratio, t.ci_lo, t.ci_hi, t.lo, t.hi, margin, higher_is_better, t.p_value,
                    alpha, t.diff_p)  # fmt: skip
     return Equivalence(t.ratio, t.ci_lo, t.ci_hi, t.lo, t.hi, confidence,
@@ -1031,12 +1037,8 @@ def welch_equivalence(
 ) -> Equivalence:  # fmt: skip
     """``welch_tost`` of two independent samples of per-run log values and the verdict
     (``stats.verdict``): ``log_ratio_equivalence`` for values from two separate campaigns."""
-    alpha = round(1.0 - confidence, 12)
-    t = welch_tost(values, baseline_values, margin, alpha)
-    said = verdict(t.ratio, t.ci_lo, t.ci_hi, t.lo, t.hi, margin, higher_is_better, t.p_value,
-                   alpha, t.diff_p)  # fmt: skip
-    return Equivalence(t.ratio, t.ci_lo, t.ci_hi, t.lo, t.hi, confidence,
-                       equivalence_level(confidence), margin, t.n_runs, t, said)  # fmt: skip
+    return _equivalence(welch_tost, values, baseline_values, margin, confidence,
+                        higher_is_better)  # fmt: skip
 
 
 def ratio_equivalence(
