@@ -2,9 +2,9 @@
 campaigns of one smoke-profile copy of the repository (`SmokeRepo`, the session's `smoke_repo`
 fixture in conftest.py): each runs its benchmark's `dvc repro -s collect-<benchmark>@lab` there,
 and the pipeline test's whole `dvc repro` then finds those stages done, so CI collects every
-smoke campaign once. They log in as root (INVENTORY); tests/integration/test_logins_lab.py logs
-in as a fleet usually is (OPERATOR_INVENTORY: an unprivileged user with sudo, another port and
-keys, two servers). They also check that nothing a campaign created is left on any node."""
+smoke campaign once. That copy logs into the lab the way a fleet usually is (OPERATOR_INVENTORY:
+an unprivileged user with sudo, another port and keys, two servers); the other lab tests log in
+as root (INVENTORY). They also check that nothing a campaign created is left on any node."""
 
 from __future__ import annotations
 
@@ -124,6 +124,10 @@ class SmokeRepo:
                     ["commit", "-qm", "clone"]):  # fmt: skip
             subprocess.run(["git", *git], cwd=dest, check=True, capture_output=True)
         set_param(dest, r"^profile: \w+$", "profile: smoke")
+        set_param(dest, r"^  lab: inventory/lab\.yaml$", f"  lab: {OPERATOR_INVENTORY}")
+        # the stages' dependencies name the inventory, as after a user's own edit
+        subprocess.run([sys.executable, "-m", "pipeline.stages"], cwd=dest, check=True,
+                       capture_output=True)  # fmt: skip
         self.path = dest
 
     def collected(self, benchmark: str) -> tuple[pd.DataFrame, pd.DataFrame, Path]:
