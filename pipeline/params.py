@@ -41,6 +41,9 @@ WINDOW_KEYS = ("runs", "seconds", "omit_seconds", "warmup_seconds", "count", "wa
 PLAN_KEYS = ("modes", "paths", "variants")
 INSTRUMENT_KEYS = ("runs", "benchmarks", "compile_packages")
 JITTER_DISTS = ("normal", "uniform")
+# the interference watch's thresholds (pipeline/analysis/interference.py): their ranges
+INTERFERENCE = {"interference_cpus": (0, 10**4), "interference_steal": (0, 1),
+                "interference_probe": (1, 10**3)}  # fmt: skip
 MULTIPLICITY = ("holm", "bh", "none")  # stats.MULTIPLICITY: params must not import analysis
 
 
@@ -352,7 +355,10 @@ def check_params(params: Any, root: Path | None = None) -> list[str]:
     analysis = check.mapping(doc.get("analysis"), "analysis") if "analysis" in doc else None
     if analysis is not None:
         check.keys(analysis, "analysis", ("confidence", "n_sim", "predict_at", "multiplicity",
-                                          "udp_loss_margin", "internet_margin_us"))  # fmt: skip
+                                          "udp_loss_margin", "internet_margin_us",
+                                          *INTERFERENCE))  # fmt: skip
+        for key, (lo, hi) in INTERFERENCE.items():
+            check.number(analysis.get(key), f"analysis.{key}", lo, hi, lo_open=True)
         check.number(analysis.get("confidence"), "analysis.confidence", 0.5, 1, hi_open=True)
         check.number(analysis.get("n_sim"), "analysis.n_sim", 10, 10**5, integer=True)
         check.number(analysis.get("predict_at"), "analysis.predict_at", 1, 10**5, integer=True)

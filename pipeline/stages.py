@@ -25,7 +25,7 @@ import yaml
 from pipeline import imports
 from pipeline.benchmarks import BENCHMARKS
 from pipeline.collect.instrument import CHECKS
-from pipeline.params import PROFILES_DIR, Params, ParamsError, load
+from pipeline.params import INTERFERENCE, PROFILES_DIR, Params, ParamsError, load
 
 ROOT = Path(__file__).resolve().parent.parent
 DVC_YAML = "dvc.yaml"
@@ -223,8 +223,10 @@ def fixed_stages(params: Params) -> list[Stage]:
     stages += [
         Stage("summarise-noise", "notebooks/analysis/32-summarise-noise.ipynb",
               f"{EXECUTED}/summarise-noise.ipynb", deps=["data/raw"],
-              params=["common.seed", "analysis.confidence", "analysis.n_sim"],
-              outs=["data/processed/noise", *_tables(["noise"])]),
+              params=["common.seed", "analysis.confidence", "analysis.n_sim",
+                      *(f"analysis.{k}" for k in INTERFERENCE)],
+              outs=["data/processed/noise", "figures/noise", *_tables(["noise", "interference"])],
+              figures=["figures/noise/interference.png"]),
         Stage("replicate-articles", "notebooks/analysis/25-replicate-articles.ipynb",
               f"{EXECUTED}/replicate-articles.ipynb",
               deps=["data/reference/published.csv", "data/processed"],
@@ -370,7 +372,8 @@ def parameters(stage: Stage, params: Params, environment: str | None) -> dict:
         values.update(raw_dir="data/raw", processed_dir=f"data/processed/{key}",
                       tables_dir=TABLES, confidence=raw["analysis"]["confidence"],
                       n_sim=raw["analysis"]["n_sim"], seed=raw["common"]["seed"],
-                      **({"figures_dir": f"figures/{key}"} if key == "internet_vs_dc" else {}))
+                      figures_dir=f"figures/{key}",
+                      **({k: raw["analysis"][k] for k in INTERFERENCE} if key == "noise" else {}))
     elif stage.name == "compare-environments":
         values.update(raw_dir="data/raw", processed_dir="data/processed/environments",
                       figures_dir="figures/environments", tables_dir=TABLES,

@@ -64,6 +64,7 @@ RUNS = pa.schema(
         ("raw_log", pa.string()),  # path relative to the dataset directory
         ("notes", pa.string()),  # JSON: what the mode observed (e.g. the network backend seen)
         ("window_s", pa.float64()),  # seconds inside load windows, warm-up included (duty cycle)
+        ("watch", pa.string()),  # JSON: the interference watch per measured window and host
     ]
 )
 

@@ -121,6 +121,10 @@ class Benchmark:
     # later run as the rootless user may not replace.
     server_scratch: tuple[str, ...] = ()
 
+    # Process names of the benchmark's own work besides its binaries and uploads (the
+    # children a tool starts), for the interference watch (pipeline/collect/watch.py).
+    watch_extra: tuple[str, ...] = ()
+
     # Settings a collection notebook passes (e.g. coldstart's number of starts): they are part
     # of the campaign's identity, so a changed setting starts a new campaign.
     options: dict[str, Any] = {}
@@ -138,6 +142,14 @@ class Benchmark:
         ``ToolOutputError`` for a failed measurement, ``ModeUnavailable`` for a mode that
         turns out not to run here; remove what the step created before returning."""
         raise NotImplementedError
+
+    def watch_commands(self) -> set[str]:
+        """What the interference watch counts as this benchmark's own processes: its
+        binaries, uploads and ``watch_extra``, by the names the kernel gives them (15
+        characters at most); an uploaded Python script runs as python3."""
+        files = (*self.binaries, *self.uploads, *self.watch_extra)
+        names = {f.rsplit("/", 1)[-1][:15] for f in files}
+        return names | ({"python3"} if any(f.endswith(".py") for f in self.uploads) else set())
 
     def prepare(self, session) -> None:
         """Read, once per campaign, what the commands depend on from the server host (e.g. its

@@ -52,6 +52,9 @@ class Cpu(SysbenchBenchmark):
     variants = ("1thread", "allthreads", "compile")
     summary_metric = "cpu_events_per_s"
     options = {"compile_packages": "std cmd"}
+    # what `go build` starts: the toolchain's own programs, and cgo's C compiler
+    watch_extra = ("compile", "asm", "link", "cgo", "vet", "buildid", "pack", "gcc", "cc1", "as",
+                   "ld", "collect2")  # fmt: skip
 
     def __init__(self) -> None:
         self.host_cpus: int | None = None  # the server host's CPU count, set by prepare()

@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 from pipeline import imports
 from pipeline.analysis import rawlog, schema
 from pipeline.benchmarks import BENCHMARKS, Benchmark, Scenario, ToolOutputError, Window
-from pipeline.collect import hostfacts, images, inventory
+from pipeline.collect import hostfacts, images, inventory, watch
 from pipeline.collect.modes import MODES, STUDY_MODES, Context, Mode, ModeUnavailable, Workload
 from pipeline.collect.modes.base import (
     LABEL,
@@ -739,6 +739,9 @@ class Campaign:
         # available() costs SSH round trips (docker info on two nodes, kernel probes): ask once
         # per (mode, path) and campaign, not before every measurement.
         self._availability: dict[tuple[str, str], str | None] = {}
+        # the interference watch around every measured window (pipeline/collect/watch.py)
+        self._reading: str | None = None  # after prepare(): a benchmark may name tools there
+        self._watched: list[dict] = []  # the step's windows, per host
 
     def _server_group(self, mode: str, path: str, variant: str) -> tuple:
         """The triples one server deployment serves within a run: a network benchmark's server
@@ -1043,6 +1046,7 @@ class Campaign:
         """One step. ``keep``: the next step shares this step's server, so it stays running
         (unless the step failed: a failed tool run may have left it broken)."""
         mode: Mode = MODES[step.mode]
+        self._watched = []  # what an earlier step that failed had watched is not this step's
         row = {
             "environment": self.inv.environment,
             "campaign": self.id,
@@ -1089,13 +1093,15 @@ class Campaign:
             else:
                 row["binary_sha256"] = self.binary_sha[deployment.server.name][binary]
             run_client = partial(self._run_client, ctx, deployment, client, address, step, row)
+            hosts = list(dict.fromkeys([deployment.server, client]))  # a window's, watched
             measured = Window(self.profile.seconds, self.profile.omit_seconds, self.profile.count)
             warmup = self.profile.warmup_count if self.benchmark.warmup_in_window else None
             if warmup and measured.count:
                 # One client run holds the warm-up and the first window: its first `warmup`
                 # samples are flagged. Saves a tool start and its fixed time.
                 both = Window(measured.seconds, 0.0, warmup + measured.count)
-                raw, command = run_client(both, retry=True, kept=measured.count / both.count)
+                raw, command = self._watch(ctx, hosts, 1, partial(
+                    run_client, both, retry=True, kept=measured.count / both.count))
                 parsed = self._parse(step, 1, raw, both, row)
                 warm, window = parsed[:warmup], _renumber(parsed[warmup:])
                 samples += self._records(step, 0, warm) + self._records(step, 1, window)
@@ -1111,11 +1117,12 @@ class Campaign:
                 self._keep_log(step, 0, raw, {0: warm})
                 first = 1
             for rep in range(first, self.profile.reps + 1):
-                raw, command = run_client(measured)
+                raw, command = self._watch(ctx, hosts, rep, partial(run_client, measured))
                 window = self._parse(step, rep, raw, measured, row)
                 samples += self._records(step, rep, window)
                 row["raw_log"] = self._keep_log(step, rep, raw, {rep: window})
             row["command"] = command
+            row["watch"] = self._watch_record()
             if deployment.notes or self.meta:
                 row["notes"] = json.dumps({**self.meta, **deployment.notes}, sort_keys=True)
             if keep:
@@ -1156,7 +1163,7 @@ class Campaign:
                 row["binary_sha256"] = image.sha256_of(binary)
             elif binary:
                 row["binary_sha256"] = self.binary_sha[host.name][binary]
-            outcome = self.benchmark.measure(scenario)
+            outcome = self._watch(ctx, [host], 1, partial(self.benchmark.measure, scenario))
             outcome.notes = {**mode.run_notes(ctx), **outcome.notes}
         except ModeUnavailable as exc:
             return [], self._finish(row, "skipped", str(exc))
@@ -1164,6 +1171,7 @@ class Campaign:
             return [], self._finish(row, "failed", str(exc))
         row["raw_log"] = self._keep_log(step, 1, outcome.raw)
         row["command"] = outcome.command
+        row["watch"] = self._watch_record()
         row["window_s"] = outcome.window_s
         if self._clock is not None:  # a scenario's timed spans are all kept
             self._clock.kept_s += outcome.window_s
@@ -1212,6 +1220,38 @@ class Campaign:
             self._clock.kept_s += kept_s
             self._clock.fixed_s += seconds - kept_s + self.benchmark.tool_fixed_seconds
         return raw, f"{client.name}$ {command}"
+
+    def _watch(self, ctx: Context, hosts: list, rep: int, call: Callable):
+        """``call`` between two readings of the interference watch on each of ``hosts``."""
+        if self._reading is None:
+            study = watch.STUDY_COMMANDS | self.benchmark.watch_commands()
+            self._reading = watch.reading_command(study)
+        before = {h.name: self._timed("watch_s", partial(self._read, ctx, h)) for h in hosts}
+        result = call()
+        for h in hosts:
+            after = self._timed("watch_s", partial(self._read, ctx, h))
+            entry = {"rep": rep, "host": h.name}
+            try:
+                if isinstance(before[h.name], str) or isinstance(after, str):
+                    raise ValueError(next(r for r in (before[h.name], after) if isinstance(r, str)))
+                entry.update(t_ns=before[h.name].t_ns, **watch.interference(before[h.name], after))
+            except ValueError as exc:  # no reading, or a clock that went back
+                entry["error"] = str(exc)
+            self._watched.append(entry)
+        return result
+
+    def _read(self, ctx: Context, host) -> watch.Reading | str:  # noqa: ANN001
+        """One reading on ``host``, or why there is none (a reading never fails the step)."""
+        try:
+            result = ctx.pool[host.name].run(self._reading, check=True, timeout=30)
+            return watch.parse(result.stdout)
+        except (RemoteError, ValueError) as exc:
+            return f"no reading on {host.name}: {str(exc)[:300]}"
+
+    def _watch_record(self) -> str | None:
+        """The step's watched windows as JSON for its runs row (then forgotten)."""
+        watched, self._watched = self._watched, []
+        return json.dumps(watched, sort_keys=True) if watched else None
 
     def _parse(self, step: Step, rep: int, raw: str, window: Window, row: dict) -> list:
         """The window's samples; a failed window keeps the tool's output as it is, for the

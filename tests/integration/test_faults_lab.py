@@ -388,3 +388,43 @@ def test_ctrl_c_twice(tmp_path, record_property):
     assert set(before[0].status) == {"ok"} and len(before[0]) >= 1
     assert _everything_left() == {}
     _resume_and_check(tmp_path, record_property, before)
+
+
+def test_a_cpu_hog_flags_its_window_and_no_other(tmp_path, record_property):
+    """A shell loop burning a CPU on node1 (the server) from the moment one step is saved
+    until the next is: the interference watch flags that step's window and no other, with the
+    thresholds of params.yaml."""
+    import yaml
+
+    from pipeline.analysis import interference
+    from tests.integration.lab_campaign import ROOT
+
+    campaign = Campaign(tmp_path)
+    campaign.wait_for("a saved step", lambda: campaign.saved_steps() >= 1)
+    first = {p.name for p in campaign.root.glob("parts/*/run-*.runs.parquet")}
+    hog = subprocess.Popen(["ip", "netns", "exec", "node1", "timeout", "60", "sh", "-c",
+                            "while :; do :; done"], start_new_session=True)  # fmt: skip
+    try:
+        campaign.wait_for("the next step saved", lambda: campaign.saved_steps() >= 2)
+    finally:
+        os.killpg(hog.pid, signal.SIGKILL)
+        hog.wait(timeout=30)
+    (hogged_part,) = {p for p in campaign.root.glob("parts/*/run-*.runs.parquet")
+                      if p.name not in first}  # fmt: skip
+    hogged = tuple(schema.read_table(hogged_part, "runs").to_pandas()[STEP_KEY].iloc[0])
+    output = campaign.finish()
+    assert campaign.proc.returncode == 0, output
+    analysis = yaml.safe_load((ROOT / "params.yaml").read_text())["analysis"]
+    flags = interference.flag(interference.windows(tmp_path), analysis["interference_cpus"],
+                              analysis["interference_steal"], analysis["interference_probe"])
+    per = interference.flagged_windows(flags)
+    described = "; ".join(f"r{r.run} {r.mode}: other CPUs {r.other_cpus:.2f}"
+                          f"{' FLAGGED (' + r.why + ')' if r.flagged else ''}"
+                          for r in per.itertuples())  # fmt: skip
+    print(described)
+    record_property("rows", f"hog beside r{hogged[0]} {hogged[1]}: {described}")
+    assert len(per) == STEPS and flags["error"].isna().all(), flags
+    flagged = {tuple(k) for k in per.loc[per["flagged"], STEP_KEY].itertuples(index=False)}
+    assert flagged == {hogged}, described
+    top = flags.loc[flags["flagged"], "top"]
+    assert top.str.contains(r"\bsh \d").all(), top

@@ -147,6 +147,7 @@ def test_smoke_repro_measures_every_mode(workdir):
 
     _check_latency_and_http(workdir)
     _check_instrument(workdir)
+    _check_interference(workdir)
     _check_article(workdir)
     table = (workdir / "reports" / "tables" / "throughput.md").read_text()
     for label in ("n/a", "IPVS"):
@@ -236,6 +237,18 @@ def _check_instrument(workdir: Path) -> None:
         assert abs(r.recovered / r.expected - 1) < 0.05, (variant, r.recovered, r.expected)
     assert {r.control for r in injected.itertuples()} >= {"wan-delay"}  # the calibration's
     assert_nothing_left()
+
+
+def _check_interference(workdir: Path) -> None:
+    """Every campaign's measured windows were watched on their hosts through the operator's
+    login (no root needed), and no reading failed."""
+    summary = pd.read_parquet(workdir / "data" / "processed" / "noise" /
+                              "interference_summary.parquet")  # fmt: skip
+    print(summary.to_string())
+    watched = set(summary["benchmark"])
+    assert {"throughput", "latency", "http", "cpu", "memory", "disk", "coldstart"} <= watched
+    assert (summary["windows"] > 0).all() and (summary["readings_failed"] == 0).all(), summary
+    assert (summary["other_cpus_max"] >= 0).all()
 
 
 def _check_article(workdir: Path) -> None:

@@ -107,15 +107,11 @@ NOTEBOOKS: dict[str, tuple[Path, Path, dict]] = {
         _fixture_parameters("instrument", raw_dir="tests/fixtures/raw/instrument",
                             wan_raw_dir="reports/executed/fixture/instrument/no-wan"),
     ),
-    # Run-to-run noise of every benchmark in the raw fixture (a table, no figure).
+    # Run-to-run noise of every benchmark in the raw fixture, and its interference watch.
     "noise": (
         ROOT / "notebooks" / "analysis" / "32-summarise-noise.ipynb",
         ROOT / "tests" / "notebooks" / "32-summarise-noise.fixture.ipynb",
-        {
-            k: v
-            for k, v in _fixture_parameters("noise", n_sim=20, seed=20261121).items()
-            if k != "figures_dir"
-        },
+        _fixture_parameters("noise", n_sim=20, seed=20261121),
     ),
     # Reads processed summaries, not raw data: the committed tests/fixtures/processed (written
     # by tests/fixtures/make_processed.py from notebooks 20-22 and 26 on the raw fixture).

@@ -25,8 +25,25 @@ def test_every_benchmark_with_native_is_decomposed(executed):
     assert len(table) == len(summary) and (table["Note"] == "").all()
 
 
+def test_the_interference_watch_flags_the_planted_hog(executed):
+    """The fixture's throughput windows were watched; one had a 1-CPU hog beside it
+    (tests/fixtures/make_fixture.py WATCH_HOG): that window and no other is flagged."""
+    flags = pd.read_parquet(executed["processed"] / "interference_windows.parquet")
+    flagged = flags.loc[flags["flagged"]]
+    assert len(flagged) == 1
+    assert tuple(flagged.iloc[0][["run", "mode", "path", "variant", "host"]]) == (
+        2, "docker-bridge", "dc", "tcp", "node1")
+    assert flagged.iloc[0]["why"] == "other processes > 0.25 CPUs"
+    table = pd.read_csv(executed["tables"] / "interference.csv", keep_default_na=False)
+    (row,) = table.itertuples()
+    assert (row.Benchmark, row.Windows, row.Flagged) == ("throughput", 74, "1 (1%)")
+    assert row._8 == "stress-ng"  # what ran beside the flagged window
+    assert (executed["figures"] / "interference.svg").exists()
+
+
 def test_source_notebook_is_clean_and_thin():
-    names = {"raw_dir", "processed_dir", "tables_dir", "confidence", "n_sim", "seed"}
+    names = {"raw_dir", "processed_dir", "tables_dir", "figures_dir", "confidence", "n_sim",
+             "seed", "interference_cpus", "interference_steal", "interference_probe"}
     nc.assert_source_clean_and_thin(NOTEBOOK, names)
 
 
@@ -35,8 +52,9 @@ def test_executed_copy_matches_source():
 
 
 def test_executed_copy_has_checked_headline_outputs():
-    text = nc.headline_text(COPY, n_cells=1)
+    text = nc.headline_text(COPY, n_cells=2)
     assert "Run-to-run SD, % of native [95% CI]" in text and "coldstart" in text
+    assert "stress-ng" in text
 
 
 def test_nbval_reproduces_headline_cells():

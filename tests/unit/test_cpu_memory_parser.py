@@ -20,6 +20,7 @@ from pipeline.collect import inventory
 from pipeline.collect.campaign import Campaign, Profile, Step, plan
 from pipeline.collect.images import ToolImage
 from pipeline.collect.modes import MODES, STUDY_MODES, Context
+from tests.unit import fake_watch
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parents[2]
@@ -214,6 +215,9 @@ class CapturedSession:
         self.commands: list[str] = []
 
     def run(self, command, **kwargs):
+        reading = fake_watch.answer(command)  # the interference watch's: not recorded
+        if reading is not None:
+            return reading
         self.commands.append(command)
         out = self.outputs.pop(0) if self.outputs else ""
         return SimpleNamespace(status=0, stdout=out, stderr="")
@@ -254,6 +258,11 @@ def test_a_host_benchmark_runs_in_the_foreground_on_the_server(tmp_path, mode):
     assert warm == [1608.44] and measured == [1593.38, 1612.68]
     assert {s["path"] for s in samples} == {"host"}
     assert (tmp_path / row["raw_log"]).exists()
+    # the measured window (not the warm-up) was watched on its one host: the fake's readings
+    # are a second apart with no other process
+    (watched,) = json.loads(row["watch"])
+    assert (watched["rep"], watched["host"], watched["other_cpus"]) == (1, "node1", 0)
+    assert watched["seconds"] == 1.0 and "error" not in watched
 
 
 # ---- the analysis code on cpu samples -----------------------------------------------------

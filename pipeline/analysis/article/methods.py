@@ -344,6 +344,32 @@ def _noise(inputs: Inputs, numbers: Numbers) -> list[str]:
     return [text, *tables_for(inputs, NOISE_TABLES, "Methods: run-to-run noise")]
 
 
+def _interference(inputs: Inputs, numbers: Numbers) -> list[str]:
+    """The interference watch (pipeline/analysis/interference.py): how many measured windows
+    had other work beside them, and what."""
+    found = inputs.summary("noise", "interference_summary")
+    if found is None:
+        return ["Interference watch: not analysed in this campaign (stage `summarise-noise`)."]
+    if found[0].empty:
+        return ["Interference watch: no measured window was watched in this campaign."]
+    watch, path = found
+    windows = numbers.add("interference.windows", int(watch["windows"].sum()), "windows", path,
+                          decimals=0)  # fmt: skip
+    flagged = numbers.add("interference.flagged", int(watch["flagged"].sum()), "windows", path,
+                          decimals=0)  # fmt: skip
+    names = [n for text in watch["beside_flagged"] for n in str(text).split(", ") if n]
+    beside = f"; beside them ran {', '.join(dict.fromkeys(names))}" if names else ""
+    text = (
+        f"Interference watch. Before and after every measured window each host it used was "
+        f"read: the CPU time of processes other than the study's, steal, and a fixed-work "
+        f"probe. {flagged.text()} of {windows.text()} measured windows were flagged (other "
+        f"processes, steal or a slowed probe above the thresholds of params.yaml){beside}. "
+        f"Flagged windows are kept in every estimate; the table names them per campaign."
+    )
+    blocks = figure_blocks(inputs, numbers, "noise")
+    return [text, *blocks, *tables_for(inputs, ["interference"], "Methods: interference watch")]
+
+
 def _parse(text: str) -> float:
     return float(str(text).replace(",", ""))
 
@@ -370,6 +396,7 @@ def methods(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> str:
         margins.append(f"{name} ±{m.text()}%")
     blocks = ["## Methods"]
     blocks += _noise(inputs, numbers)
+    blocks += _interference(inputs, numbers)
     blocks += _hosts(inputs, numbers, benchmarks)
     blocks.append(_modes(inputs, benchmarks))
     blocks.append(

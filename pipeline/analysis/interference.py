@@ -1,0 +1,159 @@
+"""The interference watch read back: which measured windows had other work beside them.
+
+Collection takes a reading on each host of a measured window before and after it
+(``pipeline.collect.watch``) and stores the difference per window and host in the runs table
+(``watch``). Here a window is *flagged* when on any of its hosts
+
+- other processes used more than ``cpus`` CPUs on average (``analysis.interference_cpus``),
+- steal took more than ``steal`` of the host's CPU capacity (``analysis.interference_steal``),
+- or the fixed-work probe beside it took more than ``probe`` times its median on that host
+  in the campaign (``analysis.interference_probe``).
+
+The rule, one for the whole study: a flagged window is kept in every estimate and shown here
+(the table names each campaign's flagged windows and what ran beside them, the figure shows the
+contamination over the campaign's time). Dropping windows would change which runs pair up
+and could drop a mode whose own helper process the watch does not know; keeping them, with
+the count beside the tables, leaves the reader the judgement.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from pipeline.analysis import schema
+
+WINDOW = ["environment", "benchmark", "campaign", "run", "mode", "path", "variant", "rep"]
+COLUMNS = [*WINDOW, "host", "t_ns", "seconds", "cpus", "other_cpus", "busy_share",
+           "steal_share", "softirq_share", "probe_before_ms", "probe_after_ms", "top",
+           "error"]  # fmt: skip
+SUMMARY_COLUMNS = ["environment", "benchmark", "campaign", "windows", "flagged",
+                   "flagged_share", "other_cpus_median", "other_cpus_max", "steal_share_max",
+                   "probe_ratio_max", "beside_flagged", "readings_failed"]  # fmt: skip
+CAPTION = (
+    "Interference watch: per campaign, the measured windows, those flagged (other processes, "
+    "steal or a slowed fixed-work probe above the thresholds of params.yaml on a host the "
+    "window used), the CPUs other processes used (median and largest window), and what ran "
+    "beside the flagged windows. Flagged windows are kept in every estimate."
+)
+
+
+def windows(raw_dir: Path | str) -> pd.DataFrame:
+    """Every watched window and host of every benchmark collected under ``raw_dir``."""
+    rows = []
+    for base in sorted(Path(raw_dir).glob("*/*/runs.parquet")):
+        runs = schema.read_table(base, "runs").to_pandas()
+        for r in runs.loc[runs["watch"].notna()].itertuples():
+            for entry in json.loads(r.watch):
+                keys = {k: getattr(r, k) for k in WINDOW if k != "rep"}
+                rows.append({**keys, **entry})
+    frame = pd.DataFrame(rows)
+    for column in COLUMNS:
+        if column not in frame:
+            frame[column] = None
+    return frame[COLUMNS]
+
+
+def flag(watched: pd.DataFrame, cpus: float, steal: float, probe: float) -> pd.DataFrame:
+    """``watched`` with ``probe_ratio`` (the slower probe beside the window over the host's
+    campaign median), ``flagged`` and ``why`` per window and host."""
+    out = watched.copy()
+    read = out["error"].isna()
+    slower = out[["probe_before_ms", "probe_after_ms"]].astype(float).max(axis=1)
+    median = out.loc[read].groupby(["campaign", "host"])["probe_before_ms"].transform("median")
+    out["probe_ratio"] = (slower / median).where(read)
+    reasons = {
+        f"other processes > {cpus:g} CPUs": out["other_cpus"].astype(float) > cpus,
+        f"steal > {steal:.0%}": out["steal_share"].astype(float) > steal,
+        f"probe > {probe:g}x its median": out["probe_ratio"] > probe,
+    }
+    out["why"] = [
+        "; ".join(name for name, hit in reasons.items() if hit.iloc[i])
+        for i in range(len(out))
+    ]
+    out["flagged"] = out["why"] != ""
+    return out
+
+
+def flagged_windows(flags: pd.DataFrame) -> pd.DataFrame:
+    """One row per measured window: flagged when any of its hosts was."""
+    per = flags.groupby(WINDOW, dropna=False).agg(
+        flagged=("flagged", "any"), t_ns=("t_ns", "min"),
+        other_cpus=("other_cpus", "max"), why=("why", lambda w: "; ".join(sorted(set(w) - {""}))),
+    )  # fmt: skip
+    return per.reset_index()
+
+
+def summary(flags: pd.DataFrame) -> pd.DataFrame:
+    """Per campaign: windows, flagged ones and what ran beside them."""
+    rows = []
+    per_window = flagged_windows(flags)
+    for (env, bench, campaign), group in flags.groupby(["environment", "benchmark", "campaign"]):
+        mine = per_window[per_window["campaign"] == campaign]
+        read = group[group["error"].isna()]
+        beside = read.loc[read["flagged"], "top"].dropna()
+        names = pd.Series([t.split(" ")[0] for tops in beside for t in tops.split(", ") if t])
+        rows.append({
+            "environment": env, "benchmark": bench, "campaign": campaign,
+            "windows": len(mine), "flagged": int(mine["flagged"].sum()),
+            "flagged_share": float(mine["flagged"].mean()) if len(mine) else None,
+            "other_cpus_median": read["other_cpus"].astype(float).median(),
+            "other_cpus_max": read["other_cpus"].astype(float).max(),
+            "steal_share_max": read["steal_share"].astype(float).max(),
+            "probe_ratio_max": read["probe_ratio"].max(),
+            "beside_flagged": ", ".join(names.value_counts().index[:3]),
+            "readings_failed": int(group["error"].notna().sum()),
+        })  # fmt: skip
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+def table(summary_frame: pd.DataFrame) -> pd.DataFrame:
+    """The article's table: one row per campaign."""
+    return pd.DataFrame({
+        "Benchmark": summary_frame["benchmark"],
+        "Environment": summary_frame["environment"],
+        "Windows": summary_frame["windows"],
+        "Flagged": [f"{f} ({s:.0%})" if s == s else "n/a"
+                    for f, s in zip(summary_frame["flagged"], summary_frame["flagged_share"],
+                                    strict=True)],
+        "Other CPUs, median / max": [
+            f"{a:.2f} / {b:.2f}" for a, b in zip(summary_frame["other_cpus_median"],
+                                                 summary_frame["other_cpus_max"], strict=True)
+        ],
+        "Steal, max": [f"{v:.1%}" for v in summary_frame["steal_share_max"]],
+        "Probe, max x median": [f"{v:.2f}" for v in summary_frame["probe_ratio_max"]],
+        "Beside flagged windows": summary_frame["beside_flagged"].replace("", "-"),
+        "Readings failed": summary_frame["readings_failed"],
+    })  # fmt: skip
+
+
+def figure(flags: pd.DataFrame, cpus: float):
+    """Other processes' CPUs per measured window over each campaign's time, flagged windows
+    marked, the threshold as a rule; one panel per benchmark."""
+    import altair as alt
+
+    per = flagged_windows(flags).dropna(subset=["t_ns"]).copy()
+    start = per.groupby("campaign")["t_ns"].transform("min")
+    per["minutes"] = (per["t_ns"].astype(float) - start.astype(float)) / 60e9
+    per["other_cpus"] = per["other_cpus"].astype(float)
+    per["window"] = per["flagged"].map({True: "flagged", False: "clean"})
+    points = alt.Chart().mark_point(filled=True, size=18).encode(
+        x=alt.X("minutes:Q", title="minutes since the campaign's first window"),
+        y=alt.Y("other_cpus:Q", title="CPUs used by other processes"),
+        color=alt.Color("window:N", scale=alt.Scale(domain=["clean", "flagged"],
+                                                    range=["#9ecae1", "#d62728"])),
+        tooltip=["benchmark", "mode", "path", "variant", "run", "rep", "other_cpus", "why"],
+    )  # fmt: skip
+    per["threshold"] = cpus
+    rule = alt.Chart().mark_rule(strokeDash=[4, 3]).encode(y="threshold:Q")
+    chart = alt.layer(points, rule, data=per).facet(
+        row=alt.Row("benchmark:N", title=None)
+    ).resolve_scale(x="independent")
+    caption = (
+        f"Interference watch: CPUs used by processes other than the study's during each "
+        f"measured window (the largest over the window's hosts), over each campaign's time; "
+        f"red windows are flagged; the dashed line is the {cpus:g}-CPU threshold."
+    )
+    return chart, caption

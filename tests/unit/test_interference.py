@@ -1,0 +1,182 @@
+"""The interference watch: readings parsed and differenced with known answers, a real CPU
+hog seen by a real reading of this machine's /proc, and the analysis's flags and counts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import pandas as pd
+import pytest
+
+from pipeline.analysis import interference, schema
+from pipeline.collect import watch
+
+HZ = 100
+
+
+def _text(t_s: float, probe_ms: float, busy: int, steal: int, softirq: int, procs: dict) -> str:
+    """A reading as reading_command prints it, on 4 CPUs; procs: (pid, start) -> (ticks, comm)."""
+    user = busy - steal - softirq
+    lines = [f"cpu {HZ} 4 {int(t_s * 1e9)} {int(probe_ms * 1e6)} "
+             f"{user} 0 0 9999 5 0 {softirq} {steal} 0 0"]  # fmt: skip
+    lines += [f"pid {p} {s} {t} {c}" for (p, s), (t, c) in procs.items()]
+    return "\n".join(lines) + "\n"
+
+
+def test_parse_reads_the_counters_and_the_other_processes():
+    r = watch.parse(_text(10, 12.5, 500, 20, 30, {(7, 100): (40, "make")}))
+    assert (r.hz, r.cpus, r.t_ns, r.probe_ns) == (HZ, 4, 10_000_000_000, 12_500_000)
+    assert (r.busy, r.steal, r.softirq) == (500, 20, 30)
+    assert r.others == {(7, 100): (40, "make")}
+
+
+@pytest.mark.parametrize("text", ["", "garbage\n", "pid 1 2 3 x\n", "cpu 0 4 1 1 0 0 0 0\n"])
+def test_a_bad_reading_is_a_value_error(text):
+    with pytest.raises(ValueError):
+        watch.parse(text)
+
+
+def test_interference_counts_what_others_used_in_the_window():
+    before = watch.parse(_text(10, 10, 1000, 0, 0, {
+        (7, 100): (40, "make"),       # runs through: +150 ticks
+        (8, 101): (10, "idle-daemon"),  # runs through, no time
+        (9, 102): (500, "gone"),      # exited in the window: not seen
+        (11, 50): (70, "old"),        # its pid is reused by another process below
+    }))  # fmt: skip
+    after = watch.parse(_text(12, 30, 1800, 40, 80, {
+        (7, 100): (190, "make"),
+        (8, 101): (10, "idle-daemon"),
+        (10, 1100): (50, "new"),      # started in the window: counts whole
+        (11, 1150): (30, "reused"),   # a new process with an old pid: counts whole
+    }))  # fmt: skip
+    got = watch.interference(before, after)
+    # (150 + 50 + 30) ticks over 2 s at 100 ticks/s = 1.15 CPUs
+    assert got["other_cpus"] == pytest.approx(1.15)
+    assert got["seconds"] == 2.0 and got["cpus"] == 4
+    assert got["busy_share"] == pytest.approx(800 / (HZ * 2 * 4))
+    assert got["steal_share"] == pytest.approx(40 / 800)
+    assert got["softirq_share"] == pytest.approx(80 / 800)
+    assert (got["probe_before_ms"], got["probe_after_ms"]) == (10, 30)
+    assert got["top"] == "make 0.75, new 0.25, reused 0.15"
+
+
+def test_interference_needs_time_to_pass():
+    r = watch.parse(_text(10, 10, 1000, 0, 0, {}))
+    with pytest.raises(ValueError):
+        watch.interference(r, r)
+
+
+def _read(study: set[str]) -> watch.Reading:
+    out = subprocess.run(["bash", "-c", watch.reading_command(study)], capture_output=True,
+                         text=True, timeout=30, check=True)  # fmt: skip
+    return watch.parse(out.stdout)
+
+
+def test_a_real_reading_sees_a_cpu_hog_and_not_a_study_process():
+    """On this machine: a shell loop burning one CPU for ~1.5 s between two readings is seen
+    as other work, by name; the same loop named as the study's is not."""
+    hog = ["timeout", "1.5", "sh", "-c", "while :; do :; done"]
+    for study, seen in ((set(), True), ({"sh"}, False)):
+        before = _read(study)
+        proc = subprocess.Popen(hog)
+        time.sleep(1.0)
+        after = _read(study)
+        proc.wait(timeout=10)
+        got = watch.interference(before, after)
+        hog_cpus = sum(float(t.split()[1]) for t in got["top"].split(", ")
+                       if t.startswith("sh "))  # fmt: skip
+        if seen:
+            assert hog_cpus > 0.3, got
+        else:
+            assert hog_cpus == 0, got
+        # the clock and the counters are read a process start apart
+        assert got["probe_before_ms"] > 0 and 0 <= got["busy_share"] <= 1.05
+
+
+def test_the_study_list_holds_each_benchmarks_tools():
+    from pipeline.benchmarks import BENCHMARKS
+
+    names = {n: b().watch_commands() for n, b in BENCHMARKS.items()}
+    assert "iperf3" in names["throughput"] and "sockperf" in names["latency"]
+    assert {"co-loadgen", "nginx"} <= names["http"] and {"wrk", "haproxy"} <= names["lb"]
+    assert "python3" in names["coldstart"]  # its timer is an uploaded script
+    assert all(len(n) <= 15 for found in names.values() for n in found)
+    assert "sshd" in watch.STUDY_COMMANDS and "sh" not in watch.STUDY_COMMANDS
+
+
+# ---- the analysis ------------------------------------------------------------------------
+
+
+def _entry(rep: int, host: str, t_s: float, other: float, probe: float = 10.0,
+           steal: float = 0.0) -> dict:  # fmt: skip
+    return {"rep": rep, "host": host, "t_ns": int(t_s * 1e9), "seconds": 1.0, "cpus": 2,
+            "other_cpus": other, "busy_share": 0.5, "steal_share": steal, "softirq_share": 0.01,
+            "probe_before_ms": probe, "probe_after_ms": probe,
+            "top": f"hog {other:.2f}" if other else ""}  # fmt: skip
+
+
+def _raw(tmp_path) -> None:
+    """A throughput dataset of 4 steps, each watched on two hosts: step (2, docker-bridge)
+    had a 1-CPU hog beside it, step (2, native) a slow probe on its client, step (1,
+    docker-bridge) 10% steal; one reading failed."""
+    rows = []
+    for i, (run, mode) in enumerate([(1, "native"), (1, "docker-bridge"), (2, "native"),
+                                     (2, "docker-bridge")]):  # fmt: skip
+        hog = 1.0 if (run, mode) == (2, "docker-bridge") else 0.02
+        slow = 50.0 if (run, mode) == (2, "native") else 10.0
+        steal = 0.10 if (run, mode) == (1, "docker-bridge") else 0.0
+        entries = [_entry(1, "node1", 10 * i, hog, steal=steal),
+                   _entry(1, "dc-client", 10 * i, 0.01, probe=slow)]  # fmt: skip
+        if i == 0:
+            entries.append({"rep": 1, "host": "inet-client", "error": "no reading: timed out"})
+        rows.append({"environment": "lab", "campaign": "c1", "benchmark": "throughput",
+                     "run": run, "order": 1, "mode": mode, "path": "dc", "variant": "tcp",
+                     "status": "ok", "watch": json.dumps(entries)})  # fmt: skip
+    path = tmp_path / "throughput" / "lab" / "runs.parquet"
+    schema.write_table(schema.to_table(rows, schema.RUNS), path)
+
+
+def test_flags_follow_the_thresholds(tmp_path):
+    _raw(tmp_path)
+    watched = interference.windows(tmp_path)
+    assert len(watched) == 9 and watched["error"].notna().sum() == 1
+    flags = interference.flag(watched, cpus=0.25, steal=0.05, probe=2.0)
+    per = interference.flagged_windows(flags).set_index(["run", "mode"])
+    assert per.loc[(2, "docker-bridge"), "why"] == "other processes > 0.25 CPUs"
+    assert per.loc[(2, "native"), "why"] == "probe > 2x its median"
+    assert per.loc[(1, "docker-bridge"), "why"] == "steal > 5%"
+    assert not per.loc[(1, "native"), "flagged"]
+    # with looser thresholds only the hog remains
+    loose = interference.flag(watched, cpus=0.25, steal=0.5, probe=10.0)
+    per = interference.flagged_windows(loose).set_index(["run", "mode"])
+    assert per["flagged"].sum() == 1 and per.loc[(2, "docker-bridge"), "flagged"]
+
+
+def test_summary_table_and_figure(tmp_path):
+    _raw(tmp_path)
+    flags = interference.flag(interference.windows(tmp_path), cpus=0.25, steal=0.05, probe=2.0)
+    summary = interference.summary(flags)
+    (row,) = summary.itertuples()
+    assert (row.windows, row.flagged, row.readings_failed) == (4, 3, 1)
+    assert row.other_cpus_max == 1.0 and row.steal_share_max == 0.10
+    assert row.probe_ratio_max == pytest.approx(5.0)
+    assert row.beside_flagged.startswith("hog")
+    table = interference.table(summary)
+    assert table.loc[0, "Flagged"] == "3 (75%)" and table.loc[0, "Readings failed"] == 1
+    chart, caption = interference.figure(flags, 0.25)
+    spec = chart.to_dict()
+    assert "0.25-CPU threshold" in caption and spec["facet"]["row"]["field"] == "benchmark"
+
+
+def test_no_watch_gives_empty_frames(tmp_path):
+    rows = [{"environment": "lab", "campaign": "c0", "benchmark": "cpu", "run": 1,
+             "mode": "native", "path": "host", "variant": "1thread", "status": "ok"}]
+    schema.write_table(schema.to_table(rows, schema.RUNS), tmp_path / "cpu" / "lab" /
+                       "runs.parquet")  # fmt: skip
+    watched = interference.windows(tmp_path)
+    assert watched.empty and list(watched.columns) == interference.COLUMNS
+    flags = interference.flag(watched, 0.25, 0.05, 2.0)
+    assert interference.summary(flags).empty
+    assert isinstance(flags, pd.DataFrame)
