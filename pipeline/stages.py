@@ -220,6 +220,17 @@ def fixed_stages(params: Params) -> list[Stage]:
                   outs=["data/processed/environments", "figures/environments",
                         *_tables(["environments"])],
                   figures=["figures/environments/environments.png"]))  # fmt: skip
+    # Every summary's comparisons with native (a new benchmark's count without an edit here), and
+    # the environment comparison's native rows: the VM's place on the spectrum.
+    summaries = [o for st in summary_stages() for o in st.outs
+                 if isinstance(o, str) and o.startswith("data/processed/")]  # fmt: skip
+    if len(params.environments) >= 2:
+        summaries.append("data/processed/environments")
+    stages.append(
+        Stage("compare-spectrum", "notebooks/analysis/34-compare-spectrum.ipynb",
+              f"{EXECUTED}/compare-spectrum.ipynb", deps=["data/raw", *summaries],
+              outs=["data/processed/spectrum", "figures/spectrum", *_tables(["spectrum"])],
+              figures=["figures/spectrum/spectrum.png"]))  # fmt: skip
     stages += [
         Stage("summarise-noise", "notebooks/analysis/32-summarise-noise.ipynb",
               f"{EXECUTED}/summarise-noise.ipynb", deps=["data/raw"],
@@ -381,6 +392,10 @@ def parameters(stage: Stage, params: Params, environment: str | None) -> dict:
                       confidence=raw["analysis"]["confidence"],
                       multiplicity=raw["analysis"]["multiplicity"],
                       **{f"margin_{k}": v for k, v in raw["common"]["margins"].items()})
+    elif stage.name == "compare-spectrum":
+        values.update(raw_dir="data/raw", summaries_dir="data/processed",
+                      processed_dir="data/processed/spectrum", figures_dir="figures/spectrum",
+                      tables_dir=TABLES)  # fmt: skip
     elif stage.name == "replicate-articles":
         values.update(published_csv="data/reference/published.csv",
                       processed_dir="data/processed", tables_dir=TABLES,

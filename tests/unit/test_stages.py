@@ -134,3 +134,20 @@ def test_environments_are_compared_only_when_there_are_two(params):
     assert "data/raw/throughput" in spec["deps"]
     assert "pipeline/analysis/environments.py" in spec["deps"]
     assert "environments" in spec["params"]
+
+
+def test_the_spectrum_reads_every_summary_and_the_vm_when_compared(params):
+    spec = yaml.safe_load(stages.render(params))["stages"]["compare-spectrum"]
+    summaries = {f"data/processed/{s.name.removeprefix('summarise-')}"
+                 for s in stages.summary_stages()}  # fmt: skip
+    assert summaries <= set(spec["deps"]) and "data/processed/environments" not in spec["deps"]
+    assert "pipeline/analysis/spectrum.py" in spec["deps"]
+    assert "data/processed/spectrum" in spec["outs"]
+    raw = copy.deepcopy(params.raw)
+    raw["environments"] = {"lab": raw["environments"]["lab"],
+                           "lab-vm": "inventory/example-hosts.yaml"}  # fmt: skip
+    other = params_mod.Params(raw=raw, profile=params.profile)
+    spec = yaml.safe_load(stages.render(other))["stages"]["compare-spectrum"]
+    assert "data/processed/environments" in spec["deps"]
+    stage = stages.find("compare-spectrum", other)
+    assert set(stages.parameters(stage, other, None)) == _declared(ROOT / stage.notebook)

@@ -32,6 +32,7 @@ RANK = "distribution-free order-statistic interval of the median across runs"
 RATIO_T = "paired t interval of the per-run log ratios (runs both measured)"
 RUN_T = "t interval over runs of the per-run percentiles (log scale)"
 SHIFT_T = "paired t interval of the per-run differences (runs both measured)"
+WELCH_T = "Welch t interval of the two environments' per-run log values"
 _TABLE_RULE = re.compile(r"^\|(?: *:?-{3,}:? *\|)+\s*$", re.M)
 
 

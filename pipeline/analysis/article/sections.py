@@ -11,6 +11,7 @@ A section whose data does not exist says so and names the stage that would produ
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,13 +20,14 @@ import pandas as pd
 
 from pipeline.analysis import coldstart as coldstart_analysis
 from pipeline.analysis import footprint as footprint_analysis
-from pipeline.analysis.article.comparisons import Comparison, comparisons
+from pipeline.analysis.article.comparisons import MEASURES, Comparison, comparisons
 from pipeline.analysis.article.inputs import (
     BASELINE,
     RANK,
     RATIO_T,
     RUN_T,
     SHIFT_T,
+    WELCH_T,
     Inputs,
     col,
     figure_blocks,
@@ -604,6 +606,70 @@ def _orchestration(inputs: Inputs, numbers: Numbers) -> list[str] | None:
     return paragraphs
 
 
+def _spectrum(inputs: Inputs, numbers: Numbers) -> list[str] | None:
+    """Per mode of the isolation spectrum, in its order (pipeline.analysis.spectrum): where it
+    was measured, its verdicts and its furthest point from native on the figure (the one ratio
+    or p50 of each panel); then the spectrum's modes that were not measured."""
+    found = inputs.summary("spectrum", "spectrum")
+    if found is None:
+        return None
+    table, source = found
+    shown = table[table["statistic"].isna() | (table["statistic"] == "p50")]
+    if shown.empty:
+        return ["No benchmark measured a mode of the isolation spectrum in this campaign."]
+    lines = ["Each mode of the isolation spectrum against native, from native to the VM, over "
+             "the figure's panels (each benchmark's one ratio, or its p50):", ""]  # fmt: skip
+    several = table["environment"].nunique() > 1
+    for _, part in shown.groupby("rank", sort=True):
+        first = part.iloc[0]
+        vm = first["isolation"] == "VM"
+        name = first["environment"] if vm else f"{first['environment']}.{first['mode']}"
+        key = f"spectrum.{'vm.' if vm else ''}{name}"
+        n = numbers.add(f"{key}.comparisons", len(part), "comparisons", source)
+        benchmarks = numbers.add(f"{key}.benchmarks", part["benchmark"].nunique(), "benchmarks",
+                                 source)  # fmt: skip
+        sizes = (part["ratio"].astype(float).map(lambda r: abs(math.log(r)) if r > 0
+                                                 else math.inf))  # fmt: skip
+        far = part.loc[sizes.idxmax()]
+        pct = numbers.add(
+            f"{key}.furthest.{far['benchmark']}.{far['path']}.{far['metric']}.pct_of_native",
+            100 * far["ratio"], "% of native", source, 100 * far["lo"], 100 * far["hi"],
+            col(far, "confidence"), RATIO_T if not vm else WELCH_T,
+        )  # fmt: skip
+        counts = []
+        for verdict, k in part["verdict"].dropna().value_counts().items():
+            slug = str(verdict).replace(" ", "_")
+            counts.append(f"{numbers.add(f'{key}.n_{slug}', int(k), 'comparisons', source).text()}"
+                          f" {verdict}")  # fmt: skip
+        if vm:
+            what = (f"VM (`{first['environment']}`'s native against "
+                    f"`{first['reference']}`'s)")  # fmt: skip
+        else:
+            where = f", in `{first['environment']}`" if several else ""
+            what = (f"{label(first['mode'])} (`{first['mode']}`; {first['isolation']}, "
+                    f"{first['privilege']}{where})")  # fmt: skip
+        measure = MEASURES.get(far["benchmark"], far["benchmark"])
+        stat = f" {far['statistic']}" if isinstance(far["statistic"], str) else ""
+        lines.append(
+            f"- {what}: {n.text()} comparison{'s' * (n.value != 1)} in {benchmarks.text()} "
+            f"benchmark{'s' * (benchmarks.value != 1)}"
+            + (f" ({', '.join(counts)})" if counts else "")
+            + f"; furthest from native: {measure}{stat} (`{far['variant']}`) {on_path(far['path'])}"
+            f" at {pct.with_ci('%')} of native."
+        )  # fmt: skip
+    paragraphs = ["\n".join(lines)]
+    missing = inputs.summary("spectrum", "spectrum_not_measured")
+    if missing is not None:
+        frame, _ = missing
+        drawn = set(table["mode"].where(table["isolation"] != "VM", "VM"))
+        absent = [m for m in dict.fromkeys(frame["mode"]) if m not in drawn]
+        if absent:
+            names = [f"{label(m)} (`{m}`)" if m != "VM" else "the VM (one environment: a second, "
+                     "a VM's inventory, adds it)" for m in absent]  # fmt: skip
+            paragraphs.append("Not measured in this campaign: " + "; ".join(names) + ".")
+    return paragraphs
+
+
 def section(
     key: str,
     title: str,
@@ -668,6 +734,14 @@ SECTIONS: dict[str, Section] = {
         claims=["density"],
     ),
     "orchestration": section("orchestration", "Swarm orchestration", _orchestration),
+    "spectrum": section(
+        "spectrum",
+        "The isolation spectrum",
+        _spectrum,
+        raw=None,
+        collect=None,
+        analyse="compare-spectrum",
+    ),
     "replication": section(
         "replication",
         "Replication of the five articles",
