@@ -126,3 +126,62 @@ def test_analysis_time_tells_changed_numbers_from_changed_figures():
     numbers, figures = analysis_time.compare(after, before)
     assert numbers == ["reports/metrics.json", "reports/tables/noise.csv"]
     assert figures == ["figures/cpu/cpu.png"]
+
+
+def _tcp_samples(windows: dict):
+    """Samples of measured TCP windows: {(mode, run): (received bit/s, [interval bit/s])}."""
+    import pandas as pd
+
+    rows = []
+    for (mode, run), (received, intervals) in windows.items():
+        key = {"environment": "lab", "mode": mode, "path": "dc", "run": run, "rep": 1,
+               "variant": "tcp", "warmup": False}  # fmt: skip
+        rows.append({**key, "metric": "tcp_throughput_received", "sample": 0, "value": received})
+        rows += [{**key, "metric": "tcp_throughput", "sample": i, "value": v}
+                 for i, v in enumerate(intervals)]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_throughput_estimators_treat_the_start_as_stated():
+    from harness import throughput_estimators as te
+
+    # a slow start (half rate for the first interval), then steady at 10
+    samples = _tcp_samples({("native", 1): (9.0, [5.0, 10.0, 10.0, 10.0, 9.0])})
+    (w,) = te.per_window(samples).itertuples()
+    assert w.received == 9.0 and w.interval_median == 10.0
+    assert w.trimmed_mean == pytest.approx(39 / 4) and w.steady_mean == pytest.approx(39 / 4)
+    # a steady window is kept whole by the transient detector
+    steady = _tcp_samples({("native", 1): (9.0, [10.0, 9.0, 10.0])})
+    (w,) = te.per_window(steady).itertuples()
+    assert w.steady_mean == pytest.approx(29 / 3) and w.trimmed_mean == pytest.approx(19 / 2)
+
+
+def test_throughput_estimator_rule_needs_both_known_answers():
+    import json
+
+    import pandas as pd
+
+    from harness import throughput_estimators as te
+    from pipeline.analysis.instrument import tbf_goodput_mbit
+
+    truth = tbf_goodput_mbit(100, 1500, "tcp") * 1e6
+    windows = {}
+    for run, (noise, start) in enumerate([(1.00, 0.5), (1.01, 0.6), (0.99, 0.5), (1.0, 0.7)], 1):
+        # native and its twin: steady intervals, received totals noisier (slow starts)
+        windows[("native", run)] = (10e9 * noise, [10e9, 10e9, 10e9])
+        windows[("native-aa", run)] = (10e9 * (2 - noise), [10e9, 10e9, 10e9])
+        # the cap: received at the truth, the sender's intervals over it at the start
+        windows[("native-tbf", run)] = (truth, [truth / start, truth, truth])
+    runs = pd.DataFrame([{"mode": "native-tbf", "variant": "tcp",
+                          "notes": json.dumps({"mtu": 1500, "tbf_rate_mbit": 100})}])  # fmt: skip
+    table = te.criteria(te.per_run(te.per_window(_tcp_samples(windows))), runs)
+    assert table.loc["received", "tbf_error_pct"] == pytest.approx(0, abs=1e-9)
+    assert table.loc["interval_median", "tbf_error_pct"] == pytest.approx(0, abs=1e-9)
+    assert table.loc["trimmed_mean", "tbf_error_pct"] == pytest.approx(0, abs=1e-9)
+    assert table.loc["steady_mean", "aa_sd_pct"] == 0 and table.loc["received", "aa_sd_pct"] > 0
+    chosen, why = te.choose(table)
+    assert chosen in ("interval_median", "trimmed_mean", "steady_mean"), why
+    # too few A/A runs: no choice
+    few = {k: v for k, v in windows.items() if k[1] <= 2}
+    table = te.criteria(te.per_run(te.per_window(_tcp_samples(few))), runs)
+    assert te.choose(table)[0] is None
