@@ -40,14 +40,27 @@ CAPTION = (
 )
 
 
+# collections beside the study's own (data/raw/<collection>/.../<benchmark>/<environment>/)
+COLLECTIONS = {"instrument": "instrument check", "wan_calibration": "WAN calibration"}
+
+
 def windows(raw_dir: Path | str) -> pd.DataFrame:
-    """Every watched window and host of every benchmark collected under ``raw_dir``."""
+    """Every watched window and host of every campaign collected under ``raw_dir``: the
+    benchmarks' own and those of the instrument check and the WAN calibration (their
+    benchmark named with the collection); earlier campaigns moved aside are not read."""
     rows = []
-    for base in sorted(Path(raw_dir).glob("*/*/runs.parquet")):
+    raw = Path(raw_dir)
+    for base in sorted(raw.rglob("runs.parquet")):
+        parts = base.relative_to(raw).parts
+        if "superseded" in parts or "parts" in parts:
+            continue
+        within = next((COLLECTIONS[p] for p in parts if p in COLLECTIONS), None)
         runs = schema.read_table(base, "runs").to_pandas()
         for r in runs.loc[runs["watch"].notna()].itertuples():
             for entry in json.loads(r.watch):
                 keys = {k: getattr(r, k) for k in WINDOW if k != "rep"}
+                if within:
+                    keys["benchmark"] = f"{keys['benchmark']} ({within})"
                 rows.append({**keys, **entry})
     frame = pd.DataFrame(rows)
     for column in COLUMNS:

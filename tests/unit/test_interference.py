@@ -138,6 +138,20 @@ def _raw(tmp_path) -> None:
     schema.write_table(schema.to_table(rows, schema.RUNS), path)
 
 
+def test_the_instrument_checks_campaigns_are_read_and_earlier_ones_are_not(tmp_path):
+    _raw(tmp_path)
+    nested = tmp_path / "instrument" / "lab" / "throughput" / "lab"
+    nested.mkdir(parents=True)
+    (tmp_path / "throughput" / "lab" / "runs.parquet").rename(nested / "runs.parquet")
+    aside = tmp_path / "throughput" / "lab" / "superseded" / "c0"
+    _raw(tmp_path)  # the main campaign again, and a copy moved aside
+    aside.mkdir(parents=True)
+    (aside / "runs.parquet").write_bytes((nested / "runs.parquet").read_bytes())
+    watched = interference.windows(tmp_path)
+    assert watched["benchmark"].value_counts().to_dict() == {
+        "throughput": 9, "throughput (instrument check)": 9}
+
+
 def test_flags_follow_the_thresholds(tmp_path):
     _raw(tmp_path)
     watched = interference.windows(tmp_path)
