@@ -92,8 +92,8 @@ jupyter: setup ## JupyterLab on the study with the project's kernel
 
 # Kubernetes, built from the Go module proxy at the release in tools/kubernetes/VERSION (why that
 # release: docs/kubernetes.md) into /var/cache/container-overhead-lab/kubernetes/<version>/, with
-# Go 1.26 from /usr/local/go, at nice 19 and one package at a time: about 25 minutes on 2 cores
-# the first time, then cached. Not part of `make demo` or `make test`. The packages the
+# Go 1.26 from /usr/local/go, at nice 19 and one package at a time: about 10 minutes on 2 cores
+# the first time (about 5 GB of caches), then cached. Not part of `make demo` or `make test`. The packages the
 # single-node cluster uses; etcd runs only inside that cluster, never as the packaged service.
 KUBERNETES_APT_PACKAGES := containerd runc containernetworking-plugins etcd-server busybox-static \
 	openssl curl iptables

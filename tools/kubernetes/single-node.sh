@@ -7,7 +7,8 @@
 # workload's image are built here and imported: no registry is needed.
 #
 # Usage: tools/kubernetes/single-node.sh up | smoke | status | down
-#   up      bring the cluster up (needs root; `make kubernetes` first)
+#   up      bring the cluster up (needs root; `make kubernetes` first); after a failed up,
+#           read the logs in /run/co-k8s/NAME/log, then run down
 #   smoke   a pod from a local image (busybox httpd) and a ClusterIP Service in front of it;
 #           both are asked for a page from the node's namespace, then the pod is deleted
 #   status  which processes run, the node's condition
@@ -92,8 +93,9 @@ check_inputs() {
 }
 
 make_netns() {
-  [ -e "/run/netns/$NS" ] && die "namespace $NS exists: run '$0 down' first"
+  [ -e "/run/netns/$NS" ] && die "namespace $NS exists: run '$0 down' first, or name another"
   ip netns add "$NS"
+  touch "$STATE/made-netns"  # down deletes only a namespace that up made
   ip -n "$NS" link set lo up
   # The node's address, on a veth pair whose both ends stay in the namespace (this kernel has
   # no dummy device). The default route, for the components that look for the node's address
@@ -290,6 +292,7 @@ node_ready() {
 
 up() {
   check_inputs
+  trap '[ $? = 0 ] || echo "single-node.sh: up failed: logs in $RUN/log; then run: $0 down" >&2' EXIT
   local t0=$SECONDS
   mkdir -p "$STATE" "$RUN"
   make_netns
@@ -456,7 +459,7 @@ down() {
     while IFS= read -r kv; do sysctl -qw "$kv" || true; done <"$STATE/sysctl.saved"
   fi
   # The namespace goes with its iptables rules, bridge and veths.
-  [ -e "/run/netns/$NS" ] && ip netns delete "$NS"
+  if [ -f "$STATE/made-netns" ] && [ -e "/run/netns/$NS" ]; then ip netns delete "$NS"; fi
   rm -rf "$STATE" "$RUN"
   rmdir /var/lib/co-k8s /run/co-k8s 2>/dev/null || true
   leftovers
@@ -464,7 +467,7 @@ down() {
 
 leftovers() {
   local left=0 h
-  [ -e "/run/netns/$NS" ] && { echo "left: namespace $NS"; left=1; }
+  [ -e "/run/netns/$NS" ] && { echo "left: namespace $NS (not made by up, or not deleted)"; left=1; }
   grep -qE " ($STATE|$RUN)" /proc/self/mounts && { echo "left: mounts under $STATE or $RUN"; left=1; }
   for h in /sys/fs/cgroup/*/; do
     [ -d "$h$CGROUP_ROOT" ] && { echo "left: cgroup $h$CGROUP_ROOT"; left=1; }
