@@ -3,8 +3,9 @@
 # tools/kubernetes/build.sh cached: etcd (Debian's etcd-server), kube-apiserver,
 # kube-controller-manager, kube-scheduler, a kubelet with a containerd of its own (own config,
 # root, state and socket: the system's containerd and the lab's dockerds are not touched),
-# Debian's bridge CNI plugin and kube-proxy in iptables mode. The pause image and the test
-# workload's image are built here and imported: no registry is needed.
+# Debian's bridge CNI plugin and kube-proxy in iptables mode. The processes share a mount
+# namespace of their own (make_mountns). The pause image and the test workload's image are
+# built here and imported: no registry is needed. docs/kubernetes.md says why each setting.
 #
 # Usage: tools/kubernetes/single-node.sh up | smoke | status | down
 #   up      bring the cluster up (needs root; `make kubernetes` first); after a failed up,
@@ -54,11 +55,18 @@ in_ns() { nsenter --net="/run/netns/$NS" "$@"; }
 kubectl() { in_ns "$BIN/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 ctr_() { ctr --address "$SOCK" -n k8s.io "$@"; }
 
-# Start a component in the namespace (nsenter, not `ip netns exec`, which remounts /sys).
+# The node's mount namespace (see make_mountns), held by one sleeping process.
+in_node() {
+  nsenter --mount="/proc/$(cat "$RUN/mountns.pid")/ns/mnt" --net="/run/netns/$NS" "$@"
+}
+
+# Start a component in the namespaces (nsenter, not `ip netns exec`, which remounts /sys).
 start() {
   local name=$1; shift
   mkdir -p "$RUN/log"
-  nsenter --net="/run/netns/$NS" setsid "$@" >"$RUN/log/$name.log" 2>&1 </dev/null &
+  # (nsenter itself in the background, not in_node: $! is then the component's own pid.)
+  nsenter --mount="/proc/$(cat "$RUN/mountns.pid")/ns/mnt" --net="/run/netns/$NS" \
+    setsid "$@" >"$RUN/log/$name.log" 2>&1 </dev/null &
   echo $! >"$RUN/$name.pid"
   log "started $name (pid $!, log $RUN/log/$name.log)"
 }
@@ -109,6 +117,49 @@ make_netns() {
   in_ns sysctl -qw net.ipv4.conf.k8s0-end.forwarding=0
 }
 
+# cgroup v1 controllers that /proc/self/cgroup lists but that no mount holds (on this machine
+# kind: hugetlb). containerd 1.6 then cannot load any container's cgroups ("loading cgroup for
+# PID: cgroups: cannot find cgroup mount destination") and reports no container metrics.
+unmounted_controllers() {
+  local c
+  for c in $(awk -F: '$2 != "" && $2 !~ /^name=/ {print $2}' /proc/self/cgroup | tr ',' ' '); do
+    awk -v c="$c" '{split($0, f, " - "); split(f[2], t, " ")}
+      t[1] == "cgroup" && index("," t[3] ",", "," c ",") {found = 1} END {exit !found}' \
+      /proc/self/mountinfo || echo "$c"
+  done
+  return 0
+}
+
+# The node's processes share a mount namespace of their own: the host's mounts propagate in
+# (slave), nothing propagates out. There, /sys/fs/cgroup is a tmpfs of its own holding the
+# host's cgroup mounts again plus the controllers that the host leaves unmounted (the kubelet
+# and runc look for a controller at /sys/fs/cgroup/NAME only). Container and pod mounts live
+# in this namespace and go with its last process.
+make_mountns() {
+  local c script pid t0=$SECONDS
+  script="mount -t tmpfs -o mode=755 co-k8s-cgroup /sys/fs/cgroup"
+  while read -r dir type opts; do
+    script+=" && mkdir -p $dir && mount -t $type ${opts:+-o $opts} $type $dir"
+  done < <(awk '{split($0, f, " - "); split(f[1], a, " "); split(f[2], t, " ")}
+    t[1] ~ /^cgroup2?$/ && a[5] ~ "^/sys/fs/cgroup/" {
+      o = t[3]; sub(/^r[wo],?/, "", o); print a[5], t[1], o}' /proc/self/mountinfo)
+  unmounted_controllers >"$RUN/unmounted-controllers"
+  for c in $(cat "$RUN/unmounted-controllers"); do
+    script+=" && mkdir -p /sys/fs/cgroup/$c && mount -t cgroup -o $c cgroup /sys/fs/cgroup/$c"
+  done
+  unshare --mount --propagation slave sh -c "$script && exec sleep infinity" \
+    >"$RUN/mountns.log" 2>&1 </dev/null &
+  pid=$!
+  echo "$pid" >"$RUN/mountns.pid"
+  until [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(readlink -f "$(command -v sleep)")" ]; do
+    kill -0 "$pid" 2>/dev/null || die "mount namespace: $(cat "$RUN/mountns.log")"
+    (( SECONDS - t0 < 10 )) || die "mount namespace: not ready after 10s"
+    sleep 0.1
+  done
+  log "mount namespace held by pid $pid; cgroup controllers added there:" \
+    "$(tr '\n' ' ' <"$RUN/unmounted-controllers")"
+}
+
 # The kubelet (cgroupfs driver) wants its cgroup root to exist in every hierarchy.
 make_cgroups() {
   local h
@@ -120,6 +171,10 @@ make_cgroups() {
       cat "$h/cpuset.mems" >"$h$CGROUP_ROOT/cpuset.mems"
     fi
   done
+  for c in $(cat "$RUN/unmounted-controllers"); do
+    in_node mkdir -p "/sys/fs/cgroup/$c/$CGROUP_ROOT"
+  done
+  return 0
 }
 
 make_pki() {
@@ -296,6 +351,7 @@ up() {
   local t0=$SECONDS
   mkdir -p "$STATE" "$RUN"
   make_netns
+  make_mountns
   make_cgroups
   make_pki
   write_configs
@@ -411,13 +467,14 @@ stop() {
   rm -f "$RUN/$name.pid"
 }
 
-# Processes whose command line names our containerd socket: the runc shims (and so the pods'
-# processes, which they parent).
-our_shims() {
+# Our processes, found by their command line: every component names our state directory, and
+# the runc shims name our containerd socket (the pods' processes are the shims' children).
+our_processes() {
   local f pid
   for f in /proc/[0-9]*/cmdline; do
     pid=${f#/proc/}; pid=${pid%/cmdline}
-    tr '\0' ' ' 2>/dev/null <"$f" | grep -q -- "containerd-shim-runc-v2 .*-address $SOCK" \
+    [ "$pid" = $$ ] && continue
+    tr '\0' ' ' 2>/dev/null <"$f" | grep -qE -- "(--[a-z-]+[ =]$STATE/|-address $SOCK( |$))" \
       && echo "$pid"
   done
   return 0
@@ -441,13 +498,22 @@ down() {
     for c in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks delete -f "$c" >/dev/null 2>&1 || true; done
   fi
   stop containerd
-  for pid in $(our_shims); do kill -9 "$pid" 2>/dev/null || true; done
+  for pid in $(our_processes); do kill -9 "$pid" 2>/dev/null || true; done
   # Mounts under our directories, deepest first (rootfs overlays, shm, pod netns, volumes).
   for m in $(awk -v s="$STATE/" -v r="$RUN/" 'index($2, s) == 1 || index($2, r) == 1 {print $2}' \
       /proc/self/mounts | sort -r); do
     umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
   done
-  # cgroups: our root in every hierarchy, deepest first (empty by now).
+  # cgroups: our root in every hierarchy, deepest first (empty by now); then the hierarchies
+  # mounted in the node's mount namespace, from inside it, before its holder ends.
+  if running mountns; then
+    for c in $(cat "$RUN/unmounted-controllers" 2>/dev/null); do
+      h=/sys/fs/cgroup/$c/$CGROUP_ROOT
+      in_node find "$h" -depth -type d -exec rmdir {} + 2>/dev/null || true
+      if in_node test -d "$h"; then echo "left: cgroup $h (in the node's mount namespace)"; fi
+    done
+  fi
+  stop mountns
   for h in /sys/fs/cgroup/*/; do
     [ -d "$h$CGROUP_ROOT" ] || continue
     find "$h$CGROUP_ROOT" -depth -type d -exec rmdir {} + 2>/dev/null || true
@@ -472,7 +538,7 @@ leftovers() {
   for h in /sys/fs/cgroup/*/; do
     [ -d "$h$CGROUP_ROOT" ] && { echo "left: cgroup $h$CGROUP_ROOT"; left=1; }
   done
-  [ -n "$(our_shims)" ] && { echo "left: shims of $SOCK"; left=1; }
+  [ -n "$(our_processes)" ] && { echo "left: processes $(our_processes | tr '\n' ' ')"; left=1; }
   if (( left )); then return 1; fi
   log "down: nothing left ($NS)"
 }
