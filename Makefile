@@ -11,7 +11,8 @@ APT_PACKAGES := docker.io iperf3 sockperf nginx openssh-server openssh-client ip
 	podman slirp4netns passt rootlesskit uidmap fuse-overlayfs sysbench fio wrk haproxy curl \
 	linux-perf crun runsc sudo
 
-.PHONY: setup demo test test-fast test-unit lint lab-up lab-down lab-status jupyter clean-data bench
+.PHONY: setup demo test test-fast test-unit lint lab-up lab-down lab-status jupyter clean-data bench \
+	kubernetes kubernetes-up kubernetes-smoke kubernetes-down
 
 setup: .make/apt.stamp .make/venv.stamp .make/bin/co-loadgen .make/bin/sockperf ## install everything (idempotent)
 
@@ -88,3 +89,31 @@ bench: setup ## the pipeline measuring itself: every harness/*.py, one summary
 
 jupyter: setup ## JupyterLab on the study with the project's kernel
 	$(VENV)/bin/jupyter lab --allow-root --no-browser --ip 127.0.0.1 notebooks/
+
+# Kubernetes, built from the Go module proxy at the release in tools/kubernetes/VERSION (why that
+# release: docs/kubernetes.md) into /var/cache/container-overhead-lab/kubernetes/<version>/, with
+# Go 1.26 from /usr/local/go, at nice 19 and one package at a time: about 10 minutes on 2 cores
+# the first time (about 5 GB of caches), then cached. Not part of `make demo` or `make test`. The packages the
+# single-node cluster uses; etcd runs only inside that cluster, never as the packaged service.
+KUBERNETES_APT_PACKAGES := containerd runc containernetworking-plugins etcd-server busybox-static \
+	openssl curl iptables
+kubernetes: ## build (or find cached) kubelet, kube-apiserver, ... and the pause binary
+	@missing=$$(for p in $(KUBERNETES_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing: $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends $$missing >/dev/null; \
+	fi
+	@if command -v systemctl >/dev/null && systemctl is-enabled --quiet etcd 2>/dev/null; then \
+	  systemctl disable --now etcd >/dev/null 2>&1 || systemctl disable etcd >/dev/null; \
+	fi
+	tools/kubernetes/build.sh
+
+kubernetes-up: kubernetes ## a single-node cluster in network namespace co-k8s
+	tools/kubernetes/single-node.sh up
+
+kubernetes-smoke: ## a pod from a local image answers, directly and through a Service
+	tools/kubernetes/single-node.sh smoke
+
+kubernetes-down: ## stop the single-node cluster, remove everything it made
+	tools/kubernetes/single-node.sh down

@@ -1,0 +1,3 @@
+module container-overhead/tools/kubernetes/pause
+
+go 1.19
