@@ -54,14 +54,15 @@ def windows(raw_dir: Path | str) -> pd.DataFrame:
         parts = base.relative_to(raw).parts
         if "superseded" in parts or "parts" in parts:
             continue
-        within = next((COLLECTIONS[p] for p in parts if p in COLLECTIONS), None)
+        within = next((i for i, p in enumerate(parts) if p in COLLECTIONS), None)
         runs = schema.read_table(base, "runs").to_pandas()
         for r in runs.loc[runs["watch"].notna()].itertuples():
-            for entry in json.loads(r.watch):
-                keys = {k: getattr(r, k) for k in WINDOW if k != "rep"}
-                if within:
-                    keys["benchmark"] = f"{keys['benchmark']} ({within})"
-                rows.append({**keys, **entry})
+            keys = {k: getattr(r, k) for k in WINDOW if k != "rep"}
+            if within is not None:  # e.g. "latency (WAN calibration, delay_20ms)"
+                name = [COLLECTIONS[parts[within]]]
+                name += [parts[within + 1]] if parts[within + 1] != r.environment else []
+                keys["benchmark"] = f"{r.benchmark} ({', '.join(name)})"
+            rows += [{**keys, **entry} for entry in json.loads(r.watch)]
     frame = pd.DataFrame(rows)
     for column in COLUMNS:
         if column not in frame:

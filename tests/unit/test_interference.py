@@ -147,9 +147,13 @@ def test_the_instrument_checks_campaigns_are_read_and_earlier_ones_are_not(tmp_p
     _raw(tmp_path)  # the main campaign again, and a copy moved aside
     aside.mkdir(parents=True)
     (aside / "runs.parquet").write_bytes((nested / "runs.parquet").read_bytes())
+    calibration = tmp_path / "wan_calibration" / "delay_20ms" / "throughput" / "lab"
+    calibration.mkdir(parents=True)
+    (calibration / "runs.parquet").write_bytes((nested / "runs.parquet").read_bytes())
     watched = interference.windows(tmp_path)
     assert watched["benchmark"].value_counts().to_dict() == {
-        "throughput": 9, "throughput (instrument check)": 9}
+        "throughput": 9, "throughput (instrument check)": 9,
+        "throughput (WAN calibration, delay_20ms)": 9}
 
 
 def test_flags_follow_the_thresholds(tmp_path):
