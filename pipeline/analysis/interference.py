@@ -145,7 +145,7 @@ def table(summary_frame: pd.DataFrame) -> pd.DataFrame:
 
 def figure(flags: pd.DataFrame, cpus: float):
     """Other processes' CPUs per measured window over each campaign's time, flagged windows
-    marked, the threshold as a rule; one panel per benchmark."""
+    marked, the threshold as a rule; one panel per campaign's benchmark, three to a row."""
     import altair as alt
 
     per = flagged_windows(flags).dropna(subset=["t_ns"]).copy()
@@ -162,8 +162,8 @@ def figure(flags: pd.DataFrame, cpus: float):
     )  # fmt: skip
     per["threshold"] = cpus
     rule = alt.Chart().mark_rule(strokeDash=[4, 3]).encode(y="threshold:Q")
-    chart = alt.layer(points, rule, data=per).facet(
-        row=alt.Row("benchmark:N", title=None)
+    chart = alt.layer(points, rule, data=per).properties(width=220, height=140).facet(
+        facet=alt.Facet("benchmark:N", title=None), columns=3
     ).resolve_scale(x="independent")
     caption = (
         f"Interference watch: CPUs used by processes other than the study's during each "

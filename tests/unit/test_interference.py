@@ -185,7 +185,8 @@ def test_summary_table_and_figure(tmp_path):
     assert table.loc[0, "Flagged"] == "3 (75%)" and table.loc[0, "Readings failed"] == 1
     chart, caption = interference.figure(flags, 0.25)
     spec = chart.to_dict()
-    assert "0.25-CPU threshold" in caption and spec["facet"]["row"]["field"] == "benchmark"
+    assert "0.25-CPU threshold" in caption and spec["facet"]["field"] == "benchmark"
+    assert spec["columns"] == 3
 
 
 def test_no_watch_gives_empty_frames(tmp_path):
