@@ -35,9 +35,9 @@ TOP = 3  # the busiest other processes named per window and host
 STUDY_COMMANDS = frozenset({
     "sshd", "sudo", "dockerd", "containerd", "containerd-shim", "runc", "crun", "runsc",
     "runsc-gofer", "runsc-sandbox", "exe", "conmon", "podman", "slirp4netns", "pasta",
-    "pasta.avx2", "rootlesskit", "docker-proxy", "docker-init", "tini", "fuse-overlayfs",
-    "catatonit", "docker", "netavark", "aardvark-dns", "dockerd-rootles", "vpnkit",
-    "lxc-user-nic",
+    "pasta.avx2", "passt", "passt.avx2", "rootlessport", "rootlessport-ch", "rootlesskit",
+    "docker-proxy", "docker-init", "tini", "fuse-overlayfs", "catatonit", "docker", "netavark",
+    "aardvark-dns", "dockerd-rootles", "vpnkit", "lxc-user-nic",
 })  # fmt: skip
 
 

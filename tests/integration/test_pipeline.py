@@ -284,8 +284,8 @@ def test_analysis_parameter_reruns_only_analysis(workdir):
     ran = re.findall(r"Running stage '([^']+)'", result.stdout)
     # the summaries that decide with that margin and what reads their outputs; no collection
     assert ran[0] in ("summarise-disk", "summarise-instrument")
-    assert set(ran) == {"summarise-disk", "summarise-instrument", "replicate-articles",
-                        "assemble-article"}, ran  # fmt: skip
+    assert set(ran) == {"summarise-disk", "summarise-instrument", "compare-spectrum",
+                        "replicate-articles", "assemble-article"}, ran  # fmt: skip
 
 
 def test_interrupted_campaign_resumes_without_loss_or_duplicates(workdir):

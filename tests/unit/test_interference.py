@@ -104,6 +104,8 @@ def test_the_study_list_holds_each_benchmarks_tools():
     assert "python3" in names["coldstart"]  # its timer is an uploaded script
     assert all(len(n) <= 15 for found in names.values() for n in found)
     assert "sshd" in watch.STUDY_COMMANDS and "sh" not in watch.STUDY_COMMANDS
+    # the user-mode network helpers of the rootless and pasta modes, as the kernel names them
+    assert {"passt.avx2", "rootlessport", "slirp4netns", "rootlesskit"} <= watch.STUDY_COMMANDS
 
 
 # ---- the analysis ------------------------------------------------------------------------

@@ -138,7 +138,10 @@ class NativeTbf(Native):
         client = ctx.inventory.dc_client
         if root_problem(client, self.privilege):
             return root_problem(client, self.privilege)
-        if ctx.pool[client.name].run("tc qdisc show >/dev/null", check=False, timeout=30).status:
+        # as root, as tc will run: a login's own PATH may lack /usr/sbin, where tc lives
+        probe = ctx.pool[client.name].run("tc qdisc show >/dev/null", check=False, timeout=30,
+                                          root=self.privilege)  # fmt: skip
+        if probe.status:
             return f"tc is not usable on {client.name} (apt-get install iproute2)"
         return None
 
