@@ -5,8 +5,6 @@ native doubled) and check the table's headline numbers against that construction
 
 from __future__ import annotations
 
-
-import nbformat
 import notebook_checks as nc
 import numpy as np
 import pandas as pd
@@ -43,9 +41,7 @@ def test_headline_numbers_are_the_known_answers(executed):
     np.testing.assert_allclose(bridge["environment_ratio"], bridge["reference_ratio"] ** 2,
                                rtol=1e-9)  # fmt: skip
     assert (bridge["verdict"] == "overhead").all()
-    nb = nbformat.read(executed["notebook"], as_version=4)
-    checked = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith(nc.CHECKED)]
-    text = "".join(o.get("text", "") for c in checked for o in c.outputs)
+    text = nc.headline_text(executed["notebook"], n_cells=None)
     assert "throughput dc tcp received_gbps native: lab-vm/lab 0.900 [0.897, 0.903], slower" in text
     assert ("throughput dc tcp received_gbps docker-bridge overhead: lab-vm/lab 0.872 "
             "[0.861, 0.884], more overhead") in text  # fmt: skip

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shutil
 
-import nbformat
 import notebook_checks as nc
 import numpy as np
 import pandas as pd
@@ -56,9 +55,7 @@ def test_headline_is_the_summaries_numbers(executed):
     table = pd.read_parquet(executed["processed"] / "spectrum.parquet")
     assert len(table) == 30 and spectrum_modes(table) == [
         "docker-bridge", "rootless-docker", "podman", "rootless-podman"]
-    nb = nbformat.read(executed["notebook"], as_version=4)
-    checked = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith(nc.CHECKED)]
-    text = "".join(o.get("text", "") for c in checked for o in c.outputs)
+    text = nc.headline_text(executed["notebook"], n_cells=None)
     assert "throughput dc tcp: docker-bridge 0.872 [0.866, 0.878]" in text
     assert ("cpu host compile: docker-bridge 1.030 [1.029, 1.031]; podman 1.010 [1.008, 1.012]; "
             "rootless-podman 1.000 [0.997, 1.002]") in text  # fmt: skip
