@@ -158,7 +158,7 @@ def standing(
         n = int(d.size)
         sd = float(d.std(ddof=1)) if n >= 2 else math.nan
         hw = half_width(sd, n, settings.confidence)
-        measured = max(len(_runs(values, cell)), n)
+        measured = sum(1 for key in values if key[:3] == cell)  # with a value or without
         stop = None
         if n == 0:
             stop = UNMEASURED
@@ -182,8 +182,9 @@ def next_round(
     """Which cells get one more run next round.
 
     ``values``: the per-run headline of every measured step, ``(mode, path, variant, run) ->
-    value``; ``seconds``: each cell's lab seconds per run so far; ``spent_s``: the lab seconds
-    already spent beyond the pilot. The comparisons not yet stopped by precision or run count
+    value`` (None for a step measured without one: it counts as a run, not as a pair);
+    ``seconds``: each cell's lab seconds per run so far; ``spent_s``: the lab seconds already
+    spent beyond the pilot. The comparisons not yet stopped by precision or run count
     are taken in order of the projected half-width one more run removes per second it costs
     (a comparison with fewer than 2 pairs first: its SD is not known yet), as long as the
     remaining budget pays for the run; native of each chosen comparison's path and variant runs
@@ -223,13 +224,14 @@ def next_round(
         chosen.append(c.cell)
         left -= marginal
     if not chosen:
-        comparisons = [c if c.stop else _stopped(c, BUDGET) for c in comparisons]
+        comparisons = [c if c.stop else stopped(c, BUDGET) for c in comparisons]
     order = [cell for cell in cells if cell in chosen]
     return Decision(cells=tuple(order), comparisons=tuple(comparisons),
                     cost_s=remaining - left, remaining_s=remaining)  # fmt: skip
 
 
-def _stopped(c: Comparison, why: str) -> Comparison:
+def stopped(c: Comparison, why: str) -> Comparison:
+    """``c`` stopped for ``why``."""
     return Comparison(**{**asdict(c), "stop": why})
 
 
@@ -247,7 +249,7 @@ def record(
     rows = []
     for cell in dict.fromkeys(cells):
         row = {"mode": cell[0], "path": cell[1], "variant": cell[2],
-               "runs": len(_runs(values, cell))}  # fmt: skip
+               "runs": sum(1 for key in values if key[:3] == cell)}  # fmt: skip
         c = by_cell.get(cell)
         if c is not None:
             row.update(pairs=c.runs, half_width=_finite(c.half_width), sd_log=_finite(c.sd_log),
