@@ -1025,6 +1025,8 @@ class Campaign:
             ) from exc
         self.log(f"campaign {self.id}: wrote {counts} to {self.data.root}")
         self._log_duty_cycle()
+        if plan_record is not None:
+            self._log_plan(plan_record)
         failed = self.data.failed()
         if failed:
             raise CampaignError(self._failed_message(failed))
@@ -1044,6 +1046,21 @@ class Campaign:
             "runs.parquet and attempts.parquet). Fix the cause and run `dvc repro` again: it "
             "measures only these steps. A mode that fails on every attempt can be left out "
             "with `modes:` in params.yaml."
+        )
+
+    def _log_plan(self, record: dict) -> None:
+        if not record.get("planned"):
+            self.log(f"planning: {record['reason']}")
+            return
+        stops: dict[str, int] = {}
+        for cell in record["cells"]:
+            if "half_width" in cell:  # a comparison with native
+                why = cell["stopped"] or "going on"
+                stops[why] = stops.get(why, 0) + 1
+        self.log(
+            f"planning: {record['rounds']} round(s) beyond the {record['pilot_runs']}-run pilot, "
+            f"{_fmt_duration(record['spent_s'])} of {_fmt_duration(record['budget_s'])} budget; "
+            f"comparisons: " + ", ".join(f"{n} {why}" for why, n in sorted(stops.items()))
         )
 
     def _log_duty_cycle(self) -> None:

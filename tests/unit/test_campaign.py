@@ -747,7 +747,11 @@ def test_a_planned_campaign_adds_rounds_records_them_and_resumes_with_a_bigger_b
     # 3. a bigger budget: the same campaign goes on to the target, measuring only new runs
     more = _planned_campaign(tmp_path, monkeypatch, 1e6, measured)
     assert more.id == first.id
+    said = []
+    more.log = said.append
     more.run()
+    assert said[-1] == "planning: 4 round(s) beyond the 3-run pilot, 1m20s of " \
+                       "16666m40s budget; comparisons: 1 target"
     cells = {(c["mode"], c["path"], c["variant"]): c
              for c in json.loads((tmp_path / "campaign.json").read_text())["planning"]["cells"]}
     assert (cells[bridge]["runs"], cells[bridge]["stopped"]) == (7, "target")
