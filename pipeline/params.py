@@ -32,7 +32,13 @@ NAME = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 # A repository-relative path without characters a shell or YAML would read specially.
 REL_PATH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._/-]*$")
 GO_PACKAGE = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]*$")
-TOP_KEYS = ("profile", "common", "environments", "lab", "modes", "analysis", "wan_calibration")
+TOP_KEYS = ("profile", "common", "environments", "lab", "modes", "analysis", "wan_calibration",
+            "planning")
+# Keys a params.yaml may leave out: no `modes:` plans what the profile says, no `planning:` keeps
+# every cell at the profile's runs.
+OPTIONAL_KEYS = ("modes", "planning")
+# precision planning (pipeline/collect/planning.py): its settings and their defaults
+PLANNING = {"enabled": False, "target_half_width": 0.05, "budget_minutes": 60, "max_runs": 10}
 MARGINS = ("network", "cpu", "memory", "disk")
 WINDOW_KEYS = ("runs", "seconds", "omit_seconds", "warmup_seconds", "count", "warmup_count")
 # A profile may measure fewer modes, paths or variants of a benchmark than it applies to (the
@@ -299,7 +305,7 @@ def check_params(params: Any, root: Path | None = None) -> list[str]:
         return check.problems
     check.keys(doc, PARAMS_FILE, TOP_KEYS)
     for key in TOP_KEYS:
-        if key not in doc and key != "modes":
+        if key not in doc and key not in OPTIONAL_KEYS:
             check.add(key, "missing")
     profile = doc.get("profile")
     if not isinstance(profile, str) or not NAME.match(profile):
@@ -370,6 +376,8 @@ def check_params(params: Any, root: Path | None = None) -> list[str]:
             got = _brief(analysis.get("multiplicity"))
             allowed = ", ".join(MULTIPLICITY)
             check.add("analysis.multiplicity", f"must be one of {allowed}, got {got}")
+    if "planning" in doc and (planning := check.mapping(doc["planning"], "planning")) is not None:
+        _check_planning(check, planning)
     cal = check.mapping(doc.get("wan_calibration"), "wan_calibration") if (
         "wan_calibration" in doc) else None  # fmt: skip
     if cal is not None:
@@ -382,6 +390,25 @@ def check_params(params: Any, root: Path | None = None) -> list[str]:
             check.add("wan_calibration.delays_ms", "must be comma-separated delays in ms (>= 0), "
                       f"e.g. \"0,20\", got {_brief(cal.get('delays_ms'))}")  # fmt: skip
     return check.problems
+
+
+def _check_planning(check: _Check, planning: dict) -> None:
+    check.keys(planning, "planning", tuple(PLANNING))
+    if "enabled" in planning and not isinstance(planning["enabled"], bool):
+        check.add("planning.enabled", f"must be true or false, got {_brief(planning['enabled'])}")
+    if planning.get("enabled") is True:
+        for key in PLANNING:
+            if key not in planning:
+                check.add(f"planning.{key}", f"missing: planning is enabled (e.g. "
+                                             f"{key}: {PLANNING[key]})")  # fmt: skip
+    # the half-width is on the log scale: 0.05 is an interval of about +-5% around the ratio
+    if "target_half_width" in planning:
+        check.number(planning["target_half_width"], "planning.target_half_width", 0, 1,
+                     lo_open=True)  # fmt: skip
+    if "budget_minutes" in planning:
+        check.number(planning["budget_minutes"], "planning.budget_minutes", 0, 10**6)
+    if "max_runs" in planning:  # two runs at least: one pair gives no interval
+        check.number(planning["max_runs"], "planning.max_runs", 2, 1000, integer=True)
 
 
 def _check_modes(check: _Check, modes: dict) -> None:
@@ -449,6 +476,12 @@ class Params:
         value = self.profile[benchmark].get("variants")
         return None if value is None else [v.strip() for v in value.split(",")]
 
+    def planning(self) -> dict:
+        """params.yaml's ``planning`` with its defaults and ``analysis.confidence`` (the level of
+        the interval whose half-width it plans): the campaign's ``planning`` argument."""
+        given = self.raw.get("planning") or {}
+        return {**PLANNING, **given, "confidence": float(self.raw["analysis"]["confidence"])}
+
     @property
     def leaves_out(self) -> list[str]:
         """What the profile does not measure, in sentences (the article says it)."""
@@ -475,6 +508,19 @@ class Params:
         return {k: v for k, v in entry.items() if k not in (*WINDOW_KEYS, *PLAN_KEYS)}
 
 
+def _check_pilot(raw: dict, profile: Any) -> list[str]:
+    """Planning adds runs to the profile's: a max_runs below them would add none."""
+    planning = raw.get("planning")
+    if not isinstance(planning, dict) or planning.get("enabled") is not True:
+        return []
+    runs = profile.get("runs") if isinstance(profile, dict) else None
+    most = planning.get("max_runs")
+    if _is_int(runs) and _is_int(most) and most < runs:
+        return [f"planning.max_runs: {most} is below the profile's {runs} runs (its pilot), so "
+                f"planning would add no run; set it to {runs} or more, or planning.enabled: false"]
+    return []
+
+
 def load(params_file: str | Path = PARAMS_FILE, root: Path | None = None) -> Params:
     """params.yaml and its profile, checked; ParamsError lists every problem of both."""
     root = root or ROOT
@@ -491,6 +537,7 @@ def load(params_file: str | Path = PARAMS_FILE, root: Path | None = None) -> Par
                 problems += [f"{PROFILES_DIR}/{raw['profile']}.yaml: {p}" for p in exc.problems]
             else:
                 problems += check_profile(profile, f"{PROFILES_DIR}/{raw['profile']}.yaml")
+                problems += _check_pilot(raw, profile)
     if problems:
         raise ParamsError(str(params_file), problems)
     return Params(raw=raw, profile=profile)

@@ -158,7 +158,8 @@ def collect_stages() -> list[Stage]:
             executed=f"{EXECUTED}/collect-{name}-{{env}}.ipynb",
             parameters={"benchmark": name},
             deps=[*COLLECT_FILES, *shipped(name)],
-            params=["profile", "common.seed", "modes", "lab.wan",
+            params=["profile", "common.seed", "modes", "lab.wan", "planning",
+                    "analysis.confidence",
                     {f"{PROFILES_DIR}/${{profile}}.yaml": ["runs", "reps", name]}],
             outs=[{f"data/raw/{name}/{{env}}": {"persist": True}}],
             per_environment=True,
@@ -348,6 +349,7 @@ def parameters(stage: Stage, params: Params, environment: str | None) -> dict:
             paths=_listed(params.paths(bench)), variants=_listed(params.variants(bench)),
             seed=raw["common"]["seed"],
             window=params.window(bench), options=params.options(bench), wan=wan,
+            planning=params.planning(),
         )  # fmt: skip
     elif stage.name == "collect-instrument":
         inst = params.profile["instrument"]

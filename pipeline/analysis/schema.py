@@ -65,6 +65,9 @@ RUNS = pa.schema(
         ("notes", pa.string()),  # JSON: what the mode observed (e.g. the network backend seen)
         ("window_s", pa.float64()),  # seconds inside load windows, warm-up included (duty cycle)
         ("watch", pa.string()),  # JSON: the interference watch per measured window and host
+        # the step's headline: the median of its measured samples of the benchmark's summary
+        # metric (the progress line's value, and the per-run value precision planning reads)
+        ("headline", pa.float64()),
     ]
 )
 

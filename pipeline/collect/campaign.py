@@ -34,6 +34,7 @@ from pipeline import imports
 from pipeline.analysis import rawlog, schema
 from pipeline.benchmarks import BENCHMARKS, Benchmark, Scenario, ToolOutputError, Window
 from pipeline.collect import hostfacts, images, inventory, watch
+from pipeline.collect import planning as planner
 from pipeline.collect.modes import MODES, STUDY_MODES, Context, Mode, ModeUnavailable, Workload
 from pipeline.collect.modes.base import (
     LABEL,
@@ -120,8 +121,10 @@ def schedule(
     runs: int,
     seed: int,
     group: Callable[[tuple[str, str, str]], object] | None = None,
+    first: int = 1,
 ) -> list[Step]:
-    """A seeded random order of the triples for each run; the same seed, the same order.
+    """A seeded random order of the triples for each run ``first..runs``; the same seed, the
+    same order (a planned round, ``first == runs``, is ordered as a pilot round would be).
 
     Triples with the same ``group(triple)`` share one server deployment (one mode's server
     measured on each of its paths and variants, `Campaign._server_group`): each run measures
@@ -134,7 +137,7 @@ def schedule(
         members.setdefault(group(triple), []).append(triple)
     groups = list(members.values())
     steps = []
-    for run in range(1, runs + 1):
+    for run in range(first, runs + 1):
         rng = np.random.default_rng([seed, run])
         ordered = []
         for index in rng.permutation(len(groups)):
@@ -201,6 +204,10 @@ class Dataset:
     - ``superseded/<campaign>/``: an earlier campaign's consolidated tables (other settings or
       other code), moved aside when another campaign consolidated; never read with this one's.
     - ``logs/<campaign>/``: the tools' own output (``pipeline.analysis.rawlog``).
+    - precision planning's rounds (the cells each run beyond the pilot measures, recorded
+      before it starts) and its record (per cell: runs, half-width, why it stopped): parts
+      ``round-run-NNN.json`` and ``plan.json``, then campaign.json's ``rounds`` and
+      ``planning``.
 
     Every step is committed exactly once, in the tables or in the parts: an interrupted
     consolidation leaves rows in both, which the next one counts once (a step's rows come from
@@ -259,6 +266,25 @@ class Dataset:
             found[tuple(row[k] for k in STEP_KEY)] = row["status"]
         return found
 
+    def step_records(self) -> dict[tuple[int, str, str, str], dict]:
+        """Every committed step's status, headline (None when it has none) and lab seconds
+        (its runs row's start to end), as ``statuses`` finds them."""
+        columns = [*STEP_KEY, "status", "headline", "started_at", "ended_at"]
+        rows = []
+        runs = self._table("runs")
+        if runs is not None:
+            rows += runs.select(columns).to_pylist()
+        for f in self.parts.glob("run-*.runs.parquet"):
+            rows += schema.read_table(f, "runs").select(columns).to_pylist()
+        found = {}
+        for row in rows:  # a part's row after the table's: it wins
+            start, end = row["started_at"], row["ended_at"]
+            seconds = (end - start).total_seconds() if start is not None and end is not None \
+                else None
+            found[tuple(row[k] for k in STEP_KEY)] = {
+                "status": row["status"], "headline": row["headline"], "seconds": seconds}
+        return found
+
     def done(self) -> set[tuple[int, str, str, str]]:
         """The steps measured for good (ok or skipped); a failed one is measured again."""
         return {key for key, status in self.statuses().items() if status in FINAL}
@@ -299,6 +325,37 @@ class Dataset:
         path = self.parts / f"session-{record['started_at'].replace(':', '')}.json"
         _write_text(path, json.dumps(record, indent=1, sort_keys=True))
 
+    def save_round(self, run: int, cells: list[tuple[str, str, str]]) -> None:
+        """A planned round: the cells run ``run`` measures, recorded before it starts so an
+        interrupted round is finished as planned, not planned again."""
+        self.parts.mkdir(parents=True, exist_ok=True)
+        record = {"run": run, "cells": [list(c) for c in cells],
+                  "decided_at": pd.Timestamp.now(tz="UTC").isoformat()}  # fmt: skip
+        _write_text(self.parts / f"round-run-{run:03d}.json", json.dumps(record, indent=1))
+
+    def rounds(self) -> dict[int, list[tuple[str, str, str]]]:
+        """Every planned round, run -> its cells."""
+        return {run: [tuple(c) for c in r["cells"]] for run, r in self._rounds().items()}
+
+    def _rounds(self) -> dict[int, dict]:
+        """Every planned round's record by run (campaign.json's, then the parts')."""
+        path = self._file("campaign.json")
+        kept = json.loads(path.read_text()).get("rounds", []) if path else []
+        new = [json.loads(f.read_text()) for f in sorted(self.parts.glob("round-run-*.json"))]
+        return {r["run"]: r for r in (*kept, *new)}
+
+    def save_plan(self, record: dict) -> None:
+        """Precision planning's record as the session ends (it replaces the earlier one)."""
+        self.parts.mkdir(parents=True, exist_ok=True)
+        _write_text(self.parts / "plan.json", json.dumps(record, indent=1, sort_keys=True))
+
+    def plan(self) -> dict | None:
+        """Precision planning's latest record (None: the campaign never recorded one)."""
+        if (self.parts / "plan.json").exists():
+            return json.loads((self.parts / "plan.json").read_text())
+        path = self._file("campaign.json")
+        return json.loads(path.read_text()).get("planning") if path else None
+
     def sessions(self) -> list[dict]:
         """Every session of the campaign: those consolidated into campaign.json, then those
         recorded since."""
@@ -322,9 +379,12 @@ class Dataset:
         hosts_parts = sorted(self.parts.glob("hosts-run-*.parquet"))
         session_parts = sorted(self.parts.glob("session-*.json"))
         attempt_parts = sorted(self.parts.glob("attempt-*.parquet"))
+        planning_parts = [*sorted(self.parts.glob("round-run-*.json")),
+                          *self.parts.glob("plan.json")]  # fmt: skip
         names = (*(f"{n}.parquet" for n in TABLE_FILES), "campaign.json")
         settled = all(_owner(self.root / n) == self.id for n in names) and not self.aside.exists()
-        if settled and not (runs_parts or hosts_parts or session_parts or attempt_parts):
+        if settled and not (runs_parts or hosts_parts or session_parts or attempt_parts
+                            or planning_parts):
             return {n: pq.read_metadata(self.root / f"{n}.parquet").num_rows for n in TABLE_FILES}
         fresh = {
             "samples": [schema.read_table(f, "samples") for f in sample_parts],
@@ -343,6 +403,11 @@ class Dataset:
         sessions = self.sessions()
         record = {"campaign": self.id, "code": self.code, **duty_cycle(sessions),
                   "sessions_recorded": sessions}  # fmt: skip
+        rounds, plan_record = self._rounds(), self.plan()
+        if rounds:
+            record["rounds"] = [rounds[run] for run in sorted(rounds)]
+        if plan_record is not None:
+            record["planning"] = plan_record
         self._retire("campaign.json")
         _write_text(self.root / "campaign.json", json.dumps(record, indent=1))
         (self.aside / "campaign.json").unlink(missing_ok=True)
@@ -352,7 +417,7 @@ class Dataset:
         for runs_part, samples_part in zip(runs_parts, sample_parts, strict=True):
             runs_part.unlink(missing_ok=True)
             samples_part.unlink(missing_ok=True)
-        for f in (*hosts_parts, *session_parts, *attempt_parts):
+        for f in (*hosts_parts, *session_parts, *attempt_parts, *planning_parts):
             f.unlink(missing_ok=True)
         self._drop_orphans()
         _remove_dir(self.parts)
@@ -682,9 +747,13 @@ class Campaign:
         placement: str = "shared",
         placer: Callable[[str], dict] | None = None,
         variants: tuple[str, ...] | None = None,
+        planning: planner.Settings | None = None,
     ) -> None:
         """``placer`` is the environment's CPU placement (the embedded lab has one; separate
-        machines do not share CPUs): called with "split" or "shared", it returns what it did."""
+        machines do not share CPUs): called with "split" or "shared", it returns what it did.
+        ``planning``: precision planning (``pipeline.collect.planning``): the profile's runs
+        are the pilot, then rounds of the cells whose comparisons are still too wide. Not part
+        of the campaign's identity: a bigger budget resumes the campaign and adds runs."""
         if placement not in ("split", "shared"):
             raise CampaignError(f"placement must be 'split' or 'shared', got {placement!r}")
         selected = modes or list(STUDY_MODES)  # the controls only where named
@@ -729,7 +798,18 @@ class Campaign:
             identity.append({"servers": "one per run, mode and Benchmark.server_group"})
         self.id = campaign_id(inv.environment, benchmark.name, profile, identity, seed)
         self.data = Dataset(Path(out_dir), self.id, self.code)
+        self._groups = groups
         self.steps = schedule(self.triples, profile.runs, seed, lambda t: groups[t])
+        # Precision planning, where the benchmark has a per-run value to plan with; the rounds
+        # it already decided are this campaign's steps too (an interrupted one is finished).
+        self.planning = planning if benchmark.kind != "scenario" else None
+        self.fixed_runs = (
+            "fixed runs: a scenario benchmark has no one per-run value to plan with"
+            if planning is not None and self.planning is None else None
+        )  # fmt: skip
+        if self.planning is not None:
+            for run, cells in sorted(self.data.rounds().items()):
+                self.steps += self._round(run, cells)
         # The server the last step left running because the next step shares it: (group, run)
         # and the deployment; `_measure` reuses or stops it.
         self._kept: tuple[tuple, Deployment] | None = None
@@ -742,6 +822,11 @@ class Campaign:
         # the interference watch around every measured window (pipeline/collect/watch.py)
         self._reading: str | None = None  # after prepare(): a benchmark may name tools there
         self._watched: list[dict] = []  # the step's windows, per host
+
+    def _round(self, run: int, cells: list[tuple[str, str, str]]) -> list[Step]:
+        """A planned round's steps: its cells in the order a pilot round's would take."""
+        cells = [tuple(c) for c in cells if tuple(c) in self._groups]
+        return schedule(cells, run, self.seed, lambda t: self._groups[t], first=run)
 
     def _server_group(self, mode: str, path: str, variant: str) -> tuple:
         """The triples one server deployment serves within a run: a network benchmark's server
@@ -779,11 +864,15 @@ class Campaign:
     # -- the loop ---------------------------------------------------------------------------
 
     def run(self) -> dict[str, int]:
-        done = self.data.done()
-        todo = [s for s in self.steps if s.key not in done]
+        if self.planning is not None and not self._todo():
+            self._plan_round()  # the pilot and every round so far measured: plan the next
+        todo = self._todo()
+        planned = "" if self.planning is None else (
+            f" (the pilot; then rounds planned to a half-width of "
+            f"{self.planning.target_half_width:g})")  # fmt: skip
         self.log(
             f"campaign {self.id}: {self.benchmark.name} on {self.inv.environment}, "
-            f"{self.profile.runs} runs x {len(self.triples)} (mode, path, variant); "
+            f"{self.profile.runs} runs x {len(self.triples)} (mode, path, variant){planned}; "
             f"{len(self.steps) - len(todo)} already measured, {len(todo)} to go"
         )
         if len(todo) == len(self.steps) and self.data.superseded():
@@ -806,6 +895,7 @@ class Campaign:
                                 self._prepare(ctx)
                             with clock.phase("loop_s"):
                                 self._measure_all(ctx, todo, clock)
+                                self._measure_planned(ctx, clock)
                         except KeyboardInterrupt:
                             self.log(f"interrupted{self._where()}: cleaning up the hosts")
                             raise
@@ -831,6 +921,78 @@ class Campaign:
                     ) from exc
         return self._conclude()
 
+    def _todo(self) -> list[Step]:
+        done = self.data.done()
+        return [s for s in self.steps if s.key not in done]
+
+    # -- precision planning (pipeline/collect/planning.py) -----------------------------------
+
+    def _measure_planned(self, ctx: Context, clock: _SessionClock) -> None:
+        """Planned rounds, one after the other, until the planner stops (or a step keeps
+        failing: the stage stops on it, and the next session goes on from there)."""
+        while self.planning is not None and not self.data.failed():
+            todo = self._todo()
+            if not todo:
+                if not self._plan_round():
+                    return
+                todo = self._todo()
+            self._measure_all(ctx, todo, clock)
+
+    def _decide(self) -> tuple[planner.Decision, dict]:
+        """The planner's decision on the data saved so far, and the per-run values it read:
+        each ok step's headline (None when it has none), each cell's mean seconds per run,
+        and the seconds spent beyond the pilot."""
+        records = self.data.step_records()
+        values = {(m, p, v, run): r["headline"] for (run, m, p, v), r in records.items()
+                  if r["status"] == "ok" and (m, p, v) in self._groups}  # fmt: skip
+        seconds: dict[tuple[str, str, str], list[float]] = {}
+        for (_, m, p, v), r in records.items():
+            if r["status"] == "ok" and r["seconds"] is not None:
+                seconds.setdefault((m, p, v), []).append(r["seconds"])
+        spent = sum(r["seconds"] or 0.0 for (run, *_), r in records.items()
+                    if run > self.profile.runs)  # fmt: skip
+        mean = {cell: float(np.mean(s)) for cell, s in seconds.items()}
+        decision = planner.next_round(self.triples, values, mean, self.planning, spent)
+        if not decision.done and self._next_run() > self.planning.max_runs:
+            # a cell that waited for the budget in some rounds has fewer runs than the run
+            # number: rounds still end at run max_runs
+            going = [c if c.stop else planner.stopped(c, planner.MAX_RUNS)
+                     for c in decision.comparisons]  # fmt: skip
+            decision = planner.Decision((), tuple(going), 0.0, decision.remaining_s)
+        return decision, values
+
+    def _next_run(self) -> int:
+        return max([self.profile.runs, *self.data.rounds()]) + 1
+
+    def _plan_round(self) -> bool:
+        """Record the next planned round and add its steps; False when planning stops."""
+        decision, _ = self._decide()
+        if decision.done:
+            return False
+        run = self._next_run()
+        steps = self._round(run, list(decision.cells))
+        self.data.save_round(run, list(decision.cells))
+        self.steps += steps
+        going = [c for c in decision.comparisons if c.cell in decision.cells]
+        widest = max(going, key=lambda c: c.half_width)
+        self.log(
+            f"planned run {run}: {len(steps)} measurement(s), ~{_fmt_duration(decision.cost_s)} "
+            f"of {_fmt_duration(decision.remaining_s)} budget left; widest: {widest.mode} "
+            f"({widest.path}, {widest.variant}) +-{widest.half_width:.3f} after {widest.runs} runs"
+        )
+        return True
+
+    def _plan_record(self) -> dict | None:
+        """What planning did, per cell, for the dataset's record (None: not asked for)."""
+        if self.fixed_runs is not None:
+            return {"planned": False, "reason": self.fixed_runs}
+        if self.planning is None:
+            return None
+        decision, values = self._decide()
+        out = planner.record(self.triples, values, decision, self.planning, self.profile.runs)
+        out["rounds"] = len(self.data.rounds())
+        return out
+
     def _save_session(self, clock: _SessionClock) -> None:
         """The session's record (where its time went). Not saving it does not stop the
         campaign: its measurements are saved, and a full disk's error is the step's own."""
@@ -851,6 +1013,9 @@ class Campaign:
         """Consolidate; a step still failed stops the stage (DVC then does not record it as
         done, and the next `dvc repro` measures only what is missing)."""
         try:
+            plan_record = self._plan_record()
+            if plan_record is not None:
+                self.data.save_plan(plan_record)
             counts = self.data.consolidate()
         except OSError as exc:  # a full disk: the parts stay, and consolidate again later
             raise CampaignError(
@@ -860,6 +1025,8 @@ class Campaign:
             ) from exc
         self.log(f"campaign {self.id}: wrote {counts} to {self.data.root}")
         self._log_duty_cycle()
+        if plan_record is not None:
+            self._log_plan(plan_record)
         failed = self.data.failed()
         if failed:
             raise CampaignError(self._failed_message(failed))
@@ -879,6 +1046,21 @@ class Campaign:
             "runs.parquet and attempts.parquet). Fix the cause and run `dvc repro` again: it "
             "measures only these steps. A mode that fails on every attempt can be left out "
             "with `modes:` in params.yaml."
+        )
+
+    def _log_plan(self, record: dict) -> None:
+        if not record.get("planned"):
+            self.log(f"planning: {record['reason']}")
+            return
+        stops: dict[str, int] = {}
+        for cell in record["cells"]:
+            if "half_width" in cell:  # a comparison with native
+                why = cell["stopped"] or "going on"
+                stops[why] = stops.get(why, 0) + 1
+        self.log(
+            f"planning: {record['rounds']} round(s) beyond the {record['pilot_runs']}-run pilot, "
+            f"{_fmt_duration(record['spent_s'])} of {_fmt_duration(record['budget_s'])} budget; "
+            f"comparisons: " + ", ".join(f"{n} {why}" for why, n in sorted(stops.items()))
         )
 
     def _log_duty_cycle(self) -> None:
@@ -965,13 +1147,16 @@ class Campaign:
             following = todo[index] if index < len(todo) else None
             keep = following is not None and self._shares_server(step, following)
             samples, row = self._measure(ctx, step, keep=keep)
+            headline = self._headline_value(row, samples)
+            row["headline"] = None if headline is None else headline[1]
             self.data.save(step, samples, row)
             clock.steps += 1
             clock.window_s += row.get("window_s") or 0.0
             elapsed = time.monotonic() - started
             left = elapsed / index * (len(todo) - index)
+            of = f"/{self.profile.runs}" if step.run <= self.profile.runs else " (planned)"
             self.log(
-                f"[{index:>3}/{len(todo)}] run {step.run}/{self.profile.runs} "
+                f"[{index:>3}/{len(todo)}] run {step.run}{of} "
                 f"{step.mode} ({step.path}, {step.variant}): {self._headline(row, samples)}   "
                 f"elapsed {_fmt_duration(elapsed)}, ~{_fmt_duration(left)} left"
             )
@@ -981,12 +1166,24 @@ class Campaign:
             return f"failed: {row['reason']}{_hosts_of(row)}"
         if row["status"] != "ok":
             return f"{row['status']}: {row['reason']}"
+        headline = self._headline_value(row, samples)
+        if headline is None:
+            return "ok, no measured sample"
+        metric, value = headline
+        return f"{metric} {self.benchmark.format_value(value)}"
+
+    def _headline_value(self, row: dict, samples: list[dict]) -> tuple[str, float] | None:
+        """The step's per-run headline, (metric, median of its measured samples of the
+        benchmark's summary metric); None when it was not measured (failed, skipped)."""
+        if row["status"] != "ok":
+            return None
         measured = [s for s in samples if not s["warmup"]]
         metric = self.benchmark.summary_metric.format(variant=row["variant"])
         if measured and not any(s["metric"] == metric for s in measured):
             metric = measured[0]["metric"]  # a variant with its own metric (cpu's compile_s)
-        values = [s["value"] for s in measured if s["metric"] == metric]
-        return f"{metric} {self.benchmark.format_value(float(np.median(values)))}"
+        values = [s["value"] for s in measured if s["metric"] == metric and s["value"] is not None]
+        values = [v for v in values if np.isfinite(v)]
+        return (metric, float(np.median(values))) if values else None
 
     def _host_rows(self, ctx: Context, run: int) -> list[dict]:
         rows = []
@@ -1342,11 +1539,13 @@ def collect(
     options: dict | None = None,
     provider: Provider | None = None,
     variants: tuple[str, ...] | None = None,
+    planning: dict | None = None,
 ) -> dict[str, int]:
     """Run (or resume) one benchmark's campaign on one inventory; returns table row counts.
     ``options`` are the benchmark's own settings (``Benchmark.options``). ``provider`` makes the
     inventory's hosts ready first and may place their CPUs (``pipeline.environments``); an
-    inventory of real hosts needs none."""
+    inventory of real hosts needs none. ``planning``: params.yaml's ``planning`` with
+    ``confidence`` (``Params.planning``); off or None, every cell gets the profile's runs."""
     inv = inventory.load(inventory_file, known_modes=MODES, check_files=False)
     if provider is not None:
         provider.ready(wan, log)
@@ -1362,6 +1561,6 @@ def collect(
     placer = provider.place if provider is not None else None
     campaign = Campaign(
         bench, inv, profile, out_dir, seed, modes, log, paths, meta, placer=placer,
-        variants=variants,
+        variants=variants, planning=planner.Settings.from_params(planning),
     )
     return campaign.run()

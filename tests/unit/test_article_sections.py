@@ -173,3 +173,20 @@ def test_every_number_of_the_added_sections_is_registered(md, tree):
     found = NUMBER.findall(text)
     assert len(found) > 100
     assert [n for n in found if n not in allowed] == []
+
+
+def test_a_skip_counts_the_runs_its_cell_was_scheduled_in(tmp_path):
+    # a precision-planned campaign: native and docker-bridge went on to run 6, swarm-ingress
+    # (skipped) stayed at the 3-run pilot
+    from types import SimpleNamespace
+
+    from pipeline.analysis.article.methods import _steps_not_ok
+    from pipeline.analysis.article.numbers import Numbers
+
+    rows = [{"run": r, "mode": m, "path": "dc", "variant": "tcp", "status": "ok", "reason": None}
+            for m in ("native", "docker-bridge") for r in range(1, 7)]  # fmt: skip
+    rows += [{"run": r, "mode": "swarm-ingress", "path": "dc", "variant": "tcp",
+              "status": "skipped", "reason": "kernel has no IPVS"} for r in (1, 2, 3)]  # fmt: skip
+    inputs = SimpleNamespace(raw=tmp_path, raw_table=lambda b, t: pd.DataFrame(rows))
+    ((why, bench, mode, what),) = _steps_not_ok(inputs, Numbers(tmp_path), ["throughput"])
+    assert mode == "swarm-ingress" and what.endswith("skipped in 3 of 3 runs")

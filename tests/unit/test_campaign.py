@@ -635,3 +635,146 @@ def test_a_failed_attempt_keeps_its_own_output_beside_the_step_s(tmp_path):
     assert failed["raw_log"] != ok and "_failed-20260102T030405678901" in failed["raw_log"]
     assert rawlog.read_log(campaign.data.root, failed["raw_log"]) == "not iperf3 output"
     assert rawlog.read_log(campaign.data.root, ok) == "the step's own output"
+
+
+# -- precision planning: the pilot, planned rounds, the record, resume ----------------------
+
+
+def _constant_sd(sd, n):
+    """Log ratios whose first k (k >= 2) have sample SD exactly ``sd`` (test_planning's)."""
+    import math
+
+    d = [-sd / math.sqrt(2), sd / math.sqrt(2)]
+    while len(d) < n:
+        k = len(d)
+        d.append(sum(d) / k + (-1) ** k * sd * math.sqrt((k + 1) / k))
+    return d
+
+
+def _planned_campaign(tmp_path, monkeypatch, budget_s, measured, stop_at=None):
+    """A throughput campaign (native and docker-bridge, dc, tcp; a pilot of 3 runs) whose
+    whole ``run()`` goes through fakes: no hosts, every step 10 s of lab time, docker-bridge's
+    per-run log ratio to native from a sequence of SD 0.05 (target 0.05: 7 runs). ``measured``
+    counts each step's measurements; ``stop_at``: a step key whose measurement is Ctrl-C."""
+    import contextlib
+    import math
+
+    from pipeline.benchmarks.base import Sample
+    from pipeline.collect import campaign as campaign_module
+    from pipeline.collect.modes.base import Deployment
+    from pipeline.collect.planning import Settings
+
+    settings = Settings(target_half_width=0.05, budget_s=budget_s, max_runs=20)
+    campaign = campaign_module.Campaign(
+        Throughput(), _lab_inventory(), Profile(3, 3, 1, 1), tmp_path, seed=7,
+        modes=["native", "docker-bridge"], log=lambda _: None, paths=("dc",),
+        variants=("tcp",), planning=settings)  # fmt: skip
+    inv = campaign.inv
+    ratios = _constant_sd(0.05, 30)
+
+    class _Pool(_CannedClients):
+        def __init__(self, inv):
+            super().__init__("")
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    def prepare(ctx):
+        campaign.tool_version = "iperf 3.12"
+        campaign.binary_sha = {"node1": {"/usr/bin/iperf3": "a" * 64}}
+
+    def run_client(ctx, deployment, client, address, step, row, window, retry=False, kept=1.0):
+        if step.key == stop_at:
+            raise KeyboardInterrupt("Ctrl-C")
+        if window.warmup:
+            return "1", "cmd"
+        measured[step.key] += 1
+        native = 1e9 * (1 + 0.01 * step.run)  # drift shared by the run: it cancels
+        value = native if step.mode == "native" else native * math.exp(ratios[step.run - 1])
+        return repr(value), "cmd"
+
+    def finish(row, status, reason):  # every step takes 10 s of lab time
+        return {**row, "status": status, "reason": reason,
+                "ended_at": row["started_at"] + pd.Timedelta(seconds=10)}  # fmt: skip
+
+    monkeypatch.setattr(campaign_module, "Pool", _Pool)
+    monkeypatch.setattr(campaign_module, "HostLock", lambda *a: contextlib.nullcontext())
+    monkeypatch.setattr(campaign_module, "own_work_dirs", lambda ctx, host: None)
+    monkeypatch.setattr(campaign, "_prepare", prepare)
+    monkeypatch.setattr(campaign, "_cleanup", lambda ctx: None)
+    monkeypatch.setattr(campaign, "_host_rows", lambda ctx, run: [])
+    monkeypatch.setattr(campaign, "_run_client", run_client)
+    monkeypatch.setattr(campaign, "_finish", finish)
+    monkeypatch.setattr(campaign.benchmark, "parse", lambda variant, raw, window: [
+        Sample(f"{variant}_throughput_received", "bit/s", 0, float(raw))])  # fmt: skip
+    for name in ("native", "docker-bridge"):
+        monkeypatch.setattr(MODES[name], "available", lambda ctx, path: None)
+        monkeypatch.setattr(MODES[name], "start", lambda ctx, workload: Deployment(
+            server=inv.servers[0], address="10.0.0.1", stop=lambda: None))  # fmt: skip
+    return campaign
+
+
+def test_a_planned_campaign_adds_rounds_records_them_and_resumes_with_a_bigger_budget(
+    tmp_path, monkeypatch
+):
+    from pipeline.analysis import schema
+    from pipeline.collect.planning import half_width
+
+    measured = Counter()
+    native, bridge = ("native", "dc", "tcp"), ("docker-bridge", "dc", "tcp")
+    # 1. budget 45 s: two planned rounds of 20 s fit, a third does not; Ctrl-C in the second
+    stop = (5, "docker-bridge", "dc", "tcp")
+    first = _planned_campaign(tmp_path, monkeypatch, 45.0, measured, stop_at=stop)
+    with pytest.raises(KeyboardInterrupt):
+        first.run()
+    assert first.data.rounds() == {4: [native, bridge], 5: [native, bridge]}
+    # 2. resumed: the interrupted round is finished as planned, then the budget stops it
+    again = _planned_campaign(tmp_path, monkeypatch, 45.0, measured)
+    assert again.id == first.id and stop in {s.key for s in again.steps}
+    again.run()
+    record = json.loads((tmp_path / "campaign.json").read_text())
+    assert [r["run"] for r in record["rounds"]] == [4, 5]
+    plan_record = record["planning"]
+    cells = {(c["mode"], c["path"], c["variant"]): c for c in plan_record["cells"]}
+    assert cells[bridge]["runs"] == 5 and cells[bridge]["stopped"] == "budget"
+    assert cells[bridge]["half_width"] == pytest.approx(half_width(0.05, 5, 0.95))
+    assert cells[native] == {"mode": "native", "path": "dc", "variant": "tcp", "runs": 5,
+                             "stopped": "baseline"}  # fmt: skip
+    assert plan_record["spent_s"] == 40.0 and plan_record["pilot_runs"] == 3
+    # 3. a bigger budget: the same campaign goes on to the target, measuring only new runs
+    more = _planned_campaign(tmp_path, monkeypatch, 1e6, measured)
+    assert more.id == first.id
+    said = []
+    more.log = said.append
+    more.run()
+    assert said[-1] == "planning: 4 round(s) beyond the 3-run pilot, 1m20s of " \
+                       "16666m40s budget; comparisons: 1 target"
+    cells = {(c["mode"], c["path"], c["variant"]): c
+             for c in json.loads((tmp_path / "campaign.json").read_text())["planning"]["cells"]}
+    assert (cells[bridge]["runs"], cells[bridge]["stopped"]) == (7, "target")
+    assert set(measured.values()) == {1}  # no step measured twice, none lost
+    assert sorted(measured) == sorted((r, *c) for r in range(1, 8) for c in (native, bridge))
+    runs = schema.read_table(tmp_path / "runs.parquet", "runs").to_pandas()
+    assert len(runs) == 14 and not runs.duplicated(["run", "mode", "path", "variant"]).any()
+    assert runs["headline"].notna().all()
+    assert set(runs.loc[runs.run > 3, "order"]) == {0, 1}  # a round ordered like a pilot's
+    # 4. nothing more to do: a re-run measures nothing and plans nothing
+    done = _planned_campaign(tmp_path, monkeypatch, 1e6, measured)
+    done.run()
+    assert set(measured.values()) == {1} and len(done.data.rounds()) == 4
+
+
+def test_a_scenario_benchmark_keeps_fixed_runs_and_says_so(tmp_path):
+    from pipeline.benchmarks.lb import Lb
+    from pipeline.collect.campaign import Campaign
+    from pipeline.collect.planning import Settings
+
+    settings = Settings(target_half_width=0.05, budget_s=600.0, max_runs=10)
+    campaign = Campaign(Lb(), _lab_inventory(), Profile(2, 1, 0, 1), tmp_path, seed=1,
+                        log=lambda _: None, planning=settings)  # fmt: skip
+    assert campaign.planning is None and {s.run for s in campaign.steps} == {1, 2}
+    assert campaign._plan_record() == {"planned": False, "reason": "fixed runs: a scenario "
+                                       "benchmark has no one per-run value to plan with"}

@@ -373,3 +373,36 @@ def test_a_variant_measured_nowhere_keeps_its_rows():
     row = summary.set_index(["variant", "mode"]).loc[("allthreads", "native")]
     # Named after the benchmark's own metric (pipeline.benchmarks.Cpu.summary_metric).
     assert row["metric"] == "cpu_events_per_s" and row["reason"] == reason
+
+
+def test_cells_with_different_run_counts_compare_over_the_runs_both_measured():
+    # a planned campaign: native and overlay2 went on to 7 runs, podman stopped after 3
+    native = [100.0, 104.0, 98.0, 101.0, 99.0, 103.0, 100.5]
+    ratios = [0.90, 0.93, 0.88, 0.91, 0.92, 0.89, 0.90]
+    overlay2 = [v * r for v, r in zip(native, ratios, strict=True)]
+    cells = {
+        ("read", "native"): {"memory_bandwidth": native},
+        ("read", "overlay2"): {"memory_bandwidth": overlay2},
+        ("read", "podman"): {"memory_bandwidth": [v * 0.97 for v in native]},
+    }
+    samples, runs = _dataset(cells, n_runs=7)
+    planned_out = lambda t: (t["mode"] == "podman") & (t["run"] > 3)  # noqa: E731
+    samples, runs = samples[~planned_out(samples)], runs[~planned_out(runs)]
+    got = host.summarise(samples, runs, "memory").set_index("mode")
+    overlay = got.loc["overlay2"]
+    assert overlay["ratio_n_runs"] == 7 and overlay["n_runs"] == 7
+    assert overlay["ratio"] == pytest.approx(np.exp(np.mean(np.log(ratios))))
+    podman = got.loc["podman"]
+    assert podman["ratio_n_runs"] == 3 and podman["ratio"] == pytest.approx(0.97)
+    assert (podman["n_runs"], podman["n_runs_planned"]) == (3, 3)
+    assert pd.isna(podman["reason"]) or not podman["reason"]  # nothing is missing
+    assert got.loc["native", "n_runs"] == 7
+    table = host.article_table(got.reset_index())
+    assert "3 of" not in table.to_string()
+    # a mode with more runs than native (native's later runs failed): the common runs only
+    fewer = samples[~((samples["mode"] == "native") & (samples["run"] > 5))]
+    fewer_runs = runs.copy()
+    fewer_runs.loc[(runs["mode"] == "native") & (runs["run"] > 5), "status"] = "failed"
+    got = host.summarise(fewer, fewer_runs, "memory").set_index("mode")
+    assert got.loc["overlay2", "ratio_n_runs"] == 5
+    assert got.loc["overlay2", "ratio"] == pytest.approx(np.exp(np.mean(np.log(ratios[:5]))))

@@ -211,3 +211,34 @@ def test_the_command_line_check(repo, monkeypatch, capsys):
     _edit(repo / "conf/profiles/demo.yaml", lambda d: d.update(runs=-1))
     assert params.main([]) == 2
     assert "conf/profiles/demo.yaml.runs: must be a whole number" in capsys.readouterr().err
+
+
+def test_planning_is_checked_and_defaults_to_fixed_runs(repo):
+    loaded = params.load("params.yaml", root=repo)
+    assert loaded.planning()["enabled"] is False
+    assert loaded.planning()["confidence"] == loaded.raw["analysis"]["confidence"]
+    _edit(repo / "params.yaml", lambda d: d.pop("planning"))
+    assert params.load("params.yaml", root=repo).planning() == {
+        **params.PLANNING, "confidence": loaded.raw["analysis"]["confidence"]}
+
+    def broken(d):
+        d["planning"] = {"enabled": "yes", "target_half_width": 0, "budget_minutes": -1,
+                         "max_runs": 1.5, "max_run": 3}
+
+    _edit(repo / "params.yaml", broken)
+    problems = _problems(repo)
+    assert problems == [
+        "planning.max_run: unknown setting (did you mean 'max_runs'?); known: enabled, "
+        "target_half_width, budget_minutes, max_runs",
+        "planning.enabled: must be true or false, got 'yes'",
+        "planning.target_half_width: must be a number in (0, 1], got 0",
+        "planning.budget_minutes: must be a number in [0, 1e+06], got -1",
+        "planning.max_runs: must be a whole number in [2, 1000], got 1.5",
+    ]
+    _edit(repo / "params.yaml", lambda d: d.update(
+        planning={"enabled": True, "max_runs": 2}, profile="study"))
+    problems = _problems(repo)
+    assert "planning.target_half_width: missing: planning is enabled (e.g. " \
+           "target_half_width: 0.05)" in problems
+    assert "planning.max_runs: 2 is below the profile's 3 runs (its pilot), so planning would " \
+           "add no run; set it to 3 or more, or planning.enabled: false" in problems

@@ -490,12 +490,17 @@ def _steps_not_ok(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> li
         if bad.empty:
             continue
         bad["why"] = bad["reason"].map(_reason)
-        n_total = runs["run"].nunique()
         groups = bad.groupby(["status", "mode", "path", "why"], sort=False)
         for (status, mode, path, why), rows in groups:
             variants = ", ".join(sorted(set(rows["variant"].dropna())))
             key = f"limitations.{b}.{status}.{mode}.{path}.{variants.replace(', ', '+')}"
             n = numbers.add(f"{key}.runs", rows["run"].nunique(), "runs", inputs.raw / b)
+            # the runs this cell was scheduled in: a precision-planned campaign gives cells
+            # different run counts, and a skipped mode is never planned beyond the pilot
+            cell = runs[(runs["mode"] == mode) & (runs["path"] == path)]
+            if rows["variant"].notna().any():
+                cell = cell[cell["variant"].isin(set(rows["variant"].dropna()))]
+            n_total = cell["run"].nunique()
             total = numbers.add(f"{key}.runs_planned", n_total, "runs", inputs.raw / b)
             what = f"{on_path(path)} ({variants}) {status} in {n.text()} of {total.text()} runs"
             steps.append((why, b, mode, what))

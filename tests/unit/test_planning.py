@@ -1,0 +1,169 @@
+"""The precision planner against known answers: runs to a target, budget and max_runs stops,
+native always paired, and a stop rule blind to the effect."""
+
+import math
+
+import numpy as np
+import pytest
+
+from pipeline.collect import planning
+from pipeline.collect.planning import Settings, half_width, next_round, runs_needed
+
+NATIVE = ("native", "dc", "tcp")
+BRIDGE = ("docker-bridge", "dc", "tcp")
+HOST = ("docker-host", "dc", "tcp")
+
+
+def _constant_sd(sd: float, n: int) -> list[float]:
+    """``n`` values whose first k (k >= 2) have sample SD exactly ``sd`` for every k: each new
+    value lies sqrt((k+1)/k) SDs from the mean so far, alternating sides."""
+    d = [-sd / math.sqrt(2), sd / math.sqrt(2)]
+    while len(d) < n:
+        k = len(d)
+        d.append(float(np.mean(d)) + (-1) ** k * sd * math.sqrt((k + 1) / k))
+    return d[:n]
+
+
+def test_the_constant_sd_sequence_has_its_sd_at_every_length():
+    d = _constant_sd(0.07, 12)
+    assert [round(float(np.std(d[:k], ddof=1)), 12) for k in range(2, 13)] == [0.07] * 11
+
+
+def test_half_width_and_runs_needed_known_answers():
+    # t(0.975, 6) = 2.446912, sqrt(7) = 2.645751: 0.05 * 0.924847
+    assert half_width(0.05, 7, 0.95) == pytest.approx(0.0462424, abs=1e-6)
+    assert half_width(0.05, 6, 0.95) > 0.05 >= half_width(0.05, 7, 0.95)
+    assert runs_needed(0.05, 0.05, 0.95) == 7
+    assert runs_needed(0.05, 0.05, 0.90) == 5  # t(0.95, 4) / sqrt(5) = 0.954
+    assert half_width(0.05, 1, 0.95) == math.inf and runs_needed(math.nan, 0.05, 0.95) is None
+
+
+class _Lab:
+    """Simulated campaign: per-run log ratios of each mode against native come from a fixed
+    sequence (plus the mode's own effect); every cell costs ``seconds`` per run."""
+
+    def __init__(self, ratios: dict, seconds: dict, pilot: int) -> None:
+        self.ratios, self.seconds = ratios, seconds
+        self.values: dict = {}
+        self.spent = 0.0
+        self.rounds: list[tuple] = []
+        self.cells = [NATIVE, *ratios]
+        for run in range(1, pilot + 1):
+            self.measure(self.cells, run)
+        self.pilot = pilot
+
+    def measure(self, cells, run):
+        for cell in cells:
+            native = 1e9 * (1 + 0.01 * run)  # run-to-run drift that cancels in the ratios
+            value = native if cell[0] == "native" else native * math.exp(self.ratios[cell][
+                sum(1 for k in self.values if k[:3] == cell)])  # fmt: skip
+            self.values[(*cell, run)] = value
+            if run > getattr(self, "pilot", run):
+                self.spent += self.seconds[cell]
+
+    def plan(self, settings: Settings) -> planning.Decision:
+        run = self.pilot
+        while True:
+            decision = next_round(self.cells, self.values, self.seconds, settings, self.spent)
+            if decision.done:
+                return decision
+            run += 1
+            self.rounds.append(decision.cells)
+            self.measure(decision.cells, run)
+
+
+def _runs(values, cell):
+    return sorted(k[3] for k in values if k[:3] == cell)
+
+
+def test_a_cell_with_known_sd_reaches_the_target_after_the_predicted_runs():
+    settings = Settings(target_half_width=0.05, budget_s=1e6, max_runs=50)
+    lab = _Lab({BRIDGE: _constant_sd(0.05, 50)}, {NATIVE: 10.0, BRIDGE: 10.0}, pilot=3)
+    decision = lab.plan(settings)
+    (bridge,) = decision.comparisons
+    assert bridge.stop == "target" and bridge.runs == runs_needed(0.05, 0.05, 0.95) == 7
+    assert bridge.half_width == pytest.approx(half_width(0.05, 7, 0.95))
+    assert len(lab.rounds) == 4 and lab.spent == 4 * 20.0
+    assert _runs(lab.values, NATIVE) == _runs(lab.values, BRIDGE) == list(range(1, 8))
+
+
+def test_budget_stops_the_campaign_and_says_so():
+    # 25 s left after two extra rounds of 20 s: a third round does not fit
+    settings = Settings(target_half_width=0.05, budget_s=65.0, max_runs=50)
+    lab = _Lab({BRIDGE: _constant_sd(0.05, 50)}, {NATIVE: 10.0, BRIDGE: 10.0}, pilot=3)
+    decision = lab.plan(settings)
+    (bridge,) = decision.comparisons
+    assert (bridge.stop, bridge.runs) == ("budget", 6)
+    assert lab.spent == 60.0 <= settings.budget_s
+    assert decision.remaining_s == pytest.approx(5.0)
+
+
+def test_max_runs_stops_a_cell_that_cannot_reach_the_target():
+    settings = Settings(target_half_width=0.01, budget_s=1e6, max_runs=5)
+    lab = _Lab({BRIDGE: _constant_sd(0.2, 50)}, {NATIVE: 1.0, BRIDGE: 1.0}, pilot=3)
+    (bridge,) = lab.plan(settings).comparisons
+    assert (bridge.stop, bridge.runs) == ("max_runs", 5)
+    assert len(lab.rounds) == 2
+
+
+def test_native_runs_whenever_a_comparison_of_its_path_and_variant_does():
+    precise, noisy = _constant_sd(0.001, 50), _constant_sd(0.1, 50)
+    settings = Settings(target_half_width=0.05, budget_s=1e6, max_runs=40)
+    lab = _Lab({BRIDGE: noisy, HOST: precise}, {NATIVE: 3.0, BRIDGE: 5.0, HOST: 5.0}, pilot=3)
+    decision = lab.plan(settings)
+    assert all(NATIVE in cells and HOST not in cells for cells in lab.rounds)
+    stops = {c.mode: (c.stop, c.runs) for c in decision.comparisons}
+    assert stops == {"docker-bridge": ("target", runs_needed(0.1, 0.05, 0.95)),
+                     "docker-host": ("target", 3)}  # fmt: skip
+    assert _runs(lab.values, NATIVE) == _runs(lab.values, BRIDGE)
+    assert len(_runs(lab.values, HOST)) == 3
+
+
+def test_the_stop_rule_ignores_the_effect():
+    d = _constant_sd(0.08, 50)
+    slow = [x + math.log(0.5) for x in d]  # half native's throughput
+    same = [x + math.log(1.0) for x in d]
+    other = ("docker-nat", "dc", "tcp")
+    settings = Settings(target_half_width=0.05, budget_s=1e6, max_runs=40)
+    lab = _Lab({BRIDGE: slow, other: same}, {NATIVE: 2.0, BRIDGE: 4.0, other: 4.0}, pilot=3)
+    decision = lab.plan(settings)
+    a, b = decision.comparisons
+    assert (a.stop, a.runs) == (b.stop, b.runs) and a.half_width == pytest.approx(b.half_width)
+    assert all((BRIDGE in cells) == (other in cells) for cells in lab.rounds)
+    assert _runs(lab.values, BRIDGE) == _runs(lab.values, other)
+
+
+def test_a_tight_budget_goes_where_a_second_buys_the_most_precision():
+    # the same SD; one mode's runs cost five times the other's: the cheap one goes first
+    cheap, dear = ("docker-host", "dc", "tcp"), ("docker-bridge", "dc", "tcp")
+    d = _constant_sd(0.1, 50)
+    settings = Settings(target_half_width=0.01, budget_s=12.0, max_runs=40)
+    lab = _Lab({dear: d, cheap: d}, {NATIVE: 1.0, cheap: 1.0, dear: 5.0}, pilot=3)
+    decision = lab.plan(settings)
+    assert lab.rounds[0] == (NATIVE, dear, cheap)  # 7 s of 12: both fit
+    assert lab.rounds[1] == (NATIVE, cheap)  # 5 s left: only the cheap one's run fits
+    stops = {c.mode: (c.stop, c.runs) for c in decision.comparisons}
+    assert stops == {"docker-host": ("budget", 6), "docker-bridge": ("budget", 4)}
+
+
+def test_a_mode_never_measured_is_not_planned_and_says_so():
+    settings = Settings(target_half_width=0.05, budget_s=1e6, max_runs=10)
+    values = {(*NATIVE, r): 1e9 for r in (1, 2, 3)}
+    decision = next_round([NATIVE, BRIDGE], values, {NATIVE: 1.0}, settings, 0.0)
+    assert decision.done and decision.comparisons[0].stop == "unmeasured"
+
+
+def test_a_pilot_of_one_run_gets_a_second_to_learn_its_sd():
+    settings = Settings(target_half_width=0.05, budget_s=1e6, max_runs=10)
+    values = {(*NATIVE, 1): 1e9, (*BRIDGE, 1): 9e8}
+    decision = next_round([NATIVE, BRIDGE], values, {NATIVE: 1.0, BRIDGE: 1.0}, settings, 0.0)
+    assert decision.cells == (NATIVE, BRIDGE)
+    assert decision.comparisons[0].half_width == math.inf
+
+
+def test_settings_from_params():
+    assert Settings.from_params({"enabled": False, "target_half_width": 0.05}) is None
+    assert Settings.from_params(None) is None
+    s = Settings.from_params({"enabled": True, "target_half_width": 0.05, "budget_minutes": 2,
+                              "max_runs": 10, "confidence": 0.9})  # fmt: skip
+    assert s == Settings(0.05, 120.0, 10, 0.9)
