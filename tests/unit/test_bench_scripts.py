@@ -1,10 +1,14 @@
 """The bench scripts' own logic: the duty cycle's ceiling, the lab benches' cases."""
 
+import math
+
+import pandas as pd
 import pytest
 
-from harness import duty_cycle
+from harness import duty_cycle, precision
 from pipeline.benchmarks import BENCHMARKS, Benchmark
 from pipeline.benchmarks.latency import Latency
+from pipeline.collect import planning
 
 
 def test_latency_ceiling_is_windows_against_windows_plus_sockperfs_fixed_time():
@@ -185,3 +189,25 @@ def test_throughput_estimator_rule_needs_both_known_answers():
     few = {k: v for k, v in windows.items() if k[1] <= 2}
     table = te.criteria(te.per_run(te.per_window(_tcp_samples(few))), runs)
     assert te.choose(table)[0] is None
+
+
+def test_precision_pairs_only_runs_both_measured_and_the_block_asked_for():
+    per_run = pd.DataFrame(
+        {
+            "mode": ["native", "native-aa", "native", "native-aa", "native"],
+            "run": [1, 1, 2, 2, 3],
+            "value": [10.0, 11.0, 20.0, 18.0, 30.0],
+        }
+    )
+    x, y = precision.paired(per_run, "native-aa")
+    assert x.tolist() == [11.0, 18.0] and y.tolist() == [10.0, 20.0]
+    x, y = precision.paired(per_run, "native-aa", [2, 3])
+    assert x.tolist() == [18.0] and y.tolist() == [20.0]
+
+
+def test_precision_runs_for_the_margin_put_the_90_percent_interval_inside_half_the_margin():
+    sd = 0.05
+    n = precision.runs_for_margin(sd)
+    room = math.log1p(precision.MARGIN) / 2
+    assert planning.half_width(sd, n, 0.90) <= room < planning.half_width(sd, n - 1, 0.90)
+    assert precision.runs_for_margin(float("nan")) is None
