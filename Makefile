@@ -11,18 +11,23 @@ APT_PACKAGES := docker.io iperf3 sockperf nginx openssh-server openssh-client ip
 	podman slirp4netns passt rootlesskit uidmap fuse-overlayfs sysbench fio wrk haproxy curl \
 	linux-perf crun runsc sudo
 
-.PHONY: setup demo test test-fast test-unit lint lab-up lab-down lab-status jupyter clean-data bench \
-	kubernetes kubernetes-up kubernetes-smoke kubernetes-down
-
-setup: .make/apt.stamp .make/venv.stamp .make/bin/co-loadgen .make/bin/sockperf ## install everything (idempotent)
-
-.make/apt.stamp: Makefile
-	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+# The Debian packages of the list $(1) that are missing, installed in one apt-get run.
+define apt_ensure
+	@missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing: $$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	    --no-install-recommends $$missing >/dev/null; \
 	fi
+endef
+
+.PHONY: setup demo test test-fast test-unit lint lab-up lab-down lab-status jupyter clean-data bench \
+	kubernetes kubernetes-up kubernetes-smoke kubernetes-down vm-probe
+
+setup: .make/apt.stamp .make/venv.stamp .make/bin/co-loadgen .make/bin/sockperf ## install everything (idempotent)
+
+.make/apt.stamp: Makefile
+	$(call apt_ensure,$(APT_PACKAGES))
 	@# haproxy runs only inside the lb benchmark's containers: the packaged service must not run
 	@if command -v systemctl >/dev/null && systemctl is-enabled --quiet haproxy 2>/dev/null; then \
 	  systemctl disable --now haproxy >/dev/null 2>&1 || systemctl disable haproxy >/dev/null; \
@@ -98,12 +103,7 @@ jupyter: setup ## JupyterLab on the study with the project's kernel
 KUBERNETES_APT_PACKAGES := containerd runc containernetworking-plugins etcd-server busybox-static \
 	openssl curl iptables
 kubernetes: ## build (or find cached) kubelet, kube-apiserver, ... and the pause binary
-	@missing=$$(for p in $(KUBERNETES_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-	  echo "installing: $$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	    --no-install-recommends $$missing >/dev/null; \
-	fi
+	$(call apt_ensure,$(KUBERNETES_APT_PACKAGES))
 	@if command -v systemctl >/dev/null && systemctl is-enabled --quiet etcd 2>/dev/null; then \
 	  systemctl disable --now etcd >/dev/null 2>&1 || systemctl disable etcd >/dev/null; \
 	fi
@@ -117,3 +117,11 @@ kubernetes-smoke: ## a pod from a local image answers, directly and through a Se
 
 kubernetes-down: ## stop the single-node cluster, remove everything it made
 	tools/kubernetes/single-node.sh down
+
+# Whether this machine runs a KVM guest fit for measuring (docs/vm.md): boots Debian's kernel under
+# qemu with KVM into a one-file initramfs and says how far it got. Up to a few minutes; not part
+# of `make demo` or `make test`.
+VM_APT_PACKAGES := qemu-system-x86 busybox-static bc
+vm-probe: ## can a KVM guest boot here? (one line: ok, or why not)
+	$(call apt_ensure,$(VM_APT_PACKAGES))
+	tools/vm/probe.sh

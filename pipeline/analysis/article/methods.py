@@ -184,6 +184,53 @@ def _duty_cycle(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list
     return lines
 
 
+# What a planned campaign's intervals cover, simulated (tests/unit/test_planning.py checks it):
+# a 3-run pilot, at most 15 runs, the true SD 1 to 2 times the target.
+PLANNED_COVERAGE = {"pilot_runs": 3, "max_runs": 15, "label_pct": 95, "lo_pct": 90, "hi_pct": 93}
+
+
+def _planning(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[str]:
+    """The precision-planned campaigns (their campaign.json's ``planning`` record), with what
+    such stopping does to the intervals; nothing when no campaign was planned."""
+    lines = []
+    for b in benchmarks:
+        for record in sorted((inputs.raw / b).glob("*/campaign.json")):
+            plan = json.loads(record.read_text()).get("planning") or {}
+            if not plan.get("planned"):
+                continue
+            key = f"methods.{b}.{record.parent.name}.planning"
+            pilot = numbers.add(f"{key}.pilot_runs", plan["pilot_runs"], "runs", record)
+            rounds = numbers.add(f"{key}.rounds", plan.get("rounds", 0), "runs", record)
+            target = numbers.add(f"{key}.target_half_width", plan["target_half_width"],
+                                 "log ratio", record, decimals=3)  # fmt: skip
+            stops: dict[str, int] = {}
+            for cell in plan.get("cells", []):
+                if "half_width" in cell:  # a comparison with native
+                    why = cell.get("stopped") or "going on"
+                    stops[why] = stops.get(why, 0) + 1
+            said = [f"{numbers.add(f'{key}.stopped.{why}', n, 'comparisons', record).text()} {why}"
+                    for why, n in sorted(stops.items())]  # fmt: skip
+            lines.append(
+                f"- `{b}` (`{record.parent.name}`): a {pilot.text()}-run pilot and "
+                f"{rounds.text()} planned runs, target half-width {target.text()} of the log "
+                f"ratio; comparisons stopped: {', '.join(said) or 'none'}."
+            )
+    if not lines:
+        return []
+    sim = "simulation: tests/unit/test_planning.py"
+    c = {k: numbers.add(f"methods.planning.coverage.{k}", v, "runs" if "runs" in k else "%", sim)
+         for k, v in PLANNED_COVERAGE.items()}  # fmt: skip
+    return [
+        "Precision-planned campaigns (runs added where an interval was still wider than its "
+        "target, within a budget; the rule looks at the half-width only). Stopping when the "
+        "sample SD happens to be small leaves the last interval too narrow: in simulation "
+        f"(a {c['pilot_runs'].text()}-run pilot, at most {c['max_runs'].text()} runs) their "
+        f"intervals labelled {c['label_pct'].text()}% cover "
+        f"{c['lo_pct'].text()}-{c['hi_pct'].text()}%:"
+        "\n\n" + "\n".join(lines)
+    ]
+
+
 def _placement(placements: list[dict]) -> str:
     """The lab's CPU placement of a campaign's sessions, as a clause of its duty-cycle line."""
     said = []
@@ -419,6 +466,7 @@ def methods(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> str:
         f"paired runs, and each table's p-values are adjusted together for multiplicity (its "
         f"caption names the method).{seed_text}"
     )
+    blocks += _planning(inputs, numbers, benchmarks)
     blocks += _wan(inputs, numbers)
     blocks += _instrument(inputs, numbers)
     duty = _duty_cycle(inputs, numbers, benchmarks)
