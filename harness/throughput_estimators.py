@@ -100,8 +100,10 @@ def choose(table: pd.DataFrame) -> tuple[str | None, str]:
     """The rule of the module docstring: (estimator, why)."""
     if "aa_runs" not in table or table["aa_runs"].min() < 3:
         return None, "fewer than 3 A/A runs: no choice"
-    ok = table[(table.get("tbf_error_pct", pd.Series(0, index=table.index)).abs()
-                <= 100 * TBF_TOLERANCE) & table["aa_mean_inside"].astype(bool)]  # fmt: skip
+    if "tbf_error_pct" not in table or table["tbf_error_pct"].isna().any():
+        return None, "no tbf cap measured: no choice"
+    ok = table[(table["tbf_error_pct"].abs() <= 100 * TBF_TOLERANCE)
+               & table["aa_mean_inside"].astype(bool)]  # fmt: skip
     if ok.empty:
         return None, "no estimator recovers both known answers"
     best = ok["aa_sd_pct"].idxmin()

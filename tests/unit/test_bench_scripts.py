@@ -189,6 +189,10 @@ def test_throughput_estimator_rule_needs_both_known_answers():
     few = {k: v for k, v in windows.items() if k[1] <= 2}
     table = te.criteria(te.per_run(te.per_window(_tcp_samples(few))), runs)
     assert te.choose(table)[0] is None
+    # no tbf cap in the campaign: no choice either (not a cap recovered by default)
+    no_cap = {k: v for k, v in windows.items() if k[0] != "native-tbf"}
+    table = te.criteria(te.per_run(te.per_window(_tcp_samples(no_cap))), runs.iloc[:0])
+    assert te.choose(table) == (None, "no tbf cap measured: no choice")
 
 
 def test_precision_pairs_only_runs_both_measured_and_the_block_asked_for():
