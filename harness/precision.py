@@ -44,12 +44,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from harness._lab import cases_on_the_lab, one_variant  # noqa: E402
-from pipeline.analysis import stats  # noqa: E402
+from pipeline.analysis import interference, stats  # noqa: E402
 from pipeline.benchmarks.latency import Latency  # noqa: E402
 from pipeline.benchmarks.throughput import Throughput  # noqa: E402
 from pipeline.collect import planning  # noqa: E402
@@ -70,25 +71,46 @@ EXPERIMENTS = ("goal", "planning")
 
 
 def campaign(case: str, inv, runs: int, out: Path, seed: int, modes: list[str],
-             plan: planning.Settings | None = None) -> tuple[pd.DataFrame, float]:  # fmt: skip
-    """One campaign of ``case`` on the dc path: its per-run headlines (mode, run, value) and
-    its wall time. A failed step stops the bench: a comparison with a hole is no comparison."""
+             plan: planning.Settings | None = None) -> float:  # fmt: skip
+    """One campaign of ``case`` on the dc path into ``out``; its wall time. A failed step stops
+    the bench: a comparison with a hole is no comparison."""
     cls, variant, profile, _ = CASES[case]
     t0 = time.monotonic()
     Campaign(one_variant(cls, variant), inv, profile(runs), out, seed, modes, lambda _: None,
              ("dc",), placement="split", placer=cpus.place, planning=plan).run()  # fmt: skip
-    wall = time.monotonic() - t0
+    return time.monotonic() - t0
+
+
+def per_run(out: Path) -> pd.DataFrame:
+    """A saved campaign's per-run headlines (mode, run, value) and whether the interference
+    watch flagged the window (``flagged``: params.yaml's thresholds, pipeline.analysis.
+    interference)."""
     rows = pq.read_table(out / "runs.parquet").to_pandas()
     failed = rows[rows["status"] != "ok"]
     if len(failed):
         where = failed[["mode", "run", "reason"]].to_dict("records")
-        raise RuntimeError(f"{case}: steps failed: {where}")
-    return rows[["mode", "run", "headline"]].rename(columns={"headline": "value"}), wall
+        raise RuntimeError(f"{out.name}: steps failed: {where}")
+    limits = yaml.safe_load((ROOT / "params.yaml").read_text())["analysis"]
+    flags = interference.flagged_windows(interference.flag(
+        interference.windows(out), limits["interference_cpus"], limits["interference_steal"],
+        limits["interference_probe"]))  # fmt: skip
+    flagged = set(zip(flags.loc[flags["flagged"], "run"], flags.loc[flags["flagged"], "mode"],
+                      strict=True))  # fmt: skip
+    values = rows[["mode", "run", "headline"]].rename(columns={"headline": "value"})
+    values["flagged"] = [(r, m) in flagged for r, m in zip(values["run"], values["mode"],
+                                                           strict=True)]  # fmt: skip
+    return values
 
 
-def paired(per_run: pd.DataFrame, mode: str, runs=None) -> tuple[np.ndarray, np.ndarray]:
+def clean_runs(values: pd.DataFrame) -> list[int]:
+    """The runs none of whose windows the watch flagged."""
+    dirty = set(values.loc[values["flagged"], "run"])
+    return sorted(set(values["run"]) - dirty)
+
+
+def paired(values: pd.DataFrame, mode: str, runs=None) -> tuple[np.ndarray, np.ndarray]:
     """The mode's and native's values in the runs both measured (of ``runs`` if given)."""
-    wide = per_run.pivot_table(index="run", columns="mode", values="value", aggfunc="first")
+    wide = values.pivot_table(index="run", columns="mode", values="value", aggfunc="first")
     if runs is not None:
         wide = wide.loc[wide.index.isin(runs)]
     both = wide[[mode, "native"]].dropna()
@@ -103,78 +125,88 @@ def runs_for_margin(sd: float) -> int | None:
     return planning.runs_needed(sd, math.log1p(MARGIN) / 2, level)
 
 
-def goal(inv, runs: int, block: int, seed: int, work: Path) -> None:
-    decided = []
-    for case, (_, _, _, higher) in CASES.items():
-        per_run, wall = campaign(case, inv, runs, work / f"goal-{case}", seed, GOAL_MODES)
+def measure_goal(inv, runs: int, seed: int, work: Path) -> None:
+    for case in CASES:
+        wall = campaign(case, inv, runs, work / f"goal-{case}", seed, GOAL_MODES)
         modes = ", ".join(GOAL_MODES)
         print(f"summary: goal {case}: {runs} runs of {modes} in {wall / 60:.1f} min")
-        for mode in GOAL_MODES[1:]:
-            x, y = paired(per_run, mode)
-            eq = stats.log_ratio_equivalence(x, y, MARGIN, CONFIDENCE, higher)
-            sd = float(np.std(np.log(x / y), ddof=1))
-            need = runs_for_margin(sd)
-            print(f"summary: goal {case} {mode}/native: {eq.ratio * 100:.1f}% "
-                  f"[{eq.lo * 100:.1f}, {eq.hi * 100:.1f}] (95%), "
-                  f"90% [{eq.lo_eq * 100:.1f}, {eq.hi_eq * 100:.1f}], n={eq.n_runs}, "
-                  f"verdict at +-5%: {eq.verdict}; SD of log ratio {sd:.3f}; "
-                  f"runs for a 90% interval of +-2.5%: {need}")  # fmt: skip
-        all_runs = sorted(per_run["run"].unique())
-        for start in range(0, len(all_runs) - block + 1, block):
-            x, y = paired(per_run, "native-aa", all_runs[start : start + block])
-            if len(x) < block:
-                continue
-            eq = stats.log_ratio_equivalence(x, y, MARGIN, CONFIDENCE, higher)
-            decided.append({"case": case, "ratio": eq.ratio, "verdict": eq.verdict})
+
+
+def report_goal(work: Path, block: int) -> None:
+    """The goal's comparisons over every run and over the runs the watch left unflagged, and
+    the A/A false-difference rate in blocks of ``block`` runs, both ways."""
+    decided = []
+    for case, (_, _, _, higher) in CASES.items():
+        values = per_run(work / f"goal-{case}")
+        every = sorted(values["run"].unique())
+        clean = clean_runs(values)
+        print(f"summary: goal {case}: {len(every)} runs, {len(every) - len(clean)} with a "
+              "window the interference watch flagged")  # fmt: skip
+        for label, runs in (("every run", every), ("unflagged runs", clean)):
+            for mode in GOAL_MODES[1:]:
+                x, y = paired(values, mode, runs)
+                if len(x) < 3:
+                    continue
+                eq = stats.log_ratio_equivalence(x, y, MARGIN, CONFIDENCE, higher)
+                sd = float(np.std(np.log(x / y), ddof=1))
+                print(f"summary:   {case} {mode}/native, {label}: {eq.ratio * 100:.1f}% "
+                      f"[{eq.lo * 100:.1f}, {eq.hi * 100:.1f}] (95%), "
+                      f"90% [{eq.lo_eq * 100:.1f}, {eq.hi_eq * 100:.1f}], n={eq.n_runs}, "
+                      f"at +-5%: {eq.verdict}; SD of log ratio {sd:.3f}; runs for a 90% "
+                      f"interval of +-2.5%: {runs_for_margin(sd)}")  # fmt: skip
+            for first in range(0, len(runs) - block + 1, block):
+                x, y = paired(values, "native-aa", runs[first : first + block])
+                if len(x) == block:
+                    eq = stats.log_ratio_equivalence(x, y, MARGIN, CONFIDENCE, higher)
+                    decided.append({"case": case, "runs": label, "ratio": eq.ratio,
+                                    "verdict": eq.verdict})  # fmt: skip
     aa = pd.DataFrame(decided)
-    counts = aa["verdict"].value_counts().to_dict()
-    false = counts.get("overhead", 0) + counts.get("faster", 0)
-    print(
-        f"summary: A/A in blocks of {block} runs: {len(aa)} comparisons, {counts}; "
-        f"false-difference rate {false / len(aa) * 100:.1f}% ({false} of {len(aa)})"
-    )
-    for case, group in aa.groupby("case"):
-        print(
-            f"summary:   {case}: "
-            + ", ".join(f"{r.ratio * 100:.1f}% {r.verdict[:5]}" for r in group.itertuples())
-        )
+    for label, group in aa.groupby("runs", sort=False):
+        counts = group["verdict"].value_counts().to_dict()
+        false = counts.get("overhead", 0) + counts.get("faster", 0)
+        print(f"summary: A/A, {label}, blocks of {block} runs: {len(group)} comparisons, "
+              f"{counts}; false-difference rate {false / len(group) * 100:.1f}% "
+              f"({false} of {len(group)})")  # fmt: skip
 
 
-def half_widths(per_run: pd.DataFrame) -> dict[str, tuple[int, float]]:
+def half_widths(values: pd.DataFrame) -> dict[str, tuple[int, float]]:
     """Each mode's (pairs, half-width of the 95 % interval of the mean log ratio to native)."""
     out = {}
     for mode in PLANNING_MODES[1:]:
-        x, y = paired(per_run, mode)
+        x, y = paired(values, mode)
         d = np.log(x / y)
         sd = float(d.std(ddof=1)) if len(d) > 1 else math.nan
         out[mode] = (len(d), planning.half_width(sd, len(d), CONFIDENCE))
     return out
 
 
-def planned_vs_fixed(inv, target: float, budget_min: float, max_runs: int, seed: int,
+def measure_planning(inv, target: float, budget_min: float, max_runs: int, seed: int,
                      work: Path) -> None:  # fmt: skip
+    """The planned campaign, then a fixed one of as many runs as fit in its lab time."""
     settings = planning.Settings(target, budget_min * 60.0, max_runs, CONFIDENCE)
-    planned, wall_p = campaign("throughput", inv, 3, work / "planned", seed, PLANNING_MODES,
-                               settings)  # fmt: skip
-    steps = len(planned)
-    per_step = wall_p / steps
-    fixed_runs = max(3, round(wall_p / (per_step * len(PLANNING_MODES))))
-    fixed, wall_f = campaign("throughput", inv, fixed_runs, work / "fixed", seed + 1,
-                             PLANNING_MODES)  # fmt: skip
+    wall = campaign("throughput", inv, 3, work / "planned", seed, PLANNING_MODES, settings)
+    steps = len(per_run(work / "planned"))
+    fixed_runs = max(3, round(steps / len(PLANNING_MODES)))  # the same steps: the same lab time
+    print(f"summary: planning: planned campaign {wall / 60:.1f} min, {steps} steps; a fixed "
+          f"campaign of {fixed_runs} runs follows")  # fmt: skip
+    wall = campaign("throughput", inv, fixed_runs, work / "fixed", seed + 1, PLANNING_MODES)
+    print(f"summary: planning: fixed campaign {wall / 60:.1f} min")
+
+
+def report_planning(work: Path) -> None:
+    planned, fixed = per_run(work / "planned"), per_run(work / "fixed")
     record = json.loads((work / "planned" / "campaign.json").read_text()).get("planning", {})
     print(
-        f"summary: planning throughput: planned {steps} steps in {wall_p / 60:.1f} min "
-        f"(target +-{target * 100:g}%, budget {budget_min:g} min, max {max_runs} runs; "
-        f"spent {record.get('spent_s', float('nan')) / 60:.1f} min beyond the pilot); "
-        f"fixed {fixed_runs} runs, {len(fixed)} steps in {wall_f / 60:.1f} min"
+        f"summary: planning throughput (target +-{record.get('target_half_width', 0) * 100:g}%,"
+        f" budget {record.get('budget_s', 0) / 60:g} min, at most {record.get('max_runs')} "
+        f"runs): planned {len(planned)} steps, fixed {len(fixed)} steps; "
+        f"flagged windows {int(planned['flagged'].sum())} / {int(fixed['flagged'].sum())}"
     )
     a, b = half_widths(planned), half_widths(fixed)
     for mode in PLANNING_MODES[1:]:
         (na, ha), (nb, hb) = a[mode], b[mode]
-        print(
-            f"summary:   {mode}/native: planned {na} runs, half-width {ha * 100:.1f}% | "
-            f"fixed {nb} runs, half-width {hb * 100:.1f}%"
-        )
+        print(f"summary:   {mode}/native: planned {na} runs, half-width {ha * 100:.1f}% | "
+              f"fixed {nb} runs, half-width {hb * 100:.1f}%")  # fmt: skip
     worst_a = max(h for _, h in a.values())
     worst_b = max(h for _, h in b.values())
     print(f"summary:   widest half-width: planned {worst_a * 100:.1f}%, fixed {worst_b * 100:.1f}%")
@@ -190,17 +222,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-runs", type=int, default=15)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", type=Path, help="keep the campaigns' data here")
+    parser.add_argument("--report", type=Path, metavar="DIR",
+                        help="report on the campaigns kept in DIR; measure nothing")  # fmt: skip
     args = parser.parse_args(argv)
     if args.runs < 3 or args.block < 2 or args.runs < args.block:
         parser.error("--runs must be at least 3 and at least --block (at least 2)")
+    if args.report:
+        chosen = args.cases.split(",")
+        if "goal" in chosen:
+            report_goal(args.report, args.block)
+        if "planning" in chosen:
+            report_planning(args.report)
+        return 0
     chosen, inv = cases_on_the_lab(parser, args.cases, dict.fromkeys(EXPERIMENTS))
     with tempfile.TemporaryDirectory(prefix="co-precision-") as tmp:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         if "goal" in chosen:
-            goal(inv, args.runs, args.block, args.seed, work)
+            measure_goal(inv, args.runs, args.seed, work)
+            report_goal(work, args.block)
         if "planning" in chosen:
-            planned_vs_fixed(inv, args.target, args.budget_min, args.max_runs, args.seed, work)
+            measure_planning(inv, args.target, args.budget_min, args.max_runs, args.seed, work)
+            report_planning(work)
     return 0
 
 
