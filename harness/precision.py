@@ -9,19 +9,20 @@ runs table's ``headline``), the value the planner and the analysis use.
 ``goal`` measures native, its A/A twin (``native-aa``) and docker-host in ``--runs`` fixed
 runs of each case, and prints:
 
-- for native-aa and docker-host against native, over every run: the ratio with its 95 % t
-  interval of the paired per-run log ratios, and the study's verdict at the +-5 % margin
-  (``stats.log_ratio_equivalence``);
-- the runs the measured SD would need for that interval to sit inside +-5 %;
+- for native-aa and docker-host against native: the ratio with its 95 % t interval of the
+  paired per-run log ratios, and the study's verdict at the +-5 % margin
+  (``stats.log_ratio_equivalence``), once over every run and once over the runs none of whose
+  windows the interference watch flagged (params.yaml's thresholds);
+- the runs the measured SD would need for the 90 % interval to leave room for equivalence;
 - the A/A false-difference rate: the runs cut into disjoint blocks of ``--block`` runs (the
   study profile's 3), each block one A/A comparison decided by the study's rule, and the share
-  of them called a difference. Both cases together give the comparisons counted.
+  of them called a difference, both ways. Both cases together give the comparisons counted.
 
 ``planning`` measures the same modes plus docker-bridge and docker-nat, throughput only: a
 precision-planned campaign (the profile's 3 runs as its pilot, then rounds of the comparisons
-still wider than ``--target``, within ``--budget-min``), then a fixed campaign of as many runs
-as fit in the lab time the planned one took, and prints each comparison's runs and half-width
-under both, side by side.
+still wider than ``--target``, within ``--budget-min``), then a fixed campaign of as many
+steps (the same lab time), and prints each comparison's runs and half-width under both, side by
+side.
 
 A benchmark of the study's method on this machine, not a timed test: it prints what it measured
 and passes no verdict of its own. Needs root and the embedded lab (brought up if it is down).
@@ -29,6 +30,7 @@ Traffic stays in the lab. Each step is bounded by the campaign's own timeouts.
 
     python -m harness.precision                          # both experiments
     python -m harness.precision --cases goal --runs 30
+    python -m harness.precision --report DIR             # re-read campaigns kept with --keep
 """
 
 from __future__ import annotations
