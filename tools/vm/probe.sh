@@ -37,7 +37,7 @@ package=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends
 kdir=$CACHE/$package
 if ! compgen -G "$kdir/boot/vmlinuz-*" >/dev/null; then
   tmp=$(mktemp -d)
-  if ! (cd "$tmp" && apt-get download -qq "$package" >/dev/null); then
+  if ! (cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root "$package" >/dev/null); then
     rm -rf "$tmp"
     die "apt-get download $package failed"
   fi
@@ -67,30 +67,32 @@ for cpu in "${CPUS[@]}"; do
   console=$work/console.$RANDOM.log
   start=$(date +%s.%N)
   set +e
-  timeout --kill-after=5 "$TIMEOUT" qemu-system-x86_64 -name "co-vm-probe-$$" \
+  # in a subshell whose stderr is dropped: bash's own "Aborted" when qemu dies of a signal
+  { (timeout --kill-after=5 "$TIMEOUT" qemu-system-x86_64 -name "co-vm-probe-$$" \
     -machine pc,accel=kvm -cpu "$cpu" -smp 1 -m 512 -nodefaults -no-user-config \
     -kernel "$kernel" -initrd "$work/initramfs.gz" \
     -append "console=ttyS0 panic=-1" -display none -serial "file:$console" -no-reboot \
-    > "$work/qemu.out" 2>&1
+    > "$work/qemu.out" 2>&1); } 2>/dev/null
   status=$?
   set -e
   took=$(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)")
-  last=$(tr -d '\r' < "$console" 2>/dev/null | grep -v '^\s*$' | tail -1 | cut -c1-160)
+  last=$({ tr -d '\r' < "$console" | grep -v '^\s*$' | tail -1 | cut -c1-160; } 2>/dev/null || true)
   if grep -q "$MARKER" "$console" 2>/dev/null; then
     echo "vm-probe: ok: $cpu: user space $took s after start"
     exit 0
   fi
   if grep -q "KVM internal error" "$work/qemu.out"; then
-    code=$(sed -n 's/^Code=//p' "$work/qemu.out" | head -1 | cut -c1-80)
+    code=$(sed -n 's/^Code=//p' "$work/qemu.out" | head -1 | cut -c1-80 || true)
     why="KVM internal error ($(grep -m1 -o 'emulation failure' "$work/qemu.out" || echo 'see qemu'))"
     why+=" after $took s; guest code: $code"
   elif (( status == 124 || status == 137 )); then
     why="no user space within $TIMEOUT s"
   else
-    why="qemu exited ($status) after $took s: $(grep -v -i warning "$work/qemu.out" | head -1 | cut -c1-160)"
+    why="qemu exited ($status) after $took s: $(grep -v -i warning "$work/qemu.out" | head -1 | cut -c1-160 || true)"
   fi
   echo "vm-probe: try -cpu $cpu: $why; guest console's last line: ${last:-(none)}"
   verdicts+=("-cpu $cpu: $why")
 done
-echo "vm-probe: unusable: no CPU model reached user space (${#verdicts[@]} tries): ${verdicts[*]}"
+joined=$(printf '%s; ' "${verdicts[@]}")
+echo "vm-probe: unusable: no CPU model reached user space (${#verdicts[@]} tries): ${joined%; }"
 exit 1
