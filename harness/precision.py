@@ -46,12 +46,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from harness._lab import cases_on_the_lab, one_variant  # noqa: E402
+from pipeline import params  # noqa: E402
 from pipeline.analysis import interference, stats  # noqa: E402
 from pipeline.benchmarks.latency import Latency  # noqa: E402
 from pipeline.benchmarks.throughput import Throughput  # noqa: E402
@@ -92,7 +92,7 @@ def per_run(out: Path) -> pd.DataFrame:
     if len(failed):
         where = failed[["mode", "run", "reason"]].to_dict("records")
         raise RuntimeError(f"{out.name}: steps failed: {where}")
-    limits = yaml.safe_load((ROOT / "params.yaml").read_text())["analysis"]
+    limits = params.load().raw["analysis"]  # checked, as every stage reads it
     flags = interference.flagged_windows(interference.flag(
         interference.windows(out), limits["interference_cpus"], limits["interference_steal"],
         limits["interference_probe"]))  # fmt: skip
