@@ -111,12 +111,12 @@ def clean_runs(values: pd.DataFrame) -> list[int]:
 
 
 def paired(values: pd.DataFrame, mode: str, runs=None) -> tuple[np.ndarray, np.ndarray]:
-    """The mode's and native's values in the runs both measured (of ``runs`` if given)."""
-    wide = values.pivot_table(index="run", columns="mode", values="value", aggfunc="first")
+    """The mode's and native's values in the runs both measured (of ``runs`` if given), paired
+    as every comparison of the study pairs them."""
     if runs is not None:
-        wide = wide.loc[wide.index.isin(runs)]
-    both = wide[[mode, "native"]].dropna()
-    return both[mode].to_numpy(), both["native"].to_numpy()
+        values = values[values["run"].isin(runs)]
+    both = stats._paired(values, mode, "native")  # noqa: SLF001 - the study's own pairing
+    return both[:, 0], both[:, 1]
 
 
 def runs_for_margin(sd: float) -> int | None:
