@@ -31,25 +31,25 @@ command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing: apt
 [[ -x /bin/busybox ]] && ! ldd /bin/busybox >/dev/null 2>&1 \
   || die "a static /bin/busybox is needed: apt-get install busybox-static"
 
+# Everything the probe makes lies in $work, removed on exit, error and Ctrl-C; the cache stays.
+work=$(mktemp -d /tmp/co-vm-probe.XXXXXX)
+cleanup() { pkill -f -- "-name co-vm-probe-$$" 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT INT TERM
+
 # The kernel: the image package linux-image-amd64 depends on, cached by its name.
 package=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -1)
 [[ -n $package ]] || die "apt-cache names no kernel image for linux-image-amd64 (apt-get update)"
 kdir=$CACHE/$package
 if ! compgen -G "$kdir/boot/vmlinuz-*" >/dev/null; then
-  tmp=$(mktemp -d)
-  if ! (cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root "$package" >/dev/null); then
-    rm -rf "$tmp"
-    die "apt-get download $package failed"
-  fi
+  tmp=$work/download
+  mkdir -p "$tmp"
+  (cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root "$package" >/dev/null) \
+    || die "apt-get download $package failed"
   dpkg-deb -x "$tmp"/"$package"_*.deb "$tmp/root"
   mkdir -p "$kdir/boot" && cp "$tmp"/root/boot/vmlinuz-* "$kdir/boot/"
-  rm -rf "$tmp"
 fi
 kernel=$(compgen -G "$kdir/boot/vmlinuz-*" | head -1)
 
-work=$(mktemp -d /tmp/co-vm-probe.XXXXXX)
-cleanup() { pkill -f -- "-name co-vm-probe-$$" 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT INT TERM
 mkdir -p "$work/initramfs/bin"
 cp /bin/busybox "$work/initramfs/bin/busybox"
 cat > "$work/initramfs/init" <<EOF
