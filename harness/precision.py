@@ -231,6 +231,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--runs must be at least 3 and at least --block (at least 2)")
     if args.report:
         chosen = args.cases.split(",")
+        wanted = [args.report / f"goal-{c}" for c in CASES] if "goal" in chosen else []
+        wanted += [args.report / n for n in ("planned", "fixed")] if "planning" in chosen else []
+        if missing := [str(d) for d in wanted if not (d / "runs.parquet").is_file()]:
+            parser.error(f"no kept campaign in {', '.join(missing)} (measure with --keep DIR)")
         if "goal" in chosen:
             report_goal(args.report, args.block)
         if "planning" in chosen:
