@@ -22,7 +22,7 @@ define apt_ensure
 endef
 
 .PHONY: setup demo test test-fast test-unit lint lab-up lab-down lab-status jupyter clean-data bench \
-	kubernetes kubernetes-up kubernetes-smoke kubernetes-down vm-probe
+	kubernetes kubernetes-up kubernetes-smoke kubernetes-down lab-kubernetes-up vm-probe
 
 setup: .make/apt.stamp .make/venv.stamp .make/bin/co-loadgen .make/bin/sockperf ## install everything (idempotent)
 
@@ -117,6 +117,9 @@ kubernetes-smoke: ## a pod from a local image answers, directly and through a Se
 
 kubernetes-down: ## stop the single-node cluster, remove everything it made
 	tools/kubernetes/single-node.sh down
+
+lab-kubernetes-up: setup kubernetes ## the lab with a 3-node cluster (`make lab-down` removes both)
+	$(PY) -m pipeline.lab up --kubernetes
 
 # Whether this machine runs a KVM guest fit for measuring (docs/vm.md): boots Debian's kernel under
 # qemu with KVM into a one-file initramfs and says how far it got. Up to a few minutes; not part

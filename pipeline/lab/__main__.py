@@ -7,7 +7,7 @@ import logging
 import sys
 import time
 
-from pipeline.lab import emulator
+from pipeline.lab import emulator, kubernetes
 from pipeline.lab.commands import LabError
 from pipeline.lab.emulator import WanProfile
 from pipeline.lab.lifecycle import down, status, up
@@ -21,6 +21,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--inventory", metavar="FILE",
         help="also serve this lab inventory's login (user, port, keys, sudo), e.g. "
         "inventory/lab-operator.yaml; the collection stages do this themselves",
+    )  # fmt: skip
+    up_parser.add_argument(
+        "--kubernetes", action="store_true",
+        help="also bring up the lab's Kubernetes cluster (control plane on node1, a kubelet on "
+        "every node; needs `make kubernetes`); `down` always removes it",
     )  # fmt: skip
     defaults = WanProfile()
     wan = up_parser.add_argument_group("WAN path to inet-client (one-way, each direction)")
@@ -70,6 +75,8 @@ def print_status() -> int:
     profile = emulator.saved_profile()
     if profile:
         print(f"WAN profile: {profile}")
+    if not kubernetes.present():
+        print("Kubernetes cluster: not up (`python -m pipeline.lab up --kubernetes`)")
     missing = [name for name, healthy in health.items() if not healthy]
     if missing:
         print(f"\n{len(missing)} component(s) missing; run `python -m pipeline.lab up`")
@@ -83,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     try:
         if args.command == "up":
-            up(wan_profile(args), *shape(args.inventory))
+            up(wan_profile(args), *shape(args.inventory), kubernetes=args.kubernetes)
         elif args.command == "down":
             down()
         else:

@@ -25,6 +25,7 @@ from pipeline.lab import (
     sshd,
     swarm,
 )
+from pipeline.lab import kubernetes as k8s
 from pipeline.lab.commands import ENV, LabError, component, succeeds
 from pipeline.lab.emulator import WanProfile
 from pipeline.lab.topology import (
@@ -93,6 +94,7 @@ def up(
     wan: WanProfile | None = None,
     login: logins.Login | None = None,
     servers: list[str] | None = None,
+    kubernetes: bool = False,
 ) -> None:
     """Bring the lab up, or repair what is missing; quick when everything already runs.
 
@@ -100,8 +102,14 @@ def up(
     running profile, or the last one used, or the default. `login` is a lab inventory's way
     in (user, port, keys, sudo), served from now on beside root's (pipeline/lab/logins.py).
     `servers` are the nodes that take Swarm tasks (the inventory's servers); None: all.
+    `kubernetes` also brings the lab's Kubernetes cluster up, last (pipeline/lab/kubernetes.py);
+    without it, a cluster that runs is left running.
     """
     preflight()
+    if kubernetes:
+        reason = k8s.missing_build()
+        if reason:
+            raise LabError(f"kubernetes: {reason}")
     with exclusive():
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         STATE_DIR.chmod(0o755)  # lab logins' homes and authorized keys lie below it
@@ -131,6 +139,9 @@ def up(
             reason = cpus.ensure()  # each host's processes in its cpuset group
         if reason:
             log.warning("CPU placement unavailable (network campaigns run unplaced): %s", reason)
+        if kubernetes:
+            with component("kubernetes", f"see {k8s.UP_LOG}; {RECOVER_HINT}"):
+                k8s.up()
 
 
 def ensure_dockerds() -> set[Host]:
@@ -191,6 +202,11 @@ def down() -> None:
     """Remove everything up() made; safe on a half-built lab and when already down."""
     require_root()
     with exclusive():
+        # First, while the nodes' namespaces stand: its rules and bridges live in them.
+        try:
+            k8s.down()
+        except LabError as exc:
+            log.warning("kubernetes down: %s (the rest of down goes on)", exc)
         with component("docker networks"):
             network_ids = {i for node in NODES for i in dockerd.overlay_network_ids(node)}
         with component("rootless setup"):
@@ -259,6 +275,7 @@ def leftovers() -> list[str]:
     found += [f"directory {d}" for d in (STATE_DIR, RUN_DIR) if d.exists()]
     found += rootless.leftovers()
     found += logins.leftovers()
+    found += k8s.leftovers()
     return found
 
 
@@ -309,4 +326,5 @@ def status() -> dict[str, bool]:
     )
     health["WAN path to inet-client sshd"] = ssh_banner(INET_CLIENT.address)
     health.update(rootless.status())
+    health.update(k8s.status())
     return health

@@ -88,6 +88,22 @@ class Host:
     def docker_bridge_ip(self) -> str:
         return f"172.31.{self.node_index}.1/24"
 
+    @property
+    def pod_subnet(self) -> str:
+        """The node's Kubernetes pod subnet (the lab's cluster: pipeline/lab/kubernetes.py)."""
+        return f"10.240.{self.node_index}.0/24"
+
+    @property
+    def k8s_containerd_socket(self) -> Path:
+        """The node's Kubernetes containerd (CRI namespace K8S_CRI_NAMESPACE): what
+        `ctr --address SOCKET -n k8s.io images import -` loads an image into."""
+        return self.run_dir / "k8s-containerd.sock"
+
+    @property
+    def k8s_cgroup_root(self) -> str:
+        """The node's kubelet's cgroup root, /<this> in every cgroup hierarchy."""
+        return f"co-k8s-{self.name}"
+
 
 NODES = tuple(Host(f"node{i}", f"10.77.0.1{i}", node_index=i) for i in (1, 2, 3))
 DC_CLIENT = Host("dc-client", "10.77.0.21")
@@ -97,6 +113,21 @@ INET_CLIENT = Host("inet-client", "10.78.0.2", on_bridge=False)
 HOSTS = (*NODES, DC_CLIENT, WAN_ROUTER, INET_CLIENT)
 SSH_HOSTS = tuple(h for h in HOSTS if h.runs_sshd)
 MANAGER = NODES[0]
+
+# The lab's Kubernetes cluster (`python -m pipeline.lab up --kubernetes`, docs/kubernetes.md):
+# control plane on node1, a kubelet, containerd and kube-proxy on every node; Kubernetes node
+# names are the lab node names. Pod subnets: Host.pod_subnet, inside K8S_POD_NETWORK.
+K8S_DIR = STATE_DIR / "kubernetes"
+K8S_RUN_DIR = RUN_DIR / "kubernetes"
+K8S_ADMIN_KUBECONFIG = K8S_DIR / "admin.kubeconfig"  # certificates inline; any lab namespace
+K8S_API_SERVER = f"https://{MANAGER.address}:6443"
+K8S_POD_NETWORK = "10.240.0.0/16"
+K8S_SERVICE_CIDR = "10.241.0.0/24"
+K8S_API_SERVICE_IP = "10.241.0.1"  # the `kubernetes` Service: the range's first address
+K8S_CRI_NAMESPACE = "k8s.io"
+# Imported into every node's containerd at up (tools/kubernetes/cluster.sh builds them).
+K8S_PAUSE_IMAGE = "registry.k8s.io/pause:3.10.2"
+K8S_WORKLOAD_IMAGE = "localhost/container-overhead/busybox-httpd:local"  # httpd on port 8080
 
 # The unprivileged user the rootless modes run as (inventory/lab.yaml: hosts.node1.rootless).
 # The uid lies above login.defs' UID_MAX (60000), so useradd never hands it out by itself.
