@@ -5,7 +5,7 @@ never imports the lab."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from pipeline.collect import campaign, inventory
@@ -31,12 +31,22 @@ class EmbeddedLab:
         ssh = settings.pop()
         return Login(ssh.user, ssh.port, ssh.key_file, ssh.known_hosts, ssh.sudo)
 
-    def ready(self, wan: dict | None, log: Callable[[str], None] = print) -> None:
+    def ready(self, wan: dict | None, log: Callable[[str], None] = print,
+              clusters: Collection[str] = ()) -> None:  # fmt: skip
+        """Bring the lab up; its Kubernetes cluster only for a campaign whose modes need it
+        (an idle control plane and three kubelets load the hosts every other mode shares), and
+        only where it is built (else those modes are skipped, saying how to build it)."""
         from pipeline import lab
 
-        log("bringing up the embedded lab (idempotent)")
+        kubernetes = "kubernetes" in clusters
+        if kubernetes and not lab.kubernetes_built():
+            log(f"Kubernetes is not built here: its modes will be skipped ({lab.BUILD_HINT})")
+            kubernetes = False
+        log("bringing up the embedded lab (idempotent)"
+            + (", with its Kubernetes cluster" if kubernetes else ""))  # fmt: skip
         servers = [h.name for h in self.inventory.servers]
-        lab.up(lab.WanProfile(**wan) if wan else None, self.login(), servers)
+        lab.up(lab.WanProfile(**wan) if wan else None, self.login(), servers,
+               kubernetes=kubernetes)  # fmt: skip
 
     def place(self, placement: str) -> dict:
         from pipeline.lab import cpus

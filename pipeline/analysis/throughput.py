@@ -55,6 +55,10 @@ SCENARIOS: dict[tuple[str, str], str] = {
     ("swarm-overlay", "dc"): "Swarm overlay (container on another node)",
     ("swarm-overlay-mtu", "dc"): "Swarm overlay, MTU tuned (container on another node)",
     ("swarm-ingress", "dc"): "Swarm ingress (routing mesh)",
+    ("k8s-hostnetwork", "dc"): "Kubernetes pod, host network",
+    ("k8s-pod", "dc"): "Kubernetes pod (pod IP, bridge CNI)",
+    ("k8s-nodeport", "dc"): "Kubernetes NodePort Service (kube-proxy iptables)",
+    ("k8s-clusterip", "dc"): "Kubernetes ClusterIP Service (client pod on another node)",
 }
 
 # Columns of both summaries (TCP and UDP): the cell and its status, ...

@@ -89,7 +89,7 @@ class Syscall(Benchmark):
     paths = ("host",)
     # The same modes as the sysbench host benchmarks: the network mode does not matter here.
     modes = ("native", "docker-bridge", "podman", "rootless-docker", "rootless-podman",
-             "docker-crun", "docker-gvisor")
+             "docker-crun", "docker-gvisor", "k8s-pod")
     variants = ("syscall-basic", "sched-pipe")
     # sched-pipe's samples carry their own metric (pipe_roundtrip_us): the progress line falls
     # back to it.

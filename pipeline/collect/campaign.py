@@ -18,7 +18,7 @@ import shlex
 import signal
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from functools import partial
@@ -53,7 +53,10 @@ WARMUP_CONNECT_BUDGET_S = 30.0  # a server that accepts nothing within this is a
 class Provider(Protocol):
     """What provides an inventory's hosts (the embedded lab): makes them ready, places CPUs."""
 
-    def ready(self, wan: dict | None, log: Callable[[str], None]) -> None: ...
+    def ready(
+        self, wan: dict | None, log: Callable[[str], None], clusters: Collection[str] = ()
+    ) -> None:
+        """``clusters``: the orchestrators the campaign's modes need (Mode.cluster)."""
 
     def place(self, placement: str) -> dict: ...
 
@@ -680,6 +683,18 @@ def _server_cpus(ctx: Context, deployment: Deployment, workload: Workload) -> st
     return " ".join(out.split()) or f"no {name} process found"
 
 
+def selected_modes(inv: inventory.Inventory, modes: list[str] | None) -> list[str]:
+    """The modes a campaign may plan: those asked for (every study mode by default; the
+    controls only where named) that the inventory allows."""
+    selected = modes or list(STUDY_MODES)
+    if inv.modes is not None:  # a control is native under another name: it goes with it
+        selected = [
+            m for m in selected
+            if m in inv.modes or (m in MODES and MODES[m].control and "native" in inv.modes)
+        ]  # fmt: skip
+    return selected
+
+
 class _SessionClock:
     """Where one collection session's wall time goes, for the campaign's duty cycle."""
 
@@ -756,12 +771,7 @@ class Campaign:
         of the campaign's identity: a bigger budget resumes the campaign and adds runs."""
         if placement not in ("split", "shared"):
             raise CampaignError(f"placement must be 'split' or 'shared', got {placement!r}")
-        selected = modes or list(STUDY_MODES)  # the controls only where named
-        if inv.modes is not None:  # a control is native under another name: it goes with it
-            selected = [
-                m for m in selected
-                if m in inv.modes or (m in MODES and MODES[m].control and "native" in inv.modes)
-            ]  # fmt: skip
+        selected = selected_modes(inv, modes)
         unknown = [m for m in selected if m not in MODES]
         if unknown:
             raise CampaignError(f"unknown mode(s) {unknown}; known: {sorted(MODES)}")
@@ -1547,11 +1557,15 @@ def collect(
     inventory of real hosts needs none. ``planning``: params.yaml's ``planning`` with
     ``confidence`` (``Params.planning``); off or None, every cell gets the profile's runs."""
     inv = inventory.load(inventory_file, known_modes=MODES, check_files=False)
-    if provider is not None:
-        provider.ready(wan, log)
-    inv = inventory.load(inventory_file, known_modes=MODES)  # now the key files must exist
     if benchmark not in BENCHMARKS:
         raise CampaignError(f"unknown benchmark {benchmark!r}; known: {sorted(BENCHMARKS)}")
+    if provider is not None:
+        candidates = selected_modes(inv, modes)
+        if BENCHMARKS[benchmark].modes is not None:
+            candidates = [m for m in candidates if m in BENCHMARKS[benchmark].modes]
+        clusters = {MODES[m].cluster for m in candidates if m in MODES and MODES[m].cluster}
+        provider.ready(wan, log, clusters)
+    inv = inventory.load(inventory_file, known_modes=MODES)  # now the key files must exist
     out_dir = Path(raw_dir) / benchmark / inv.environment
     meta = {"wan": wan} if inv.lab and wan else {}
     bench = BENCHMARKS[benchmark]()

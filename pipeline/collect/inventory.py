@@ -10,6 +10,7 @@ An inventory is a YAML file (see ``inventory/example-hosts.yaml``)::
                ip_range}, rootless: {user}}
     roles: {servers: [..], dc_client: <name>, internet_client: <name>}
     modes: [native, docker-host, ...]   # optional subset of the known modes
+    kubernetes: {kubeconfig, namespace, host, kubectl, containerd_socket, nodes}  # optional
 
 ``load`` collects *every* problem it finds and raises one :class:`InventoryError` listing
 them, one per line, each naming the file, the key path and the fix: a user editing an
@@ -60,6 +61,7 @@ __all__ = [
     "Host",
     "Inventory",
     "InventoryError",
+    "Kubernetes",
     "Macvlan",
     "Rootless",
     "SshSettings",
@@ -72,11 +74,13 @@ DNS_LABEL_RE = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
 USER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\$?")
 IFNAME_RE = re.compile(r"[A-Za-z0-9_.@-]{1,15}")
 
-TOP_KEYS = ("environment", "lab", "ssh", "hosts", "roles", "modes")
+TOP_KEYS = ("environment", "lab", "ssh", "hosts", "roles", "modes", "kubernetes")
 SSH_KEYS = ("user", "port", "key_file", "known_hosts", "connect_timeout_s", "sudo")
 HOST_KEYS = ("address", "ssh", "macvlan", "rootless")
 ROOTLESS_KEYS = ("user",)
 MACVLAN_KEYS = ("parent", "subnet", "gateway", "ip_range")
+KUBERNETES_KEYS = ("kubeconfig", "namespace", "host", "kubectl", "containerd_socket", "nodes")
+DEFAULT_CONTAINERD_SOCKET = "/run/containerd/containerd.sock"
 ROLE_KEYS = ("servers", "dc_client", "internet_client")
 
 DEFAULT_PORT = 22
@@ -121,6 +125,22 @@ class Rootless:
 
 
 @dataclass(frozen=True)
+class Kubernetes:
+    """The cluster the Kubernetes modes run in. ``kubeconfig`` is a path on ``host`` (where
+    kubectl runs; None: the first server), never read by the study; ``containerd_socket`` is
+    the CRI containerd's socket on each server node (``{node}``: the host's name), through
+    which the tool image is imported; ``nodes`` maps a host to its Kubernetes node name
+    (default: the same name)."""
+
+    kubeconfig: str
+    namespace: str
+    host: str | None = None
+    kubectl: str = "kubectl"
+    containerd_socket: str = DEFAULT_CONTAINERD_SOCKET
+    nodes: dict[str, str] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True)
 class Host:
     name: str
     address: str
@@ -139,6 +159,7 @@ class Inventory:
     internet_client: Host | None
     modes: tuple[str, ...] | None
     source: Path = field(compare=False)
+    kubernetes: Kubernetes | None = None
 
     @property
     def manager(self) -> Host:
@@ -720,6 +741,69 @@ def _rootless(raw: Any, path: str, problems: _Problems) -> Rootless | None:
     return Rootless(user=user)
 
 
+def _absolute_path(value: Any, path: str, problems: _Problems, example: str) -> str | None:
+    if not isinstance(value, str) or not value.startswith("/") or "\n" in value:
+        problems.add(path, f"must be an absolute path on the host, e.g. `{example}`")
+        return None
+    return value
+
+
+def _kubernetes(raw: Any, hosts: dict[str, Any], problems: _Problems) -> Kubernetes | None:
+    path = "kubernetes"
+    m = _mapping(raw, path, problems, "{kubeconfig: /etc/kubernetes/admin.conf, namespace: co}")
+    if m is None:
+        return None
+    _check_keys(m, KUBERNETES_KEYS, path, problems)
+    found: dict[str, Any] = {}
+    kubeconfig = _require(m, "kubeconfig", path, problems, "/etc/kubernetes/admin.conf")
+    if kubeconfig is not None:
+        found["kubeconfig"] = _absolute_path(
+            kubeconfig, _join(path, "kubeconfig"), problems, "kubeconfig: /root/.kube/config"
+        )
+    namespace = _require(m, "namespace", path, problems, "container-overhead")
+    if namespace is not None:
+        if not isinstance(namespace, str) or not re.fullmatch(
+            r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", namespace
+        ):
+            problems.add(
+                _join(path, "namespace"),
+                f"{namespace!r} is not a Kubernetes namespace name (lower-case letters, digits "
+                "and '-', at most 63): e.g. `namespace: container-overhead`",
+            )
+        else:
+            found["namespace"] = namespace
+    if m.get("host") is not None:
+        found["host"] = _role_host(m["host"], _join(path, "host"), hosts, problems)
+    if m.get("kubectl") is not None:
+        kubectl = m["kubectl"]
+        if isinstance(kubectl, str) and re.fullmatch(r"[A-Za-z0-9_.-]+", kubectl):
+            found["kubectl"] = kubectl  # a command on PATH
+        else:
+            found["kubectl"] = _absolute_path(
+                kubectl, _join(path, "kubectl"), problems, "kubectl: /usr/local/bin/kubectl"
+            )
+    if m.get("containerd_socket") is not None:
+        found["containerd_socket"] = _absolute_path(
+            m["containerd_socket"], _join(path, "containerd_socket"), problems,
+            f"containerd_socket: {DEFAULT_CONTAINERD_SOCKET}",
+        )  # fmt: skip
+    if m.get("nodes") is not None:
+        nodes = _mapping(m["nodes"], _join(path, "nodes"), problems, "{node1: worker-1}")
+        found["nodes"] = {}
+        for host, node in (nodes or {}).items():
+            where = _join(_join(path, "nodes"), host)
+            if _role_host(host, where, hosts, problems) is None:
+                continue
+            if not isinstance(node, str) or not re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?",
+                                                              node):  # fmt: skip
+                problems.add(where, f"{node!r} is not a Kubernetes node name: e.g. worker-1")
+                continue
+            found["nodes"][host] = node
+    if any(value is None for value in found.values()) or len(found) < 2:
+        return None  # already reported
+    return Kubernetes(**found)
+
+
 def _role_host(value: Any, path: str, hosts: dict[str, Any], problems: _Problems) -> str | None:
     if not isinstance(value, str):
         problems.add(path, f"must be a host name (string), got a {_type_name(value)}")
@@ -939,6 +1023,18 @@ def load(
                     good.append(mode)
             modes = tuple(good)
 
+    kubernetes = None
+    if data.get("kubernetes") is not None:
+        kubernetes = _kubernetes(data["kubernetes"], host_names, problems)
+    if kubernetes is not None and kubernetes.host is not None:
+        playing = {*servers, dc_client, internet_client}
+        if kubernetes.host not in playing:
+            problems.add(
+                "kubernetes.host",
+                f"host {kubernetes.host!r} plays no role: kubectl runs on a server or a client "
+                "the study logs in to (name one under `roles`)",
+            )
+
     if problems.items:
         raise InventoryError(source, problems.items)
     assert environment is not None and dc_client is not None  # guaranteed by the checks
@@ -951,6 +1047,7 @@ def load(
         internet_client=hosts[internet_client] if internet_client else None,
         modes=modes,
         source=source.resolve(),
+        kubernetes=kubernetes,
     )
 
 

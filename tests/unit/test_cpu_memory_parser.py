@@ -25,7 +25,7 @@ from tests.unit import fake_watch
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parents[2]
 HOST_MODES = ("native", "docker-bridge", "podman", "rootless-docker", "rootless-podman",
-              "docker-crun", "docker-gvisor")
+              "docker-crun", "docker-gvisor", "k8s-pod")
 
 
 def _data(name: str) -> str:

@@ -8,6 +8,7 @@ from pipeline.collect.modes.docker_gvisor import DockerGvisor
 from pipeline.collect.modes.docker_host import DockerHost
 from pipeline.collect.modes.docker_nat import DockerNat
 from pipeline.collect.modes.docker_proxy import DockerProxy
+from pipeline.collect.modes.kubernetes import K8sClusterIP, K8sHostNetwork, K8sNodePort, K8sPod
 from pipeline.collect.modes.macvlan import Macvlan
 from pipeline.collect.modes.native import Native
 from pipeline.collect.modes.pasta import Pasta
@@ -48,6 +49,10 @@ MODES: dict[str, Mode] = {
         PodmanFuseOverlayfs(),
         DockerCrun(),
         DockerGvisor(),
+        K8sPod(),
+        K8sHostNetwork(),
+        K8sNodePort(),
+        K8sClusterIP(),
         # controls of the instrument: planned only where named (pipeline/collect/modes/controls.py)
         NativeAA(),
         NativeCpuQuota(),

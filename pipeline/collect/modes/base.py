@@ -173,6 +173,9 @@ class Mode:
     # A control of the instrument (pipeline/collect/modes/controls.py): never part of "all", planned
     # only where a campaign names it.
     control: bool = False
+    # The orchestrator the mode needs running beside the hosts' engines ("kubernetes"), which
+    # an environment that provides its hosts brings up for the campaigns that plan the mode.
+    cluster: str | None = None
 
     def available(self, ctx: Context, path: str) -> str | None:
         """None when the mode can run on this path here, else the reason it cannot."""
@@ -650,6 +653,7 @@ def cleanup_host(ctx: Context, host: Host) -> str:
             " networks=$(echo $n | wc -w) volumes=$(echo $v | wc -w)",
             "fi",
             *[_engine_cleanup(cli, guard, name) for name, cli, guard in _other_engines(ctx, host)],
+            *[_cluster_script(ctx, host, "cleanup_script")],
         ]
     )
     session = ctx.pool[host.name]
@@ -747,9 +751,20 @@ def leftovers(ctx: Context, host: Host) -> list[str]:
             f"$({cli} network ls -q --filter {label} 2>/dev/null) "
             f"$({cli} volume ls -q --filter {label} 2>/dev/null); do echo {engine}:$i; done; fi; "
         )
+    script += _cluster_script(ctx, host, "leftovers_script")
     session = ctx.pool[host.name]
     root = root_if_allowed(host, "see what root-run steps left (cgroups, qdiscs, files)")
     return session.run(script + "true", timeout=60, root=root).stdout.split()
+
+
+def _cluster_script(ctx: Context, host: Host, which: str) -> str:
+    """The Kubernetes modes' clean-up (or leftovers) shell text where kubectl runs, else none."""
+    from pipeline.collect.modes import kubernetes  # the modes import this module
+
+    k8s = ctx.inventory.kubernetes
+    if k8s is None or host.name != (k8s.host or ctx.inventory.servers[0].name):
+        return ""
+    return getattr(kubernetes, which)(k8s)
 
 
 @dataclass(frozen=True)
