@@ -37,10 +37,12 @@ class EmbeddedLab:
         (an idle control plane and three kubelets load the hosts every other mode shares), and
         only where it is built (else those modes are skipped, saying how to build it)."""
         from pipeline import lab
+        from pipeline.lab import kubernetes as cluster
 
         kubernetes = "kubernetes" in clusters
-        if kubernetes and not lab.kubernetes_built():
-            log(f"Kubernetes is not built here: its modes will be skipped ({lab.BUILD_HINT})")
+        missing = cluster.missing_build() if kubernetes else None
+        if missing:
+            log(f"the Kubernetes modes will be skipped: {missing}")
             kubernetes = False
         log("bringing up the embedded lab (idempotent)"
             + (", with its Kubernetes cluster" if kubernetes else ""))  # fmt: skip

@@ -30,14 +30,16 @@ replicas accepted a connection; ``repeats`` timed repetitions per step, one samp
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import time
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 from pipeline.benchmarks.base import Benchmark, Outcome, Sample, Scenario, ToolOutputError
-from pipeline.hosts import LABEL, ModeUnavailable, NeedsRoot, RemoteError
+from pipeline.hosts import LABEL, SCRATCH_DIR, ModeUnavailable, NeedsRoot, RemoteError
 
 IPERF3 = "/usr/bin/iperf3"
 PROBE = "/tmp/container-overhead/files/orchestration_probe.py"
@@ -48,6 +50,10 @@ TIMEOUT_S = 120.0  # every wait: a replica count not reached by then fails the s
 INTERVAL_S = 0.01
 FORMAT = 1  # the probe output format this parser reads
 METRIC = "orchestration_s"
+KUBERNETES_MODE = "k8s-pod"  # the same variants as a Kubernetes Deployment (_KubeStep)
+APP_LABEL = "org.container-overhead.app"  # a Deployment's pods, by the Deployment's name
+# Each watch event as one line the probe's Watcher reads: TYPE NAME [POD-IP]
+WATCH_TEMPLATE = 'jsonpath={.type} {.object.metadata.name} {.object.status.podIP}{"\\n"}'
 _VARIANT = re.compile(r"^(create|scale|update)(?:-(\d+))?$")
 _LINE = re.compile(r"^(probe|command|accept|done|timeout|command_failed) (\S+)(?: (.*))?$")
 
@@ -130,7 +136,7 @@ class Orchestration(Benchmark):
     name = "orchestration"
     tool = "docker swarm"
     kind = "scenario"
-    modes = ("swarm-overlay",)
+    modes = ("swarm-overlay", KUBERNETES_MODE)
     paths = ("host",)
     variants = ("create", "scale-10", "scale-50", "update-10")
     binaries = (IPERF3,)
@@ -158,21 +164,22 @@ class Orchestration(Benchmark):
     # -- one step --------------------------------------------------------------------------
 
     def measure(self, scenario: Scenario) -> Outcome:
-        if scenario.engine != "docker":
+        kubernetes = scenario.mode == KUBERNETES_MODE
+        if scenario.engine != "docker" and not kubernetes:
             raise ModeUnavailable(f"orchestration drives Docker Swarm, not {scenario.engine}")
         cap = int(self.options["max_replicas"])
         repeats = int(self.options["repeats"])
         if cap < 1 or repeats < 1:
             raise ValueError(f"max_replicas and repeats must be >= 1: {self.options}")
         want = replicas(scenario.variant, cap)
-        step = _Step(self, scenario)
+        step: _Step | _KubeStep = (_KubeStep if kubernetes else _Step)(self, scenario)
         try:
             step.check_swarm()
             step.setup()
             kind = scenario.variant.split("-")[0]
             results = getattr(step, kind)(want, repeats)
         except RemoteError as exc:
-            raise ToolOutputError(f"swarm step failed: {exc}") from exc
+            raise ToolOutputError(f"{step.what} step failed: {exc}") from exc
         finally:
             step.teardown()
         samples = []
@@ -185,8 +192,7 @@ class Orchestration(Benchmark):
             "capped": str(want < replicas(scenario.variant, 10**6)).lower(),
             "repeats": str(repeats),
             "placement": step.placement,
-            "docker_version": step.version,
-            "endpoint_mode": "dnsrr (no IPVS: no VIP, no routing mesh)",
+            **step.notes(),
             "probe_interval_s": f"{INTERVAL_S:g}",
         }
         if kind == "update":
@@ -200,8 +206,91 @@ class Orchestration(Benchmark):
         )
 
 
-class _Step:
+class _Commands:
+    """Commands run on one host, each logged with when it started and how long it took (from
+    the controller): where a step's overhead goes."""
+
+    session: Any
+    t0: float
+    log: list[str]
+
+    def run(
+        self, argv: list[str] | str, timeout: float = 60, check: bool = True,
+        root: str | None = None, stdin: bytes | None = None,
+    ):  # fmt: skip
+        text = argv if isinstance(argv, str) else shlex.join(argv)
+        started = time.monotonic() - self.t0
+        result = self.session.run(text, timeout=timeout, check=check, root=root, stdin=stdin)
+        took = time.monotonic() - self.t0 - started
+        self.log.append(
+            f"[{started:.2f} s +{took:.2f} s] $ {text}\n{result.stdout}{result.stderr}".rstrip()
+        )
+        return result
+
+
+    # -- the variants, through the orchestrator's commands (the subclasses')
+
+    def create_command(self, name: str, count: int, port: int) -> list[str]:
+        raise NotImplementedError
+
+    def scale_command(self, name: str, count: int) -> list[str]:
+        raise NotImplementedError
+
+    def update_command(self, name: str, port: int) -> list[str]:
+        raise NotImplementedError
+
+    def remove(self, name: str) -> None:
+        raise NotImplementedError
+
+    def record_placement(self, name: str) -> None:
+        raise NotImplementedError
+
+    def probe_run(
+        self, name: str, want: int, port: int, command: list[str], mode: str = "accept"
+    ) -> ProbeResult:
+        raise NotImplementedError
+
+    def scaled_to(self, name: str, count: int) -> None:
+        """After an untimed scale: the replicas beyond ``count`` gone (a hook)."""
+
+    def create(self, want: int, repeats: int) -> list[ProbeResult]:
+        results = []
+        for rep in range(1, repeats + 1):
+            name = f"{self.s.prefix}-c{rep}"
+            results.append(self.probe_run(name, want, PORT, self.create_command(name, 1, PORT)))
+            self.record_placement(name)
+            self.remove(name)
+        return results
+
+    def scale(self, want: int, repeats: int) -> list[ProbeResult]:
+        name = f"{self.s.prefix}-s"
+        self.probe_run(name, 1, PORT, self.create_command(name, 1, PORT))
+        results = []
+        for rep in range(1, repeats + 1):
+            results.append(self.probe_run(name, want, PORT, self.scale_command(name, want)))
+            self.record_placement(name)
+            if rep < repeats:  # back to one replica, the others gone
+                self.run(self.scale_command(name, 1))
+                self.scaled_to(name, 1)
+                self.probe_run(name, 1, PORT, [], mode="settle")
+        return results
+
+    def update(self, want: int, repeats: int) -> list[ProbeResult]:
+        name = f"{self.s.prefix}-u"
+        self.probe_run(name, want, PORT, self.create_command(name, want, PORT))
+        results = []
+        for rep in range(1, repeats + 1):
+            port = PORT + rep  # only the new replicas listen here
+            results.append(self.probe_run(name, want, port, self.update_command(name, port)))
+            self.record_placement(name)
+            # the old replicas out of the address list before the next repetition
+            self.probe_run(name, want, port, [], mode="settle")
+        return results
+
+class _Step(_Commands):
     """The objects of one step and the commands that create, time and remove them."""
+
+    what = "swarm"
 
     def __init__(self, bench: Orchestration, scenario: Scenario) -> None:
         self.bench = bench
@@ -229,19 +318,9 @@ class _Step:
 
     # -- plumbing
 
-    def run(
-        self, argv: list[str] | str, timeout: float = 60, check: bool = True,
-        root: str | None = None,
-    ):  # fmt: skip
-        text = argv if isinstance(argv, str) else shlex.join(argv)
-        started = time.monotonic() - self.t0
-        result = self.session.run(text, timeout=timeout, check=check, root=root)
-        took = time.monotonic() - self.t0 - started
-        # when and how long, from the controller: where a step's overhead goes
-        self.log.append(
-            f"[{started:.2f} s +{took:.2f} s] $ {text}\n{result.stdout}{result.stderr}".rstrip()
-        )
-        return result
+    def notes(self) -> dict[str, str]:
+        return {"docker_version": self.version,
+                "endpoint_mode": "dnsrr (no IPVS: no VIP, no routing mesh)"}  # fmt: skip
 
     def check_swarm(self) -> None:
         """Every Swarm node that can take a task must be an inventory server with the same
@@ -297,7 +376,7 @@ class _Step:
         if not self.pid.isdigit() or self.pid == "0":
             raise ToolOutputError(f"probe container {self.probe} is not running")
 
-    def service_create(self, name: str, count: int, port: int) -> list[str]:
+    def create_command(self, name: str, count: int, port: int) -> list[str]:
         self.services.append(name)
         container_labels = ["--container-label", self.campaign_label]
         return [
@@ -347,7 +426,7 @@ class _Step:
         waited = time.monotonic() - started
         self.log.append(f"[{started - self.t0:.2f} s +{waited:.2f} s] {count} containers of {name}")
 
-    def remove_service(self, name: str) -> None:
+    def remove(self, name: str) -> None:
         self.run(["docker", "service", "rm", name], check=False)
         self.wait_containers(name, 0)
         if name in self.services:
@@ -358,44 +437,15 @@ class _Step:
                         "--format", "{{.Node}}"])  # fmt: skip
         self.placement = placement(out.stdout)
 
-    # -- the variants
+    def scale_command(self, name: str, count: int) -> list[str]:
+        return ["docker", "service", "scale", "--detach", f"{name}={count}"]
 
-    def create(self, want: int, repeats: int) -> list[ProbeResult]:
-        results = []
-        for rep in range(1, repeats + 1):
-            name = f"{self.s.prefix}-c{rep}"
-            results.append(self.probe_run(name, want, PORT, self.service_create(name, 1, PORT)))
-            self.record_placement(name)
-            self.remove_service(name)
-        return results
+    def update_command(self, name: str, port: int) -> list[str]:
+        return ["docker", "service", "update", "--detach", "--no-resolve-image",
+                "--args", shlex.join([IPERF3, "-s", "-p", str(port)]), name]  # fmt: skip
 
-    def scale(self, want: int, repeats: int) -> list[ProbeResult]:
-        name = f"{self.s.prefix}-s"
-        self.probe_run(name, 1, PORT, self.service_create(name, 1, PORT))
-        results = []
-        for rep in range(1, repeats + 1):
-            scale = ["docker", "service", "scale", "--detach", f"{name}={want}"]
-            results.append(self.probe_run(name, want, PORT, scale))
-            self.record_placement(name)
-            if rep < repeats:  # back to one replica, the others' containers gone
-                self.run(["docker", "service", "scale", "--detach", f"{name}=1"])
-                self.wait_containers(name, 1)
-                self.probe_run(name, 1, PORT, [], mode="settle")
-        return results
-
-    def update(self, want: int, repeats: int) -> list[ProbeResult]:
-        name = f"{self.s.prefix}-u"
-        self.probe_run(name, want, PORT, self.service_create(name, want, PORT))
-        results = []
-        for rep in range(1, repeats + 1):
-            port = PORT + rep  # only the new task set listens here
-            update = ["docker", "service", "update", "--detach", "--no-resolve-image",
-                      "--args", shlex.join([IPERF3, "-s", "-p", str(port)]), name]  # fmt: skip
-            results.append(self.probe_run(name, want, port, update))
-            self.record_placement(name)
-            # the old tasks out of the service's DNS name before the next repetition
-            self.probe_run(name, want, port, [], mode="settle")
-        return results
+    def scaled_to(self, name: str, count: int) -> None:
+        self.wait_containers(name, count)
 
     def teardown(self) -> None:
         """Remove what the step made, also after a failure; the campaign's cleanup_host finds
@@ -403,7 +453,7 @@ class _Step:
         problems = []
         for name in list(self.services):
             try:
-                self.remove_service(name)
+                self.remove(name)
             except (RemoteError, ToolOutputError) as exc:
                 problems.append(str(exc))
         self.run(["docker", "rm", "--force", self.probe], check=False)
@@ -431,3 +481,144 @@ class _Step:
                 if not out.stdout.strip():
                     break
                 time.sleep(0.3)
+
+
+class _KubeStep(_Commands):
+    """The same variants on the inventory's Kubernetes cluster: a Deployment of ``iperf3 -s``
+    pods (the scheduler places them on any node), created, scaled and updated with kubectl.
+    The probe runs on the kubectl host, where the pod addresses are routed, and learns them
+    from a watch of the Deployment's pods (the cluster has no DNS add-on to ask). A rolling
+    update uses Kubernetes' default strategy, as the Swarm step uses Docker's."""
+
+    what = "kubernetes"
+
+    def __init__(self, bench: Orchestration, scenario: Scenario) -> None:
+        self.s = scenario
+        self.ctx = scenario.ctx
+        self.host, self.kubectl = self.ctx.kubectl()
+        self.session = self.ctx.pool[self.host.name]
+        self.deployments: list[str] = []
+        self.files: list[str] = []
+        self.log: list[str] = []
+        self.placement = ""
+        self.version = ""
+        self.timed_command = ""
+        self.t0 = time.monotonic()
+        self.update_policy = "RollingUpdate maxSurge=25% maxUnavailable=25% (Kubernetes' default)"
+
+    def notes(self) -> dict[str, str]:
+        return {
+            "kubernetes_version": self.version,
+            "endpoint_mode": "pod addresses from a watch of the pods (no Service, no DNS)",
+        }
+
+    def check_swarm(self) -> None:
+        """Every server's node holds the same tool image (pods find it locally, no registry)."""
+        tags = {h.name: self.ctx.kubernetes_image(h).tag for h in self.ctx.inventory.servers}
+        if len(set(tags.values())) != 1:
+            raise ModeUnavailable(f"the tool image differs between the servers ({tags})")
+        self.image = next(iter(tags.values()))
+        version = self.run([*self.kubectl, "version", "--output", "json"], check=False)
+        try:
+            self.version = json.loads(version.stdout)["serverVersion"]["gitVersion"]
+        except (ValueError, KeyError, TypeError):
+            self.version = "unknown"
+
+    def setup(self) -> None:
+        return None
+
+    def manifest(self, name: str, count: int, port: int) -> dict:
+        labels = {LABEL: self.ctx.campaign, APP_LABEL: name}
+        return {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "labels": {LABEL: self.ctx.campaign}},
+            "spec": {
+                "replicas": count,
+                "selector": {"matchLabels": {APP_LABEL: name}},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{
+                        "name": "tool", "image": self.image, "imagePullPolicy": "Never",
+                        "command": [IPERF3, "-s", "-p", str(port)],
+                    }]},
+                },
+            },
+        }  # fmt: skip
+
+    def create_command(self, name: str, count: int, port: int) -> list[str]:
+        """The timed command: `kubectl create` of a Deployment written to a file first."""
+        path = f"{SCRATCH_DIR}/{name}.json"
+        self.files.append(path)
+        self.run(f"mkdir -p {SCRATCH_DIR} && cat > {shlex.quote(path)}",
+                 stdin=json.dumps(self.manifest(name, count, port)).encode())  # fmt: skip
+        self.deployments.append(name)
+        return [*self.kubectl, "create", "--filename", path]
+
+    def probe_run(
+        self, name: str, want: int, port: int, command: list[str], mode: str = "accept"
+    ) -> ProbeResult:
+        watch = [*self.kubectl, "get", "pods", "--selector", f"{APP_LABEL}={name}", "--watch",
+                 "--output-watch-events", "--output", WATCH_TEMPLATE]  # fmt: skip
+        argv = [
+            "python3", PROBE, "--mode", mode, "--watch", shlex.join(watch),
+            "--port", str(port), "--want", str(want),
+            "--timeout", f"{TIMEOUT_S:g}", "--interval", f"{INTERVAL_S:g}",
+        ]  # fmt: skip
+        if command:
+            argv += ["--", *command]
+        text = shlex.join(argv)
+        result = self.run(text, timeout=TIMEOUT_S + 60, check=False)
+        if command and mode == "accept":
+            self.timed_command = f"{self.host.name}$ {text}"
+        return parse_probe(result.stdout)
+
+    def pods(self, name: str) -> list[str]:
+        out = self.run([*self.kubectl, "get", "pods", "--selector", f"{APP_LABEL}={name}",
+                        "--output", "name"], timeout=30)  # fmt: skip
+        return out.stdout.split()
+
+    def wait_pods(self, name: str, count: int) -> None:
+        started = time.monotonic()
+        while (have := len(self.pods(name))) != count:
+            if time.monotonic() > started + TIMEOUT_S:
+                raise ToolOutputError(f"{name} still has {have} pods, not {count}, after "
+                                      f"{TIMEOUT_S:.0f} s")  # fmt: skip
+            time.sleep(0.3)
+
+    def remove(self, name: str) -> None:
+        self.run([*self.kubectl, "delete", f"deployment/{name}", "--ignore-not-found",
+                  "--wait=true"], timeout=TIMEOUT_S, check=False)  # fmt: skip
+        self.wait_pods(name, 0)
+        if name in self.deployments:
+            self.deployments.remove(name)
+
+    def record_placement(self, name: str) -> None:
+        template = 'jsonpath={range .items[*]}{.spec.nodeName}{"\\n"}{end}'
+        out = self.run([*self.kubectl, "get", "pods", "--selector", f"{APP_LABEL}={name}",
+                        "--field-selector", "status.phase=Running", "--output",
+                        template])  # fmt: skip
+        self.placement = placement(out.stdout)
+
+    def scale_command(self, name: str, count: int) -> list[str]:
+        return [*self.kubectl, "scale", f"deployment/{name}", f"--replicas={count}"]
+
+    def update_command(self, name: str, port: int) -> list[str]:
+        patch = [{"op": "replace", "path": "/spec/template/spec/containers/0/command",
+                  "value": [IPERF3, "-s", "-p", str(port)]}]  # fmt: skip
+        return [*self.kubectl, "patch", f"deployment/{name}", "--type=json",
+                "--patch", json.dumps(patch)]  # fmt: skip
+
+    def teardown(self) -> None:
+        """Remove the step's Deployments (and their pods) and files, also after a failure; the
+        campaign's clean-up finds anything left by the campaign label."""
+        problems = []
+        for name in list(self.deployments):
+            try:
+                self.remove(name)
+            except (RemoteError, ToolOutputError) as exc:
+                problems.append(str(exc))
+        if self.files:
+            self.run(["rm", "-f", "--", *self.files], check=False)
+        if problems:
+            self.log.append("teardown: " + "; ".join(problems))

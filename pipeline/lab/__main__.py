@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     try:
         if args.command == "up":
-            up(wan_profile(args), *shape(args.inventory), kubernetes=args.kubernetes)
+            up(wan_profile(args), *shape(args.inventory), kubernetes=args.kubernetes or None)
         elif args.command == "down":
             down()
         else:

@@ -94,7 +94,7 @@ def up(
     wan: WanProfile | None = None,
     login: logins.Login | None = None,
     servers: list[str] | None = None,
-    kubernetes: bool = False,
+    kubernetes: bool | None = None,
 ) -> None:
     """Bring the lab up, or repair what is missing; quick when everything already runs.
 
@@ -102,8 +102,9 @@ def up(
     running profile, or the last one used, or the default. `login` is a lab inventory's way
     in (user, port, keys, sudo), served from now on beside root's (pipeline/lab/logins.py).
     `servers` are the nodes that take Swarm tasks (the inventory's servers); None: all.
-    `kubernetes` also brings the lab's Kubernetes cluster up, last (pipeline/lab/kubernetes.py);
-    without it, a cluster that runs is left running.
+    `kubernetes`: True also brings the lab's Kubernetes cluster up, last
+    (pipeline/lab/kubernetes.py); False takes a cluster that runs down (a campaign without a
+    Kubernetes mode: its idle control plane and kubelets would load the hosts); None leaves it.
     """
     preflight()
     if kubernetes:
@@ -142,6 +143,9 @@ def up(
         if kubernetes:
             with component("kubernetes", f"see {k8s.UP_LOG}; {RECOVER_HINT}"):
                 k8s.up()
+        elif kubernetes is False and k8s.present():
+            with component("kubernetes down", RECOVER_HINT):
+                k8s.down()
 
 
 def ensure_dockerds() -> set[Host]:

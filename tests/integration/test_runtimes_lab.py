@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
-import pandas as pd
 import pytest
 
-from pipeline.analysis import schema
 from pipeline.benchmarks import BENCHMARKS
-from pipeline.collect.campaign import Profile
-from pipeline.environments import collect
-from tests.integration.lab_campaign import INVENTORY, ROOT, ROOT_ONLY, assert_nothing_left
+from tests.integration.lab_campaign import (
+    ROOT_ONLY,
+    ShortCampaigns,
+    assert_nothing_left,
+)
 
 pytestmark = [pytest.mark.lab, ROOT_ONLY]
 
@@ -34,12 +33,6 @@ RUNTIMES = {"docker-crun": "crun", "docker-gvisor": "runsc"}
 NETWORK = ("throughput", "latency", "http")
 HOST = ("cpu", "memory", "disk", "syscall")
 SCENARIO = ("coldstart", "footprint", "density")
-# The shortest settings each benchmark takes: one run, one-second windows (whole seconds:
-# iperf3 reads --time as an integer, and 0 is "forever"; latency: 200 round trips), tiny
-# scenarios.
-WINDOW = Profile(runs=1, seconds=1.0, omit_seconds=0.0, warmup_seconds=1.0)
-COUNTED = Profile(runs=1, seconds=1.0, omit_seconds=0.0, warmup_seconds=1.0, count=200,
-                  warmup_count=50)  # fmt: skip
 OPTIONS = {
     "cpu": {"compile_packages": "errors"},
     "disk": {"file_mib": 8},
@@ -47,34 +40,17 @@ OPTIONS = {
     "footprint": {"max_containers": 2, "step": 2, "settle_seconds": 1, "max_seconds": 60},
     "density": {"cap": 2, "step": 2, "settle_seconds": 1, "max_seconds": 60},
 }
-SECONDS: dict[str, float] = {}  # what each campaign took (printed: the test's CI cost)
 EVERY = (*NETWORK, *HOST, *SCENARIO)
 CI = ("throughput", "http", "syscall", "coldstart", "footprint")
 CHOSEN = EVERY if os.environ.get("CONTAINER_OVERHEAD_RUNTIME_BENCHMARKS") == "all" else CI
 
 
-
-
 @pytest.fixture(scope="module")
 def collected(tmp_path_factory):
-    raw = tmp_path_factory.mktemp("raw")
-    found = {}
-
-    def get(benchmark: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-        if benchmark not in found:
-            started = time.monotonic()
-            window = COUNTED if benchmark == "latency" else WINDOW
-            collect(benchmark, ROOT / INVENTORY, raw, window, seed=5, modes=list(RUNTIMES),
-                    paths=("dc", "host"), options=OPTIONS.get(benchmark))  # fmt: skip
-            SECONDS[benchmark] = time.monotonic() - started
-            print(f"runtime modes: {benchmark} collected in {SECONDS[benchmark]:.0f} s")
-            root = raw / benchmark / "lab"
-            found[benchmark] = (pd.read_parquet(root / "runs.parquet"),
-                                schema.read_samples(root / "samples.parquet"))  # fmt: skip
-        return found[benchmark]
-
-    yield get
-    print(f"runtime modes: {sum(SECONDS.values()):.0f} s in all: {SECONDS}")
+    campaigns = ShortCampaigns(tmp_path_factory.mktemp("raw"), list(RUNTIMES), OPTIONS,
+                               "runtime modes")  # fmt: skip
+    yield campaigns
+    campaigns.report()
 
 
 @pytest.mark.parametrize("benchmark", CHOSEN)

@@ -90,7 +90,7 @@ def test_placement_counts_tasks_per_node():
 
 def test_benchmark_contract():
     bench = BENCHMARKS["orchestration"]()
-    assert bench.kind == "scenario" and bench.modes == ("swarm-overlay",)
+    assert bench.kind == "scenario" and bench.modes == ("swarm-overlay", "k8s-pod")
     assert bench.variants == ("create", "scale-10", "scale-50", "update-10")
     assert bench.uploads and all(p in bench.image_paths() for p in bench.uploads)
     bench.configure({"max_replicas": 5, "repeats": 1})
@@ -118,3 +118,44 @@ def test_dns_answer_with_fifty_addresses_is_read_whole():
     assert probe.parse_a_records(truncated, qid) is None
     nxdomain = struct.pack(">HHHHHH", qid, 0x8183, 1, 0, 0, 0) + question
     assert probe.parse_a_records(nxdomain, qid) == []
+
+
+def test_watch_source_times_the_command_until_the_watched_addresses_accept(tmp_path):
+    """The probe with ``--watch`` (the Kubernetes way), run for real: a fake watch prints a pod
+    without an address, then with one, then a second pod, a pod that goes away and an event
+    line it must ignore; two loopback listeners accept. The probe is done when both watched
+    addresses accept, and the command after ``--`` ran."""
+    import socket
+    import subprocess
+    import sys
+
+    listeners = []
+    for address in ("127.0.0.2", "127.0.0.3"):
+        s = socket.socket()
+        s.bind((address, 0 if not listeners else listeners[0].getsockname()[1]))
+        s.listen()
+        listeners.append(s)
+    port = listeners[0].getsockname()[1]
+    watch = tmp_path / "watch.sh"
+    watch.write_text(
+        "#!/bin/sh\n"
+        "echo 'ADDED p1'; sleep 0.3; echo 'MODIFIED p1 127.0.0.2'\n"
+        "echo 'ADDED gone 127.0.0.9'; echo 'DELETED gone 127.0.0.9'; echo 'BOOKMARK x'\n"
+        "sleep 0.3; echo 'ADDED p2 127.0.0.3'; sleep 30\n"
+    )
+    watch.chmod(0o755)
+    marker = tmp_path / "ran"
+    script = Path(probe.__file__)
+    argv = [sys.executable, str(script), "--watch", str(watch), "--watch-start", "0.1",
+            "--port", str(port), "--want", "2", "--timeout", "10", "--interval", "0.01",
+            "--", "touch", str(marker)]  # fmt: skip
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    for s in listeners:
+        s.close()
+    assert out.returncode == 0, out.stdout + out.stderr
+    result = parse_probe(out.stdout)
+    assert marker.exists()
+    assert sorted(a for _, a in result.accepts) == ["127.0.0.2", "127.0.0.3"]
+    assert result.records == 2  # the deleted pod is not counted
+    assert 0.3 < result.seconds < 5
+    assert "name=watch" in out.stdout.splitlines()[0]

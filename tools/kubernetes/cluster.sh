@@ -408,6 +408,7 @@ start_control_plane() {
   start kube-apiserver "$BIN/kube-apiserver" --etcd-servers http://127.0.0.1:2379 \
     --advertise-address "$NODE_IP" --bind-address "$NODE_IP" --secure-port 6443 \
     --service-cluster-ip-range "$SERVICE_CIDR" --allow-privileged=true \
+    --service-node-port-range 1024-32767 \
     --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
     --client-ca-file "$p/ca.crt" --tls-cert-file "$p/apiserver.crt" \
     --tls-private-key-file "$p/apiserver.key" \

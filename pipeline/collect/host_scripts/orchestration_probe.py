@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Time a Swarm command until enough of a service's tasks accept TCP connections.
+"""Time a Swarm (or Kubernetes) command until enough of a service's tasks accept TCP connections.
 
 Runs on the Swarm manager inside the network namespace of a probe container attached to the
 service's overlay network (``nsenter --net=/proc/PID/ns/net python3 THIS ...``), so it sees the
@@ -12,6 +12,10 @@ dnsrr`` and the probe dials every task address ``tasks.<service>`` returns.
             done when ``--want`` distinct addresses have accepted on ``--port``.
     settle: no clock worth keeping: done when the name resolves to exactly ``--want``
             addresses and every one of them accepts in the same poll (between repetitions).
+
+With ``--watch COMMAND`` instead of ``--name`` the addresses come from a watch (Kubernetes pods:
+``kubectl get pods --watch --output-watch-events``, see Watcher); the probe then runs where the
+pod addresses are routed (a node), with no namespace to enter.
 
 Output, one event per line (pipeline/benchmarks/orchestration.py parses it):
 
@@ -30,10 +34,13 @@ Standard library only: it runs with the host's python3.
 from __future__ import annotations
 
 import argparse
+import atexit
 import errno
+import os
 import random
 import select
 import selectors
+import shlex
 import socket
 import struct
 import subprocess
@@ -136,6 +143,56 @@ class Resolver:
         return newest
 
 
+class Watcher:
+    """The addresses a watch command reports (Kubernetes: ``kubectl get pods --watch
+    --output-watch-events -o jsonpath=...``), one event a line: ``TYPE NAME [ADDRESS]``, TYPE
+    ADDED, MODIFIED or DELETED. Every poll returns the addresses of the objects that exist and
+    have one (a pod has none until it is scheduled and its sandbox is up)."""
+
+    def __init__(self, command: list[str]) -> None:
+        self.proc = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL
+        )
+        self.buffer = b""
+        self.objects: dict[str, str] = {}
+
+    def apply(self, line: str) -> None:
+        parts = line.split()
+        if len(parts) < 2:
+            return
+        kind, name = parts[0], parts[1]
+        if kind == "DELETED":
+            self.objects.pop(name, None)
+        elif kind in ("ADDED", "MODIFIED"):
+            self.objects[name] = parts[2] if len(parts) > 2 else ""
+
+    def collect(self, until: float, _seq: int = 0) -> list[str] | None:
+        """Apply what the watch printed before ``until``; the current addresses (None once the
+        watch has ended: nothing more will be learned)."""
+        fd = self.proc.stdout.fileno()
+        while (left := until - time.monotonic()) > 0:
+            if not select.select([fd], [], [], left)[0]:
+                break
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return None if not self.objects else self.addresses()
+            self.buffer += chunk
+            *lines, self.buffer = self.buffer.split(b"\n")
+            for line in lines:
+                self.apply(line.decode(errors="replace"))
+        return self.addresses()
+
+    def addresses(self) -> list[str]:
+        return sorted({a for a in self.objects.values() if a})
+
+    def ask(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
 def accepting(addresses: list[str], port: int) -> set[str]:
     """The addresses whose TCP connect completes within CONNECT_TIMEOUT_S, tried in parallel
     (an address whose overlay forwarding is not programmed yet would otherwise stall the
@@ -175,18 +232,29 @@ def main(argv: list[str]) -> int:
         command = []
     parser = argparse.ArgumentParser()
     parser.add_argument("--mode", choices=("accept", "settle"), default="accept")
-    parser.add_argument("--name", required=True)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--name", help="a DNS name whose A records are the addresses")
+    source.add_argument("--watch", help="a command whose events give the addresses (Watcher)")
+    parser.add_argument("--watch-start", type=float, default=1.0,
+                        help="seconds the watch gets to connect before the clock starts")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--want", type=int, required=True)
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--interval", type=float, default=0.01)
     args = parser.parse_args(argv)
+    source = f"name={args.name}" if args.name else "name=watch"
     print(
-        f"probe {FORMAT} mode={args.mode} name={args.name} port={args.port} want={args.want} "
+        f"probe {FORMAT} mode={args.mode} {source} port={args.port} want={args.want} "
         f"timeout_s={args.timeout:g} interval_s={args.interval:g}",
         flush=True,
     )
-    dns = Resolver(args.name)
+    if args.watch:
+        dns = Watcher(shlex.split(args.watch))
+        atexit.register(dns.close)
+        # the watch lists what exists, then streams changes: let it connect before the clock
+        dns.collect(time.monotonic() + args.watch_start)
+    else:
+        dns = Resolver(args.name)
     t0 = time.monotonic()
     proc = (
         subprocess.Popen(

@@ -109,6 +109,24 @@ class Context:
 
         return probe_ulimits(self, host, name, argv)
 
+    def kubectl(self) -> tuple[Host, list[str]]:
+        """The host kubectl runs on and its command line for the inventory's cluster and
+        namespace (ModeUnavailable when the inventory names none)."""
+        from pipeline.collect.modes import kubernetes
+
+        return kubernetes.kubectl_host(self), kubernetes.kubectl(kubernetes.settings(self))
+
+    def kubernetes_image(self, host: Host) -> ToolImage:
+        """The tool image in the containerd of ``host``'s Kubernetes node, imported if needed."""
+        from pipeline.collect.modes import kubernetes
+
+        return kubernetes.pod_image(self, host)
+
+    def kubernetes_node(self, host: Host) -> str:
+        from pipeline.collect.modes import kubernetes
+
+        return kubernetes.node_name(self, host)
+
     def rootless_user(self, host: Host) -> RootlessUser:
         """The host's rootless user as it exists there; ModeUnavailable says what is missing."""
         if host.name not in self.users:

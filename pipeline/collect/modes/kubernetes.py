@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import time
 from collections.abc import Callable
 
 from pipeline.collect import images
@@ -40,6 +41,9 @@ from pipeline.hosts import LABEL
 IDLE = "/usr/bin/sleep"  # what an idle pod runs (a client pod, a host benchmark's pod)
 CONTAINERD_NAMESPACE = "k8s.io"  # the CRI plugin's image namespace
 READY_TIMEOUT_S = 120
+# kube-proxy applies a change at most this often (its --iptables-min-sync-period, 1 s by
+# default): a Service is dialled this long after its endpoint is ready.
+PROXY_SYNC_S = 2.0
 # What each Kubernetes mode has created, by campaign: so a pod or Service is removed even when
 # its Deployment was lost (an interrupted step); cleanup also finds them by label.
 WORKLOAD_LABEL = "org.container-overhead.workload"
@@ -286,6 +290,37 @@ class Cluster:
             self.ctx, "get", f"pod/{name}", "--output", "jsonpath={.status.podIP}"
         ).stdout.strip()
 
+    def wait_service(self, name: str) -> float:
+        """Wait until the Service's endpoint (the server pod) is ready in its EndpointSlice,
+        then PROXY_SYNC_S for kube-proxy to program it on every node; the seconds waited.
+        A client that dials sooner may be refused, or lose its connection while the rules
+        change (measured on the lab: iperf3's control connection closed)."""
+        started = time.monotonic()
+        ready = "jsonpath={.items[*].endpoints[*].conditions.ready}"
+        while True:
+            out = run_kubectl(
+                self.ctx,
+                "get",
+                "endpointslices",
+                "--selector",
+                f"kubernetes.io/service-name={name}",
+                "--output",
+                ready,
+                check=False,
+            ).stdout
+            if "true" in out.split():
+                break
+            if time.monotonic() > started + READY_TIMEOUT_S:
+                raise RemoteError(
+                    kubectl_host(self.ctx).name,
+                    f"endpoints of {name}",
+                    None,
+                    reason=f"no ready endpoint in {READY_TIMEOUT_S} s",
+                )
+            time.sleep(0.2)
+        time.sleep(PROXY_SYNC_S)
+        return time.monotonic() - started
+
     def service_ip(self, name: str) -> str:
         return run_kubectl(
             self.ctx, "get", f"service/{name}", "--output", "jsonpath={.spec.clusterIP}"
@@ -374,6 +409,8 @@ class KubernetesMode(Mode):
                     )
                 )
                 deployment.notes["service"] = f"{self.service} {name}"
+                waited = cluster.wait_service(name)
+                deployment.notes["service_wait_s"] = f"{waited:.2f}"
                 deployment.address = self.service_address(ctx, cluster, name, host)
             self.place_client(ctx, cluster, workload, deployment)
             return deployment
