@@ -18,7 +18,7 @@ import pandas as pd
 
 from pipeline.analysis import tables
 from pipeline.analysis.latency import as_text, cell_status, status_text
-from pipeline.analysis.stats import quantile_ci
+from pipeline.analysis.stats import log_ratio_ci, quantile_ci
 
 KEYS = ["environment", "mode", "variant"]
 COLUMNS = [*KEYS, "replicas", "max_replicas", "n", "n_runs", "median_s", "lo_s", "hi_s",
@@ -83,11 +83,16 @@ OPERATIONS = {
     "scale-50": ("Scale 1 to 50 replicas", 50),
     "update-10": ("Rolling update (10 replicas)", 10),
 }
+# The orchestrators, by the mode that drives each, and the one the other is compared with: the
+# 000 article's "Docker Swarm vs Kubernetes (kubeadm)" table gives Swarm's time over Kubernetes'.
+ORCHESTRATORS = {"swarm-overlay": "Docker Swarm", "k8s-pod": "Kubernetes"}
+REFERENCE = "k8s-pod"
 STAGE_COLUMNS = [
     *CELL, "benchmark", "operation", "status", "reason", "wanted", "replicas", "max_replicas",
     "capped", "n_runs", "n_runs_planned", "repeats", "n",
     "median_s", "median_lo_s", "median_hi_s", "median_coverage", "median_ci_reached",
-    "pooled_median_s", "pooled_lo_s", "pooled_hi_s", "pooled_coverage", "confidence",
+    "pooled_median_s", "pooled_lo_s", "pooled_hi_s", "pooled_coverage",
+    "reference", "ratio", "ratio_lo", "ratio_hi", "ratio_n_runs", "confidence",
 ]  # fmt: skip
 
 
@@ -151,9 +156,31 @@ def stage_summary(
             "pooled_lo_s": p["lo_s"] if p is not None else np.nan,
             "pooled_hi_s": p["hi_s"] if p is not None else np.nan,
             "pooled_coverage": p["coverage"] if p is not None else np.nan,
+            **_reference_ratio(values, key, confidence),
             "confidence": confidence,
         })  # fmt: skip
     return pd.DataFrame(rows, columns=STAGE_COLUMNS)
+
+
+def _reference_ratio(values: pd.DataFrame, key: tuple, confidence: float) -> dict:
+    """A mode's time over the reference orchestrator's (REFERENCE) for the same operation:
+    the geometric mean of the per-run ratios of run medians, paired by run (both ran in each
+    run, interleaved), with its paired t interval (``stats.log_ratio_ci``). Empty for the
+    reference itself and where it did not run."""
+    env, mode, path, variant = key
+    empty = {"reference": "", "ratio": np.nan, "ratio_lo": np.nan, "ratio_hi": np.nan,
+             "ratio_n_runs": 0}  # fmt: skip
+    cell = (values["environment"] == env) & (values["path"] == path) & (
+        values["variant"] == variant
+    )
+    mine = values[cell & (values["mode"] == mode)].set_index("run")["value"]
+    theirs = values[cell & (values["mode"] == REFERENCE)].set_index("run")["value"]
+    if mode == REFERENCE or theirs.empty:
+        return empty
+    runs = mine.index.intersection(theirs.index)
+    ci = log_ratio_ci(mine[runs].to_numpy(float), theirs[runs].to_numpy(float), confidence)
+    return {"reference": REFERENCE, "ratio": ci.ratio, "ratio_lo": ci.lo, "ratio_hi": ci.hi,
+            "ratio_n_runs": ci.n_runs}  # fmt: skip
 
 
 def _seconds(point: float, lo: float, hi: float) -> str | None:
@@ -201,6 +228,15 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
             "Note": [_note(r) for r in summary.itertuples()],
         }
     )
+    if len(summary) and summary["mode"].nunique() > 1:
+        table.insert(0, "Orchestrator", [ORCHESTRATORS.get(m, m) for m in summary["mode"]])
+    if len(summary) and summary["reference"].astype(bool).any():
+        name = ORCHESTRATORS[REFERENCE]
+        table[f"Time over {name}'s [{conf:.0%} CI]"] = [
+            tables.interval_text(r.ratio, r.ratio_lo, r.ratio_hi, ".2f")
+            if r.reference and not np.isnan(r.ratio) else None
+            for r in summary.itertuples()
+        ]  # fmt: skip
     if len(summary) and summary["environment"].nunique() > 1:
         table.insert(0, "Environment", summary["environment"].to_numpy())
     return table
@@ -210,11 +246,23 @@ def table_caption(summary: pd.DataFrame) -> str:
     conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
     caps = sorted({str(c) for c in summary.get("max_replicas", []) if as_text(c)})
     cap = f" This profile caps replicas at {', '.join(caps)}." if caps else ""
+    kubernetes = ""
+    if REFERENCE in set(summary.get("mode", [])):
+        kubernetes = (
+            " Kubernetes (the article's other column): seconds from the `kubectl` command "
+            "(create, scale, patch of a Deployment) to every wanted pod accepting TCP "
+            "connections, dialled every 10 ms from the kubectl host, which learns the pod "
+            "addresses from a watch of the pods; its rolling update uses Kubernetes' default "
+            "strategy (25% surge, 25% unavailable), Swarm's Docker's (one at a time, stop "
+            "first). Time over Kubernetes': the geometric mean of the per-run ratios of run "
+            f"medians with its paired t interval ({conf:.0%})."
+        )
     return (
-        "Docker Swarm orchestration (the 000 article's table, Swarm column): seconds from the "
+        "Orchestration (the 000 article's table): for Docker Swarm, seconds from the "
         "`docker service` command to every wanted replica accepting TCP connections, dialled "
         "every 10 ms from a probe container on the service's overlay network (services use "
-        "`--endpoint-mode dnsrr`: this kernel has no IPVS). Per run: the median of its timed "
+        f"`--endpoint-mode dnsrr`: this kernel has no IPVS).{kubernetes} Per run: the "
+        "median of its timed "
         f"repetitions; median across runs with a {conf:.0%} distribution-free (order-statistic) "
         "interval. Replicas reached: the count every repetition waited for; a variant above the "
         f"profile's cap runs at the cap and keeps its name.{cap} Operations that could not run "
@@ -231,10 +279,14 @@ def headline(summary: pd.DataFrame) -> str:
             lines.append(f"{head}, n/a ({r.reason})")
             continue
         cov = "" if r.median_ci_reached else f" (coverage {r.median_coverage:.4f})"
+        ratio = ""
+        if r.reference and not np.isnan(r.ratio):
+            ratio = (f"; over {r.reference} {r.ratio:.3f} [{r.ratio_lo:.3f}, "
+                     f"{r.ratio_hi:.3f}] ({r.ratio_n_runs} runs)")  # fmt: skip
         lines.append(
             f"{head}, replicas {replicas_text(r)}, {r.n_runs} runs x {r.repeats}, median "
             f"{r.median_s:.3f} s [{r.median_lo_s:.3f}, {r.median_hi_s:.3f}]{cov}; pooled "
-            f"{r.pooled_median_s:.3f} s [{r.pooled_lo_s:.3f}, {r.pooled_hi_s:.3f}]"
+            f"{r.pooled_median_s:.3f} s [{r.pooled_lo_s:.3f}, {r.pooled_hi_s:.3f}]{ratio}"
         )
     return "\n".join(lines)
 
@@ -248,8 +300,10 @@ def figure(summary: pd.DataFrame, values: pd.DataFrame):
     from pipeline.analysis import figures
 
     frame = summary.copy()
+    several = frame["mode"].nunique() > 1
     frame["label"] = [
-        f"{r.operation} (capped: {r.replicas} reached)" if r.capped else r.operation
+        (f"{r.operation} (capped: {r.replicas} reached)" if r.capped else r.operation)
+        + (f", {ORCHESTRATORS.get(r.mode, r.mode)}" if several else "")
         for r in frame.itertuples()
     ]
     frame["status_text"] = [
@@ -275,13 +329,14 @@ def figure(summary: pd.DataFrame, values: pd.DataFrame):
         alt.Chart(frame[frame["status"] != "ok"])
         .mark_text(align="left", dx=4, color="#b30000", fontStyle="italic", limit=420)
         .encode(x=alt.datum(0), y=y, text="status_text:N"),
-    ).properties(title="Docker Swarm orchestration (Swarm overlay, dnsrr)", width=420)  # fmt: skip
+    ).properties(title=_figure_title(frame), width=420)  # fmt: skip
     conf = float(frame["confidence"].iloc[0]) if len(frame) else 0.95
     short = [r.operation for r in measured.itertuples() if not r.median_ci_reached]
+    names = [ORCHESTRATORS.get(m, m) for m in dict.fromkeys(frame["mode"])]
     caption = (
-        "Docker Swarm: seconds from the `docker service` command until every wanted replica "
+        f"{' and '.join(names)}: seconds from the command until every wanted replica "
         "accepts TCP connections, per operation. Grey dots: each run's median of its timed "
-        "repetitions; diamonds: the median across runs; bars: its "
+        "repetitions; diamonds: the median across runs, in the orchestrator's colour; bars: its "
         f"{conf:.0%} distribution-free order-statistic interval."
     )
     if short:
@@ -296,6 +351,13 @@ def figure(summary: pd.DataFrame, values: pd.DataFrame):
     if skipped:
         caption += " Not measured: " + "; ".join(skipped) + "."
     return chart, caption
+
+
+def _figure_title(frame: pd.DataFrame) -> str:
+    modes = list(dict.fromkeys(frame["mode"]))
+    if modes == ["swarm-overlay"]:
+        return "Docker Swarm orchestration (Swarm overlay, dnsrr)"
+    return "Orchestration: " + " and ".join(ORCHESTRATORS.get(m, m) for m in modes)
 
 
 def write_summary(

@@ -373,14 +373,17 @@ SOURCES: dict[str, Source] = {
         ),
         directory="footprint",
     ),
-    # notebook 30 (pipeline.analysis.orchestration): Swarm only, variants create, scale-10,
-    # scale-50, update-10 on the path "host"; no comparison with another mode (the 000
-    # article's baseline is Kubernetes, not a study mode).
+    # notebook 30 (pipeline.analysis.orchestration): Docker Swarm and Kubernetes, variants
+    # create, scale-10, scale-50, update-10 on the path "host"; the 000 article's baseline is
+    # Kubernetes (``reference``: k8s-pod): Swarm's time over Kubernetes', per-run paired ratios.
     "orchestration": Source(
         files={"*": "orchestration_summary"},
         ratio={},
         n_runs="n_runs",
         defaults={"path": "host", "statistic": "median"},
+        other_baseline=OtherBaseline(
+            "reference", {"median": ("ratio", "ratio_lo", "ratio_hi")}, "ratio_n_runs"
+        ),
     ),
 }
 CELL = ["environment", "mode", "path", "variant"]
@@ -515,6 +518,12 @@ def study_figure(
     other = source.other_baseline
     if other and base_path == path and row["baseline_mode"] == _text(cell.get(other.mode_column)):
         ratio, delta, n_runs_column = other.ratio, {}, other.n_runs
+    elif other and base_path == path and not source.ratio and not source.per_run:
+        # the summary's ratios are to the other baseline only, and this row names it, but
+        # the cell holds none: the baseline did not run beside it
+        base = _cell(summary, env, row["baseline_mode"], path, variant)
+        why = _not_ok(base, row["baseline_mode"], path, benchmark) or "no run measured both"
+        return Figure(reason=f"the article compares with {row['baseline_mode']}: {why}")
     elif (row["baseline_mode"], base_path) != (BASELINE, path):
         return _cross_ratio(row, study, source, env, (key, variant), confidence)
     columns = (ratio if row["comparison"] == "ratio" else delta).get(row["statistic"])

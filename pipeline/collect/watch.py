@@ -38,6 +38,9 @@ STUDY_COMMANDS = frozenset({
     "pasta.avx2", "passt", "passt.avx2", "rootlessport", "rootlessport-ch", "rootlesskit",
     "docker-proxy", "docker-init", "tini", "fuse-overlayfs", "catatonit", "docker", "netavark",
     "aardvark-dns", "dockerd-rootles", "vpnkit", "lxc-user-nic",
+    # the Kubernetes modes' cluster (the lab runs it only for the campaigns that plan them)
+    "kubelet", "kube-apiserver", "kube-controller", "kube-scheduler", "kube-proxy", "etcd",
+    "kubectl", "pause",
 })  # fmt: skip
 
 

@@ -3,6 +3,7 @@ all ok runs, the replica count reached and the cap, failed runs kept with their 
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -85,3 +86,32 @@ def test_stage_summary_takes_runs_as_the_unit():
     update = table.loc["update-10"]
     assert update.n_runs == 2 and "only 7 of 10" in update.reason and update.status == "ok"
     assert scale.operation == "Scale 1 to 10 replicas" and not scale.capped
+
+
+def test_swarm_over_kubernetes_is_the_paired_per_run_ratio():
+    """Swarm's run medians over Kubernetes' in the same runs: 0.5, 0.4, 0.25 ->
+    their geometric mean with the t interval of the log ratios; none for Kubernetes itself,
+    none where Kubernetes did not run, and only the runs both have are paired."""
+    from scipy import stats as st
+
+    from pipeline.analysis.orchestration import _reference_ratio
+
+    rows = []
+    for run, (swarm, kube) in enumerate([(1.0, 2.0), (1.2, 3.0), (1.0, 4.0)], start=1):
+        rows += [("lab", "swarm-overlay", "host", "scale-10", run, swarm),
+                 ("lab", "k8s-pod", "host", "scale-10", run, kube)]  # fmt: skip
+    rows.append(("lab", "swarm-overlay", "host", "scale-10", 4, 9.0))  # no Kubernetes run 4
+    rows.append(("lab", "swarm-overlay", "host", "create", 1, 1.0))  # no Kubernetes create
+    values = pd.DataFrame(rows, columns=["environment", "mode", "path", "variant", "run", "value"])
+    got = _reference_ratio(values, ("lab", "swarm-overlay", "host", "scale-10"), 0.95)
+    d = np.log([0.5, 0.4, 0.25])
+    half = st.t.ppf(0.975, 2) * d.std(ddof=1) / np.sqrt(3)
+    assert got["reference"] == "k8s-pod" and got["ratio_n_runs"] == 3
+    assert got["ratio"] == pytest.approx(np.exp(d.mean()))
+    assert (got["ratio_lo"], got["ratio_hi"]) == pytest.approx(
+        (np.exp(d.mean() - half), np.exp(d.mean() + half))
+    )
+    kube = _reference_ratio(values, ("lab", "k8s-pod", "host", "scale-10"), 0.95)
+    assert kube["reference"] == "" and np.isnan(kube["ratio"])
+    alone = _reference_ratio(values, ("lab", "swarm-overlay", "host", "create"), 0.95)
+    assert alone["reference"] == "" and np.isnan(alone["ratio"])
