@@ -230,7 +230,8 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
     )
     if len(summary) and summary["mode"].nunique() > 1:
         table.insert(0, "Orchestrator", [ORCHESTRATORS.get(m, m) for m in summary["mode"]])
-    if len(summary) and summary["reference"].astype(bool).any():
+    references = summary.get("reference", pd.Series(dtype=str)).fillna("")
+    if len(summary) and references.astype(bool).any():
         name = ORCHESTRATORS[REFERENCE]
         table[f"Time over {name}'s [{conf:.0%} CI]"] = [
             tables.interval_text(r.ratio, r.ratio_lo, r.ratio_hi, ".2f")
@@ -280,7 +281,7 @@ def headline(summary: pd.DataFrame) -> str:
             continue
         cov = "" if r.median_ci_reached else f" (coverage {r.median_coverage:.4f})"
         ratio = ""
-        if r.reference and not np.isnan(r.ratio):
+        if getattr(r, "reference", "") and not np.isnan(r.ratio):
             ratio = (f"; over {r.reference} {r.ratio:.3f} [{r.ratio_lo:.3f}, "
                      f"{r.ratio_hi:.3f}] ({r.ratio_n_runs} runs)")  # fmt: skip
         lines.append(
