@@ -6,6 +6,7 @@ import dataclasses
 import json
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -179,3 +180,55 @@ def test_cleanup_deletes_only_labelled_objects(tmp_path: Path) -> None:
     gone = dataclasses.replace(settings, kubectl=str(tmp_path / "absent"))
     assert subprocess.run(["sh", "-c", k8s.cleanup_script(gone)], capture_output=True,
                           text=True, check=True).stdout == ""  # fmt: skip
+
+
+class _Cluster:
+    """A session on the kubectl host answering like a cluster would (``answers``: a word of
+    the command -> (status, stdout))."""
+
+    def __init__(self, answers: dict[str, tuple[int, str]]) -> None:
+        self.answers = answers
+        self.commands: list[str] = []
+
+    def run(self, argv, **_):
+        text = " ".join(argv) if isinstance(argv, list) else argv
+        self.commands.append(text)
+        for word, (status, out) in self.answers.items():
+            if word in text:
+                error = "refused" if status else ""
+                return SimpleNamespace(status=status, stdout=out, stderr=error)
+        return SimpleNamespace(status=0, stdout="", stderr="")
+
+
+def _context(answers: dict[str, tuple[int, str]]):
+    from pipeline.collect.modes import Context
+
+    inv = load(ROOT / "inventory" / "lab.yaml", MODES, check_files=False)
+    session = _Cluster(answers)
+    return Context(inventory=inv, pool=dict.fromkeys(inv.hosts, session), campaign="c"), session
+
+
+READY = json.dumps({"items": [_node("node1", "True"), _node("node2", "True")]})
+
+
+@pytest.mark.parametrize(
+    ("answers", "reason"),
+    [
+        ({"command -v": (1, "")}, "is not on node1: for the lab, `make kubernetes` builds it"),
+        ({"get nodes": (1, "")}, "the Kubernetes API does not answer kubectl on node1 (refused)"),
+        ({"get nodes": (0, "<html>")}, "printed no node list"),
+        ({"get nodes": (0, READY), "get namespace": (1, "")},
+         "namespace default does not exist in the cluster: create it"),
+        ({"get nodes": (0, json.dumps({"items": [_node("node1", "True")]}))},
+         "Kubernetes node node2 (server node2) is not Ready or not in the cluster (Ready: node1)"),
+        ({"get nodes": (0, READY)}, None),
+    ],
+)  # fmt: skip
+def test_the_cluster_check_names_what_is_missing(answers, reason):
+    ctx, session = _context(answers)
+    got = k8s.cluster_problem(ctx)
+    assert got is None if reason is None else reason in got, got
+    assert all("--kubeconfig" in c for c in session.commands[1:])  # kubectl, on the kubectl host
+    inv_without = dataclasses.replace(ctx.inventory, kubernetes=None)
+    ctx.inventory = inv_without
+    assert "the inventory names no Kubernetes cluster" in k8s.cluster_problem(ctx)

@@ -44,8 +44,8 @@ READY_TIMEOUT_S = 120
 # kube-proxy applies a change at most this often (its --iptables-min-sync-period, 1 s by
 # default): a Service is dialled this long after its endpoint is ready.
 PROXY_SYNC_S = 2.0
-# What each Kubernetes mode has created, by campaign: so a pod or Service is removed even when
-# its Deployment was lost (an interrupted step); cleanup also finds them by label.
+# Which workload and role (server, client, host) a pod or Service is for; clean-up selects by
+# the campaign label (LABEL), which every object carries too.
 WORKLOAD_LABEL = "org.container-overhead.workload"
 
 
@@ -54,7 +54,7 @@ def settings(ctx: Context) -> Kubernetes:
     if k8s is None:
         raise ModeUnavailable(
             "the inventory names no Kubernetes cluster (add a `kubernetes:` section with its "
-            "kubeconfig and namespace; see inventory/example.yaml)"
+            "kubeconfig and namespace; see docs/methods.md, running on your own hosts)"
         )
     return k8s
 
@@ -103,7 +103,16 @@ def cluster_problem(ctx: Context) -> str | None:
             f"({detail[-1] if detail else 'no output'}): for the lab, `python -m "
             "pipeline.lab up --kubernetes` brings the cluster up"
         )
-    ready = ready_nodes(nodes.stdout)
+    try:
+        ready = ready_nodes(nodes.stdout)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return f"kubectl get nodes on {host.name} printed no node list: {nodes.stdout[:200]!r}"
+    namespace = session.run(kubectl(k8s, "get", "namespace", k8s.namespace), check=False)
+    if namespace.status:
+        return (
+            f"namespace {k8s.namespace} does not exist in the cluster: create it (kubectl "
+            f"create namespace {k8s.namespace}) or set kubernetes.namespace"
+        )
     for server in ctx.inventory.servers[:2]:
         name = node_name(ctx, server)
         if name not in ready:
