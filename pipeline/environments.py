@@ -39,7 +39,8 @@ class EmbeddedLab:
         from pipeline import lab
         from pipeline.lab import kubernetes as cluster
 
-        kubernetes = "kubernetes" in clusters
+        # an inventory without a `kubernetes:` section runs no Kubernetes mode on it
+        kubernetes = "kubernetes" in clusters and self.inventory.kubernetes is not None
         missing = cluster.missing_build() if kubernetes else None
         if missing:
             log(f"the Kubernetes modes will be skipped: {missing}")
