@@ -232,3 +232,46 @@ def test_the_cluster_check_names_what_is_missing(answers, reason):
     inv_without = dataclasses.replace(ctx.inventory, kubernetes=None)
     ctx.inventory = inv_without
     assert "the inventory names no Kubernetes cluster" in k8s.cluster_problem(ctx)
+
+
+def test_the_lab_runs_its_cluster_only_for_campaigns_that_plan_a_kubernetes_mode(monkeypatch):
+    """collect() tells the provider which orchestrators the planned modes need; the lab then
+    asks for its cluster (True) or takes a running one down (False), and never where the
+    build is missing (the modes are skipped, saying so) or the inventory names no cluster."""
+    from pipeline import environments, lab
+    from pipeline.collect import campaign
+    from pipeline.lab import kubernetes as cluster
+
+    asked: list[set] = []
+
+    class Stop(Exception):
+        pass
+
+    class Recorder:
+        def ready(self, wan, log, clusters=()):
+            asked.append(set(clusters))
+            raise Stop
+
+    inventory_file = ROOT / "inventory" / "lab.yaml"
+    for benchmark, modes in (("throughput", ["k8s-pod"]), ("throughput", ["docker-host"]),
+                             ("cpu", None), ("disk", None)):  # fmt: skip
+        with pytest.raises(Stop):
+            campaign.collect(benchmark, inventory_file, "/nonexistent", None, 1, modes=modes,
+                             provider=Recorder())  # fmt: skip
+    assert asked == [{"kubernetes"}, set(), {"kubernetes"}, set()]  # disk: no Kubernetes mode
+
+    calls, logs = [], []
+    monkeypatch.setattr(lab, "up", lambda *a, **k: calls.append(k["kubernetes"]))
+    monkeypatch.setattr(environments.EmbeddedLab, "login", lambda self: None)
+    monkeypatch.setattr(cluster, "missing_build", lambda: None)
+    inv = load(inventory_file, MODES, check_files=False)
+    provider = environments.EmbeddedLab(inv)
+    provider.ready(None, logs.append, {"kubernetes"})
+    provider.ready(None, logs.append, set())
+    environments.EmbeddedLab(dataclasses.replace(inv, kubernetes=None)).ready(
+        None, logs.append, {"kubernetes"}
+    )
+    monkeypatch.setattr(cluster, "missing_build", lambda: "not cached: run `make kubernetes`")
+    provider.ready(None, logs.append, {"kubernetes"})
+    assert calls == [True, False, False, False]
+    assert "the Kubernetes modes will be skipped: not cached: run `make kubernetes`" in logs
