@@ -104,7 +104,7 @@ MODE_LABELS: dict[str, str] = {
     "rootless-podman": "Rootless Podman",
     "pasta": "Rootless Podman (pasta)",
     "k8s-hostnetwork": "Kubernetes pod, host network",
-    "k8s-pod": "Kubernetes pod (pod IP)",
+    "k8s-pod": "Kubernetes pod",
     "k8s-nodeport": "Kubernetes NodePort Service",
     "k8s-clusterip": "Kubernetes ClusterIP Service (client pod)",
     "overlay2": "Container filesystem (overlay2)",

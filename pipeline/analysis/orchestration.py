@@ -233,7 +233,7 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
     references = summary.get("reference", pd.Series(dtype=str)).fillna("")
     if len(summary) and references.astype(bool).any():
         name = ORCHESTRATORS[REFERENCE]
-        table[f"Time over {name}'s [{conf:.0%} CI]"] = [
+        table[f"Time relative to {name} [{conf:.0%} CI]"] = [
             tables.interval_text(r.ratio, r.ratio_lo, r.ratio_hi, ".2f")
             if r.reference and not np.isnan(r.ratio) else None
             for r in summary.itertuples()
@@ -255,7 +255,7 @@ def table_caption(summary: pd.DataFrame) -> str:
             "connections, dialled every 10 ms from the kubectl host, which learns the pod "
             "addresses from a watch of the pods; its rolling update uses Kubernetes' default "
             "strategy (25% surge, 25% unavailable), Swarm's Docker's (one at a time, stop "
-            "first). Time over Kubernetes': the geometric mean of the per-run ratios of run "
+            "first). Time relative to Kubernetes: the geometric mean of the per-run ratios of run "
             f"medians with its paired t interval ({conf:.0%})."
         )
     return (

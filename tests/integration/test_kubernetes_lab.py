@@ -118,7 +118,9 @@ def sysctls() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def before() -> dict[str, str]:
-    """The host-wide sysctls before the cluster (the kubelet changes them)."""
+    """The host-wide sysctls before the cluster (the kubelet changes them): a cluster an
+    earlier campaign left up is taken down first, or they would be the kubelet's."""
+    k8s.down()
     return sysctls()
 
 
