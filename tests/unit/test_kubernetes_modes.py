@@ -160,23 +160,26 @@ def test_ready_nodes_and_pod_problem() -> None:
 
 
 def test_cleanup_deletes_only_labelled_objects(tmp_path: Path) -> None:
-    """The clean-up text against a fake kubectl that logs its arguments: it lists by the
-    campaign label and deletes exactly what it listed; without kubectl it does nothing."""
+    """The clean-up text against a fake kubectl that logs its arguments: it lists Deployments,
+    pods and Services by the campaign label and deletes exactly what it listed; without
+    kubectl it does nothing."""
     log = tmp_path / "calls"
     fake = tmp_path / "kubectl"
-    fake.write_text(f'#!/bin/sh\necho "$*" >> {log}\ncase "$*" in *" get "*) '
-                    'echo pod/co-a; echo service/co-b;; esac\n')  # fmt: skip
+    listed = "echo deployment.apps/co-d; echo pod/co-a; echo service/co-b"
+    fake.write_text(f'#!/bin/sh\necho "$*" >> {log}\ncase "$*" in *" get "*) {listed};; esac\n')
     fake.chmod(0o755)
     settings = k8s.Kubernetes(kubeconfig="/k c", namespace="co", kubectl=str(fake))
     out = subprocess.run(["sh", "-c", k8s.cleanup_script(settings)], capture_output=True,
                          text=True, check=True).stdout  # fmt: skip
-    assert out.strip() == "kubernetes: objects=2"
+    assert out.strip() == "kubernetes: objects=3"
     get, delete = log.read_text().splitlines()
-    assert f"--selector {LABEL}" in get and "--kubeconfig /k c --namespace co" in get
-    assert delete.endswith("pod/co-a service/co-b") and " delete " in f" {delete}"
+    assert f"get deployments.apps,pods,services --selector {LABEL}" in get  # a Deployment too:
+    assert "--kubeconfig /k c --namespace co" in get  # its pods would come back without it
+    assert delete.endswith("deployment.apps/co-d pod/co-a service/co-b") and " delete " in delete
     left = subprocess.run(["sh", "-c", k8s.leftovers_script(settings)], capture_output=True,
                           text=True, check=True).stdout.split()  # fmt: skip
-    assert left == ["kubernetes:pod/co-a", "kubernetes:service/co-b"]
+    assert left == ["kubernetes:deployment.apps/co-d", "kubernetes:pod/co-a",
+                    "kubernetes:service/co-b"]  # fmt: skip
     gone = dataclasses.replace(settings, kubectl=str(tmp_path / "absent"))
     assert subprocess.run(["sh", "-c", k8s.cleanup_script(gone)], capture_output=True,
                           text=True, check=True).stdout == ""  # fmt: skip

@@ -521,45 +521,32 @@ class K8sClusterIP(KubernetesMode):
         deployment.notes["client_node"] = node_name(ctx, host)
 
 
+# What the Kubernetes modes and orchestration's Deployments create, listed for clean-up.
+LABELLED_KINDS = "deployments.apps,pods,services"
+
+
+def _list_labelled(k8s: Kubernetes) -> str:
+    """Shell text listing every object of LABELLED_KINDS with the campaign label (kind/name)."""
+    argv = kubectl(k8s, "get", LABELLED_KINDS, "--selector", LABEL, "--output", "name",
+                   "--request-timeout=20s")  # fmt: skip
+    return shlex.join(argv)
+
+
 def cleanup_script(k8s: Kubernetes) -> str:
-    """Shell text: delete every labelled pod and Service in the namespace (quiet when kubectl or
-    the cluster is not there); prints what it removed."""
-    get = shlex.join(
-        kubectl(
-            k8s,
-            "get",
-            "pods,services",
-            "--selector",
-            LABEL,
-            "--output",
-            "name",
-            "--request-timeout=20s",
-        )
-    )
+    """Shell text: delete every labelled Deployment, pod and Service in the namespace (quiet
+    when kubectl or the cluster is not there); prints how many it removed."""
     delete = shlex.join(
         kubectl(k8s, "delete", "--ignore-not-found", "--wait=true", "--request-timeout=60s")
     )
     return (
         f"if command -v {shlex.quote(k8s.kubectl)} >/dev/null 2>&1; then "
-        f'o=$({get} 2>/dev/null); [ -z "$o" ] || {delete} $o >/dev/null 2>&1; '
+        f'o=$({_list_labelled(k8s)} 2>/dev/null); [ -z "$o" ] || {delete} $o >/dev/null 2>&1; '
         "echo kubernetes: objects=$(echo $o | wc -w); fi"
     )
 
 
 def leftovers_script(k8s: Kubernetes) -> str:
-    get = shlex.join(
-        kubectl(
-            k8s,
-            "get",
-            "pods,services",
-            "--selector",
-            LABEL,
-            "--output",
-            "name",
-            "--request-timeout=20s",
-        )
-    )
     return (
         f"if command -v {shlex.quote(k8s.kubectl)} >/dev/null 2>&1; then "
-        f"for i in $({get} 2>/dev/null); do echo kubernetes:$i; done; fi; "
+        f"for i in $({_list_labelled(k8s)} 2>/dev/null); do echo kubernetes:$i; done; fi; "
     )
