@@ -299,6 +299,17 @@ class Cluster:
             self.ctx, "get", f"pod/{name}", "--output", "jsonpath={.status.podIP}"
         ).stdout.strip()
 
+    def idle_pod(
+        self, host: Host, mode: str, workload: Workload, role: str
+    ) -> tuple[str, ToolImage]:
+        """A running pod on ``host``'s node that only sleeps (tools run in it by `kubectl
+        exec`): its name and image."""
+        name = object_name(self.ctx, mode, workload, role)
+        image = pod_image(self.ctx, host)
+        node, tags = node_name(self.ctx, host), labels(self.ctx, workload, role)
+        self.running_pod(pod_manifest(name, node, image.tag, [IDLE, "infinity"], tags))
+        return name, image
+
     def wait_service(self, name: str) -> float:
         """Wait until the Service's endpoint (the server pod) is ready in its EndpointSlice,
         then PROXY_SYNC_S for kube-proxy to program it on every node; the seconds waited.
@@ -444,18 +455,8 @@ class K8sPod(KubernetesMode):
         """A host benchmark's tool, run in an idle pod on the server's node by `kubectl exec`."""
         host = server_host(ctx)
         cluster = Cluster(ctx)
-        image = pod_image(ctx, host)
         try:
-            name = object_name(ctx, self.name, workload, "host")
-            cluster.running_pod(
-                pod_manifest(
-                    name,
-                    node_name(ctx, host),
-                    image.tag,
-                    [IDLE, "infinity"],
-                    labels(ctx, workload, "host"),
-                )
-            )
+            name, image = cluster.idle_pod(host, self.name, workload, "host")
         except BaseException:
             cluster.stop()
             raise
@@ -505,17 +506,7 @@ class K8sClusterIP(KubernetesMode):
     ) -> None:
         """An idle pod on the second server's node; the client runs in it (`kubectl exec`)."""
         host = ctx.inventory.servers[1]
-        name = object_name(ctx, self.name, workload, "client")
-        image = pod_image(ctx, host)
-        cluster.running_pod(
-            pod_manifest(
-                name,
-                node_name(ctx, host),
-                image.tag,
-                [IDLE, "infinity"],
-                labels(ctx, workload, "client"),
-            )
-        )
+        name, _ = cluster.idle_pod(host, self.name, workload, "client")
         deployment.client = kubectl_host(ctx)
         deployment.wrap_client = cluster.exec_in(name)
         deployment.notes["client_node"] = node_name(ctx, host)
