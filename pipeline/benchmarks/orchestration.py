@@ -174,7 +174,7 @@ class Orchestration(Benchmark):
         want = replicas(scenario.variant, cap)
         step: _Step | _KubeStep = (_KubeStep if kubernetes else _Step)(self, scenario)
         try:
-            step.check_swarm()
+            step.check()
             step.setup()
             kind = scenario.variant.split("-")[0]
             results = getattr(step, kind)(want, repeats)
@@ -253,6 +253,17 @@ class _Commands:
     def scaled_to(self, name: str, count: int) -> None:
         """After an untimed scale: the replicas beyond ``count`` gone (a hook)."""
 
+    def remove_all(self, names: list[str]) -> list[str]:
+        """Remove every one of ``names`` (a teardown: one failure does not stop the others);
+        what went wrong, one message each."""
+        problems = []
+        for name in list(names):
+            try:
+                self.remove(name)
+            except (RemoteError, ToolOutputError) as exc:
+                problems.append(str(exc))
+        return problems
+
     def create(self, want: int, repeats: int) -> list[ProbeResult]:
         results = []
         for rep in range(1, repeats + 1):
@@ -322,7 +333,7 @@ class _Step(_Commands):
         return {"docker_version": self.version,
                 "endpoint_mode": "dnsrr (no IPVS: no VIP, no routing mesh)"}  # fmt: skip
 
-    def check_swarm(self) -> None:
+    def check(self) -> None:
         """Every Swarm node that can take a task must be an inventory server with the same
         tool image tag: tasks find their image by tag, locally (no registry)."""
         if self.bench._swarm_checked:
@@ -450,12 +461,7 @@ class _Step(_Commands):
     def teardown(self) -> None:
         """Remove what the step made, also after a failure; the campaign's cleanup_host finds
         anything this misses by the campaign label."""
-        problems = []
-        for name in list(self.services):
-            try:
-                self.remove(name)
-            except (RemoteError, ToolOutputError) as exc:
-                problems.append(str(exc))
+        problems = self.remove_all(self.services)
         self.run(["docker", "rm", "--force", self.probe], check=False)
         deadline = time.monotonic() + 60
         # an overlay network keeps its task endpoints a moment after the containers are gone
@@ -512,7 +518,7 @@ class _KubeStep(_Commands):
             "endpoint_mode": "pod addresses from a watch of the pods (no Service, no DNS)",
         }
 
-    def check_swarm(self) -> None:
+    def check(self) -> None:
         """Every server's node holds the same tool image (pods find it locally, no registry)."""
         tags = {h.name: self.ctx.kubernetes_image(h).tag for h in self.ctx.inventory.servers}
         if len(set(tags.values())) != 1:
@@ -612,12 +618,7 @@ class _KubeStep(_Commands):
     def teardown(self) -> None:
         """Remove the step's Deployments (and their pods) and files, also after a failure; the
         campaign's clean-up finds anything left by the campaign label."""
-        problems = []
-        for name in list(self.deployments):
-            try:
-                self.remove(name)
-            except (RemoteError, ToolOutputError) as exc:
-                problems.append(str(exc))
+        problems = self.remove_all(self.deployments)
         if self.files:
             self.run(["rm", "-f", "--", *self.files], check=False)
         if problems:
