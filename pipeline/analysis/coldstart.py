@@ -331,8 +331,10 @@ def table_caption(summary: pd.DataFrame) -> str:
     conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
     pairs = ", ".join(f"{a} against {b}" for a, b in ROOTLESS_VS_ROOTFUL)
     return (
-        "Cold start: time from the engine's `run -d` (native: nginx started as a plain "
-        "process) until nginx answers `GET /` through the published port, per mode. p50, p95, "
+        "Cold start: time from the engine's `run -d` (Kubernetes: `kubectl run` of a pod "
+        "pinned to the node; native: nginx started as a plain process) until nginx answers "
+        "`GET /` through the published port (Kubernetes: the NodePort Service's, or the node's "
+        "own with the host network), per mode. p50, p95, "
         "p99: each run's own quantiles of its measured starts (warm-up starts excluded), their "
         f"geometric mean over runs with a {conf:.0%} t interval; a quantile needs "
         f"{stats.TAIL_SAMPLES} starts beyond it in every run (p95: {stats.min_samples(0.95)}, "

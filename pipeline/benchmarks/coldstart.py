@@ -15,6 +15,16 @@ the published port at the host's address, through whatever forwards it there (ip
 rootlesskit, rootlessport), which is what a user waits for. Removal and the wait for the port
 to close again are not timed. The script's docstring says why probes wait for `run -d`.
 
+Kubernetes (the inventory's cluster, ``kubernetes:``): the start command is `kubectl run` of a
+pod pinned to the first server's node, from the same tool image imported into the node's
+containerd, and the timer runs on the kubectl host:
+
+- ``k8s-nodeport``: the pod on the cluster network behind a NodePort Service on port 8080,
+  created before the starts (untimed): a start is answered once the pod runs, its endpoint is
+  published and kube-proxy has programmed it, which is what a user of a Service waits for;
+- ``k8s-hostnetwork``: the pod in the node's network namespace (``hostNetwork``), answering
+  on the node's port itself once nginx listens.
+
 Samples: ``coldstart_s`` (seconds), one per start; ``sample`` is the start's number, ``t_ns``
 its start time from the first start of its group. The first ``warmup_starts`` starts of every
 step are flagged warm-up (a first start after an image import, or after another engine ran,
@@ -27,16 +37,18 @@ import json
 import math
 import re
 import shlex
+import time
 from dataclasses import dataclass, field
 
 from pipeline.benchmarks.base import Benchmark, Outcome, Sample, Scenario, ToolOutputError
 from pipeline.benchmarks.http import CONF, NGINX, PORT
-from pipeline.hosts import LABEL, PID_DIR, RemoteError
+from pipeline.hosts import LABEL, PID_DIR, ModeUnavailable, RemoteError
 
 SCRIPT = f"{PID_DIR}/bin/co-coldstart.py"
 FORMAT = 1  # the first field after "coldstart" in the script's header
 TIMEOUT_S = 30.0  # a start not answered within this failed
 INTERVAL_MS = 1.0  # between probes
+NAME_MARK = "@NAME@"  # the timer puts each start's name here (host_scripts/coldstart.py)
 KILLED_SETTLE_S = 5.0  # after a killed timer, look for late containers that long
 # nginx's own files outside the image (pid and temp paths named in
 # pipeline/collect/tool_conf/nginx-1k.conf)
@@ -49,6 +61,11 @@ ENGINE_VERSION = {  # how each engine names its server's version
     "podman": ["version", "--format", "{{.Version}}"],
     "rootless-podman": ["version", "--format", "{{.Version}}"],
 }
+
+# The Kubernetes modes: the Service kind in front of the started pod (None: hostNetwork)
+KUBERNETES = {"k8s-nodeport": "NodePort", "k8s-hostnetwork": None}
+POD_LABEL = "org.container-overhead.coldstart"  # a step's pods and Service, by its prefix
+PROXY_SYNC_S = 2.0  # kube-proxy programs a new Service within this (its 1 s minimum period)
 
 _HEADER = re.compile(r"^coldstart (\d+) (.*)$", re.MULTILINE)
 _START = re.compile(r"^start (\d+) ([01]) (ok|failed) ?(.*)$")
@@ -131,7 +148,7 @@ class Coldstart(Benchmark):
     paths = ("host",)
     # the issue's "docker" is a plain `docker run`: the default bridge, a published port
     modes = ("native", "docker-bridge", "podman", "rootless-docker", "rootless-podman",
-             "docker-crun", "docker-gvisor")
+             "docker-crun", "docker-gvisor", *KUBERNETES)  # fmt: skip
     variants = ("nginx",)
     summary_metric = "coldstart_s"
     uploads = {
@@ -175,6 +192,8 @@ class Coldstart(Benchmark):
         return ["--start", json.dumps(run), "--stop", json.dumps(stop)]
 
     def measure(self, scenario: Scenario) -> Outcome:
+        if scenario.mode in KUBERNETES:
+            return _KubeStarts(self, scenario).measure()
         ctx, host, engine = scenario.ctx, scenario.host, scenario.engine
         session = ctx.pool[host.name]
         notes = {
@@ -200,15 +219,31 @@ class Coldstart(Benchmark):
                                   root=root)  # fmt: skip
             notes["engine"] = engine
             notes["engine_version"] = version.stdout.strip() or version.stderr.strip()[-200:]
+        return self.run_timer(
+            session,
+            host,
+            args,
+            notes,
+            root=root,
+            cleanup=lambda killed: self._remove_leftovers(
+                scenario, settle_s=KILLED_SETTLE_S if killed else 0.0
+            ),
+        )
+
+    def run_timer(self, session, host, args: list[str], notes: dict[str, str], *, root=None,
+                  cleanup) -> Outcome:  # fmt: skip
+        """Run the timer with ``args`` on ``host`` (``session``); ``cleanup(killed)`` afterwards,
+        whatever happened (``killed``: the timer did not return, it may have died inside a
+        start)."""
         command = f"python3 {SCRIPT} {shlex.join(args)}"
-        killed = True  # until the timer returns: it may have died inside an engine's `run`
+        killed = True
         try:
             result = session.run(command, timeout=self.session_timeout(), check=False, root=root)
             killed = False
         except RemoteError as exc:
             raise ToolOutputError(f"coldstart timer on {host.name}: {exc}") from exc
         finally:
-            self._remove_leftovers(scenario, settle_s=KILLED_SETTLE_S if killed else 0.0)
+            cleanup(killed)
         raw = result.stdout + (f"\n# stderr\n{result.stderr}" if result.stderr.strip() else "")
         log = parse_coldstart(result.stdout)
         if result.status != 0:
@@ -265,3 +300,124 @@ class Coldstart(Benchmark):
                 '[ "$(date +%s)" -ge "$end" ] && break; sleep 0.5; done'
             )
         session.run(remove, timeout=120 + settle_s)
+
+
+class _KubeStarts:
+    """One (run, Kubernetes mode): the timer on the kubectl host starts pods with `kubectl run`
+    and probes the first server's address; the NodePort Service (k8s-nodeport) exists for the
+    whole step. Everything carries the campaign label and the step's POD_LABEL, and goes when
+    the step ends (the campaign's clean-up finds it by the label after a crash)."""
+
+    def __init__(self, bench: Coldstart, scenario: Scenario) -> None:
+        self.bench = bench
+        self.s = scenario
+        self.ctx = scenario.ctx
+        self.kube_host, self.kubectl = self.ctx.kubectl()
+        self.session = self.ctx.pool[self.kube_host.name]
+        self.service = KUBERNETES[scenario.mode]
+        self.labels = {LABEL: self.ctx.campaign, POD_LABEL: scenario.prefix}
+
+    def pod(self, image: str, node: str) -> dict:
+        """The started pod (``@NAME@``: the timer's name for the start), as `kubectl run`'s
+        override: pinned to the node, the local image, nginx as in every other mode."""
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": NAME_MARK, "labels": self.labels},
+            "spec": {
+                "nodeName": node,
+                "hostNetwork": self.service is None,
+                "restartPolicy": "Never",
+                "terminationGracePeriodSeconds": 1,
+                "automountServiceAccountToken": False,
+                "enableServiceLinks": False,
+                "containers": [{
+                    "name": "tool", "image": image, "imagePullPolicy": "Never",
+                    "command": self.bench.server_argv(),
+                }],
+            },
+        }  # fmt: skip
+
+    def service_manifest(self) -> dict:
+        return {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": f"{self.s.prefix}-svc", "labels": self.labels},
+            "spec": {
+                "type": self.service,
+                "selector": {POD_LABEL: self.s.prefix},
+                "ports": [{"name": "http", "protocol": "TCP", "port": PORT,
+                           "targetPort": PORT, "nodePort": PORT}],
+            },
+        }  # fmt: skip
+
+    def timer_args(self, image: str, node: str) -> list[str]:
+        pod = json.dumps(self.pod(image, node), separators=(",", ":"))
+        run = [*self.kubectl, "run", NAME_MARK, f"--image={image}", "--restart=Never",
+               f"--overrides={pod}"]  # fmt: skip
+        stop = [*self.kubectl, "delete", f"pod/{NAME_MARK}", "--ignore-not-found",
+                "--wait=true", "--timeout=60s"]  # fmt: skip
+        return [*self.bench.timer_args(self.s), "--start", json.dumps(run),
+                "--stop", json.dumps(stop)]  # fmt: skip
+
+    def measure(self) -> Outcome:
+        host = self.s.host
+        image = self.ctx.kubernetes_image(host).tag
+        node = self.ctx.kubernetes_node(host)
+        version = self.session.run([*self.kubectl, "version", "--output", "json"], check=False)
+        try:
+            server_version = json.loads(version.stdout)["serverVersion"]["gitVersion"]
+        except (ValueError, KeyError, TypeError):
+            server_version = "unknown"
+        notes = {
+            "engine": "kubernetes",
+            "engine_version": server_version,
+            "kubernetes_node": node,
+            "start": "kubectl run of a pod pinned to the node (no scheduler), local image",
+            "polled": f"{host.address}:{PORT} from {self.kube_host.name}",
+            "ready": "GET / answered with HTTP/, probed every 1 ms once kubectl run returned",
+        }
+        try:
+            if self.service:
+                self._create_service()
+                notes["service"] = f"{self.service} {self.service_manifest()['metadata']['name']}"
+                notes["polled"] += " (the Service's node port: kube-proxy forwards to the pod)"
+            else:
+                notes["polled"] += " (the pod listens in the node's network namespace)"
+            args = self.timer_args(image, node)
+            return self.bench.run_timer(
+                self.session, self.kube_host, args, notes, cleanup=self._remove
+            )
+        except BaseException:
+            self._remove(killed=True)
+            raise
+
+    def _create_service(self) -> None:
+        """The NodePort Service, before any start; its port refuses until a pod is ready."""
+        self._remove(killed=False)  # one a killed step of the same name left
+        created = self.session.run(
+            [*self.kubectl, "create", "--filename", "-"],
+            stdin=json.dumps(self.service_manifest()).encode(),
+            timeout=60,
+            check=False,
+        )
+        if created.status:
+            text = (created.stderr or created.stdout).strip()
+            if "provided port is not in the valid range" in text:
+                raise ModeUnavailable(
+                    f"the cluster refused node port {PORT}: its API server's "
+                    "--service-node-port-range must include it (the lab's does)"
+                )
+            raise ToolOutputError(f"kubectl create of the NodePort Service failed: {text[-300:]}")
+        time.sleep(PROXY_SYNC_S)
+
+    def _remove(self, killed: bool) -> None:
+        """The step's pods and Service (by POD_LABEL), waited for; after a killed timer, a
+        `kubectl run` that was cut short may still create its pod, so look again once."""
+        selector = f"{POD_LABEL}={self.s.prefix}"
+        delete = [*self.kubectl, "delete", "pods,services", "--selector", selector,
+                  "--ignore-not-found", "--wait=true", "--timeout=90s"]  # fmt: skip
+        for _ in range(2 if killed else 1):
+            self.session.run(delete, timeout=150, check=False)
+            if killed:
+                time.sleep(KILLED_SETTLE_S)

@@ -1,7 +1,9 @@
 """`disk`: fio sequential 1 MiB read/write (MiB/s) and random 4 KiB read/write (IOPS) in each
 storage mode (pipeline/collect/modes/storage.py, plus `native`), and in the container layer
 under the other OCI runtimes (docker-crun, docker-gvisor: docker-overlay2's storage, where
-gVisor's file access goes through its gofer).
+gVisor's file access goes through its gofer), and in a Kubernetes pod's container layer
+(k8s-pod: fio run by `kubectl exec` in an idle pod, on the node's containerd and its overlayfs
+snapshotter).
 
 The fio command line is byte-identical in every mode: the test file is always
 ``DISK_DIR/fio.dat``; what differs is what that path is (a directory on the host's file
@@ -103,6 +105,8 @@ class Disk(Benchmark):
         # the container layer as docker-overlay2's, another OCI runtime
         "docker-crun",
         "docker-gvisor",
+        # a Kubernetes pod's container layer (the cluster's containerd, its overlayfs snapshotter)
+        "k8s-pod",
     )
     variants = tuple(VARIANTS)
     summary_metric = _MetricOfVariant("disk")

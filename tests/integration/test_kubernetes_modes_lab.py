@@ -9,6 +9,7 @@ on any node. Skipped, with the fix, where Kubernetes is not built (`make kuberne
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 
 import pandas as pd
@@ -22,14 +23,17 @@ pytestmark = [pytest.mark.lab, ROOT_ONLY, pytest.mark.skipif(bool(MISSING), reas
 
 MODES = ["k8s-pod", "k8s-hostnetwork", "k8s-nodeport", "k8s-clusterip"]
 # By default one benchmark per way a Kubernetes mode runs a tool: a network server with a TCP
-# and a UDP client (throughput), a host tool in a pod (cpu, its compile too), the Deployment
-# (orchestration): about 1.5 minutes. CONTAINER_OVERHEAD_K8S_BENCHMARKS=all adds latency, HTTP,
+# and a UDP client (throughput), a host tool in a pod (cpu, its compile too; disk, in the pod's
+# container layer), the Deployment (orchestration), pods started by the cold-start timer: about
+# 3 minutes. CONTAINER_OVERHEAD_K8S_BENCHMARKS=all adds latency, HTTP,
 # memory and syscall (about 3.5 minutes).
 EVERY = os.environ.get("CONTAINER_OVERHEAD_K8S_BENCHMARKS") == "all"
 NETWORK = ("throughput", "latency", "http") if EVERY else ("throughput",)
-HOST = ("cpu", "memory", "syscall") if EVERY else ("cpu",)
+HOST = ("cpu", "disk", "memory", "syscall") if EVERY else ("cpu", "disk")
 OPTIONS = {
     "cpu": {"compile_packages": "errors"},
+    "disk": {"file_mib": 8},
+    "coldstart": {"starts": 3, "warmup_starts": 1},
     "orchestration": {"max_replicas": 3, "repeats": 1},
 }
 HEADLINE = {"throughput": "tcp_throughput_received", "latency": "udp_rtt", "http": "http_latency"}
@@ -101,7 +105,21 @@ def test_orchestration_scales_and_updates_a_deployment(collected):
     assert by_variant == {"create": 1, "scale-10": 3, "scale-50": 3, "update-10": 3}
 
 
+def test_coldstart_times_pods_to_their_first_answer(collected):
+    runs, samples = collected("coldstart")
+    runs = _ok(runs)
+    assert set(runs["mode"]) == {"k8s-nodeport", "k8s-hostnetwork"}
+    assert runs["command"].str.contains("kubectl").all()
+    for row in runs.itertuples():
+        notes = json.loads(row.notes)
+        assert notes["engine"] == "kubernetes" and notes["kubernetes_node"] == "node1", notes
+        assert ("service" in notes) == (row.mode == "k8s-nodeport"), notes
+    starts = samples[(samples["metric"] == "coldstart_s") & ~samples["warmup"]]
+    assert starts.groupby("mode").size().to_dict() == {"k8s-nodeport": 3, "k8s-hostnetwork": 3}
+    assert ((starts["value"] > 0.05) & (starts["value"] < 30)).all(), starts["value"]
+
+
 def test_nothing_left_in_the_cluster_or_on_the_hosts(collected):
-    for benchmark in (*NETWORK, *HOST, "orchestration"):
+    for benchmark in (*NETWORK, *HOST, "orchestration", "coldstart"):
         collected(benchmark)
     assert_nothing_left()

@@ -32,6 +32,8 @@ MODES_ENGINES = {
     "rootless-podman": "rootless-podman",
     "docker-crun": "docker",  # docker with another OCI runtime (--runtime)
     "docker-gvisor": "docker",
+    "k8s-nodeport": None,  # kubectl run (pipeline/benchmarks/coldstart.py, _KubeStarts)
+    "k8s-hostnetwork": None,
 }
 
 

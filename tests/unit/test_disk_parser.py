@@ -130,14 +130,16 @@ def test_the_command_is_the_same_direct_io_run_in_every_mode():
     assert bench.summary_metric.format(variant="randread") == "disk_read_iops"
 
 
-def test_disk_is_a_host_benchmark_of_storage_and_runtime_modes_only():
+def test_disk_is_a_host_benchmark_of_storage_runtime_and_pod_modes_only():
     bench = BENCHMARKS["disk"]()
     assert bench.kind == "host" and bench.paths == ("host",)
     assert bench.modes[0] == "native" and set(bench.modes) <= set(MODES)
     assert bench.variants == ("seqread", "seqwrite", "randread", "randwrite")
     runtimes = {"docker-crun", "docker-gvisor"}  # the container layer, another OCI runtime
-    assert runtimes <= set(bench.modes)
-    for mode in set(bench.modes[1:]) - runtimes:
+    pods = {"k8s-pod"}  # a pod's container layer, fio through kubectl exec
+    assert runtimes | pods <= set(bench.modes)
+    assert all(MODES[m].cluster == "kubernetes" for m in pods)
+    for mode in set(bench.modes[1:]) - runtimes - pods:
         assert MODES[mode].paths == ("host",) and mode not in NETWORK_MODES
     assert bench.server_scratch == (STORAGE_DIR,)
 

@@ -257,11 +257,11 @@ def test_the_lab_runs_its_cluster_only_for_campaigns_that_plan_a_kubernetes_mode
 
     inventory_file = ROOT / "inventory" / "lab.yaml"
     for benchmark, modes in (("throughput", ["k8s-pod"]), ("throughput", ["docker-host"]),
-                             ("cpu", None), ("disk", None)):  # fmt: skip
+                             ("cpu", None), ("footprint", None)):  # fmt: skip
         with pytest.raises(Stop):
             campaign.collect(benchmark, inventory_file, "/nonexistent", None, 1, modes=modes,
                              provider=Recorder())  # fmt: skip
-    assert asked == [{"kubernetes"}, set(), {"kubernetes"}, set()]  # disk: no Kubernetes mode
+    assert asked == [{"kubernetes"}, set(), {"kubernetes"}, set()]  # footprint: no k8s mode
 
     calls, logs = [], []
     monkeypatch.setattr(lab, "up", lambda *a, **k: calls.append(k["kubernetes"]))

@@ -240,7 +240,7 @@ class Start:
         return f"{what} exited {self.proc.returncode}: {text}".strip()
 
 
-def main() -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--address", required=True)
     p.add_argument("--port", type=int, required=True)
@@ -252,7 +252,11 @@ def main() -> int:
     p.add_argument("--pidfile-stem", default="")
     p.add_argument("--start", dest="start_argv", type=json.loads, required=True)
     p.add_argument("--stop", dest="stop_argv", type=json.loads, default=None)
-    args = p.parse_args()
+    return p
+
+
+def main() -> int:
+    args = parser().parse_args()
     args.native = args.stop_argv is None
     # a closed SSH channel (HUP) or a kill (TERM) unwinds through the per-start clean-up
     for sig in (signal.SIGTERM, signal.SIGHUP):
