@@ -19,6 +19,7 @@ import signal
 import socket
 import time
 from collections.abc import Callable, Collection, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from functools import partial
@@ -1433,10 +1434,11 @@ class Campaign:
         if self._reading is None:
             study = watch.STUDY_COMMANDS | self.benchmark.watch_commands()
             self._reading = watch.reading_command(study)
-        before = {h.name: self._timed("watch_s", partial(self._read, ctx, h)) for h in hosts}
+        before = self._timed("watch_s", partial(self._read_all, ctx, hosts))
         result = call()
+        afters = self._timed("watch_s", partial(self._read_all, ctx, hosts))
         for h in hosts:
-            after = self._timed("watch_s", partial(self._read, ctx, h))
+            after = afters[h.name]
             entry = {"rep": rep, "host": h.name}
             try:
                 if isinstance(before[h.name], str) or isinstance(after, str):
@@ -1446,6 +1448,15 @@ class Campaign:
                 entry["error"] = str(exc)
             self._watched.append(entry)
         return result
+
+    def _read_all(self, ctx: Context, hosts: list) -> dict[str, watch.Reading | str]:
+        """A reading on each of ``hosts`` (distinct hosts), taken at the same time: each host's
+        session runs its own, so a window waits for one round trip, not one per host."""
+        if len(hosts) == 1:
+            return {hosts[0].name: self._read(ctx, hosts[0])}
+        with ThreadPoolExecutor(max_workers=len(hosts)) as pool:
+            readings = {h.name: pool.submit(self._read, ctx, h) for h in hosts}
+        return {name: future.result() for name, future in readings.items()}
 
     def _read(self, ctx: Context, host) -> watch.Reading | str:  # noqa: ANN001
         """One reading on ``host``, or why there is none (a reading never fails the step)."""
