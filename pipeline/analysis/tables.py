@@ -133,7 +133,9 @@ def resolvable_text(resolvable: float, n_runs: int) -> str | None:
     fraction), or None when it is unknown."""
     if resolvable is None or not np.isfinite(resolvable) or n_runs < 2:
         return None
-    return f"a difference under {100 * resolvable:.2g}% cannot be resolved with {n_runs} runs"
+    pct = 100 * resolvable
+    size = f"{pct:.2g}" if pct < 100 else f"{pct:,.0f}"  # 7.3, 53, 530 (never 5.3e+02)
+    return f"a difference under {size}% cannot be resolved with {n_runs} runs"
 
 
 def verdict_text(

@@ -176,6 +176,14 @@ def test_margin_and_p_text():
     assert tables.p_text(float("nan")) is None
 
 
+def test_resolvable_text_never_prints_an_exponent():
+    said = {x: tables.resolvable_text(x, 3) for x in (0.0734, 0.53, 5.3, 12.5)}
+    assert [s.split()[3] for s in said.values()] == ["7.3%", "53%", "530%", "1,250%"]
+    assert said[0.53] == "a difference under 53% cannot be resolved with 3 runs"
+    assert tables.resolvable_text(float("nan"), 3) is None
+    assert tables.resolvable_text(0.1, 1) is None  # one run: no SD
+
+
 # --- TOST against a hand computation -------------------------------------------------------
 
 
