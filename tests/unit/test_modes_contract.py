@@ -1,6 +1,8 @@
 """The mode contract for the podman, rootless and MTU modes, without hosts: registry, paths,
 reasons when a host lacks what a mode needs, and the backend detection on captured output."""
 
+import shutil
+import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,6 +16,7 @@ from pipeline.collect.modes.base import (
     RootlessUser,
     Snapshot,
     engine_cli,
+    force_remove,
     parse_interface,
     parse_ps,
     parse_ss_listeners,
@@ -274,7 +277,10 @@ def test_foreground_runs_the_argv_in_a_labelled_rm_container_on_the_server(mode,
     name = f"co-c0ffee-cpu-1thread-{mode}"
     command = deployment.client_command(ARGV)
     remove, run = command.split("; ")
-    assert remove.startswith(cli) and remove.endswith(f"rm --force {name} >/dev/null 2>&1")
+    at_once = " --time 0" if "podman" in mode else ""  # podman waits 10 s without it
+    assert remove.startswith(cli) and remove.endswith(
+        f"rm --force{at_once} {name} >/dev/null 2>&1"
+    )
     assert run.startswith(cli) and run.endswith(
         f" run --rm --name {name} --label org.container-overhead.campaign=c0ffee "
         f"tools:{engine} /usr/bin/sysbench cpu --threads=1 run"
@@ -349,3 +355,21 @@ def test_control_deployments_run_wrapped_and_stop_what_they_made():
     tbf.stop()
     last = ctx.pool[client].commands[-1]
     assert last[:3] == ["tc", "qdisc", "del"] and TBF_HANDLE in last
+
+
+@pytest.mark.parametrize("engine", ["docker", "rootless-docker", "podman", "rootless-podman",
+                                    "podman-fuse-overlayfs"])  # fmt: skip
+def test_a_teardown_kills_at_once_in_every_engine(engine):
+    # podman's --force waits 10 s for a SIGTERM that a tool as PID 1 ignores; docker's kills
+    argv = force_remove(["x"], engine, "c1", "c2")
+    podman = "podman" in engine
+    assert argv == ["x", "rm", "--force", *(["--time", "0"] if podman else []), "c1", "c2"]
+
+
+@pytest.mark.skipif(shutil.which("podman") is None, reason="podman is not installed")
+def test_podman_takes_the_teardown_options():
+    # a container that does not exist (--force: not an error); an option podman did not know
+    # would fail the command (exit 125, "unknown flag")
+    done = subprocess.run(force_remove(["podman"], "podman", "co-no-such-container"),
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0 and "unknown" not in done.stderr, done

@@ -32,6 +32,7 @@ from pipeline.collect.modes.base import (
     describe,
     engine_cli,
     engine_run,
+    force_remove,
     foreground_container,
     missing_tool,
     publish_options,
@@ -152,7 +153,7 @@ def probe_ulimits(
     podman = engine_cli(ctx, host, "podman")
 
     def run(ulimits: list[str]) -> None:
-        session.run([*podman, "rm", "--force", name], check=False, timeout=60)
+        session.run(force_remove(podman, "podman", name), check=False, timeout=60)
         session.run([*podman, "run", "--rm", "--name", name, *label, *ulimits, image, *argv],
                     timeout=120)  # fmt: skip
 

@@ -40,6 +40,7 @@ from pipeline.collect.modes.base import (
     Workload,
     container_name,
     engine_cli,
+    force_remove,
     foreground_container,
     missing_tool,
     root_if_allowed,
@@ -168,7 +169,7 @@ class StorageMode(Mode):
         image: ToolImage = ctx.image(host, self.engine)
         label = ["--label", f"{LABEL}={ctx.campaign}"]
         options = [*extra, *self.options(ctx, host, name)]
-        session.run([*cli, "rm", "--force", probe], check=False, timeout=60)
+        session.run(force_remove(cli, self.engine, probe), check=False, timeout=60)
         try:
             session.run([*cli, "run", "--name", probe, *label, *options, image.tag,
                          *probe_argv(fio)], timeout=120)  # fmt: skip
@@ -177,7 +178,7 @@ class StorageMode(Mode):
                                path], check=False, timeout=30, root=privilege).stdout  # fmt: skip
             return direct_io_note(*parse_fincore(out))
         finally:
-            session.run([*cli, "rm", "--force", probe], check=False, timeout=60)
+            session.run(force_remove(cli, self.engine, probe), check=False, timeout=60)
 
 
 class DockerOverlay2(StorageMode):
@@ -288,7 +289,7 @@ class PodmanFuseOverlayfs(StorageMode):
         probe = f"{container_name(ctx, self.name, workload)}-limits"
 
         def run(ulimits: list[str]) -> None:
-            session.run([*cli, "rm", "--force", probe], check=False, timeout=60)
+            session.run(force_remove(cli, self.engine, probe), check=False, timeout=60)
             session.run([*cli, "run", "--rm", "--name", probe, *label, *ulimits, image,
                          *workload.argv], timeout=120)  # fmt: skip
 
