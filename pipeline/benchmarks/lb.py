@@ -29,6 +29,23 @@ random order, the service and network are created by the first and removed after
 (or when a step fails, or the loop ends). Each step starts its own balancer or client and its
 own warm-up run; the notes name the shared service. `direct-r1` and `vip-rN` deploy alone.
 
+Mode ``k8s-pod`` measures the same variants on the inventory's Kubernetes cluster (every object
+carries the campaign label and is deleted at the end of its step; a Deployment's pods are waited
+for, like a Swarm service's tasks, before the next step's load):
+
+- `direct-r1`: one nginx pod (same image, same argv as the replicas) pinned to the first
+  server's node, dialled from the dc client at its pod IP (the pod subnets are routed to it).
+- `haproxy-rN`, `nginx-rN`: a Deployment of N replicas, placed by the scheduler on the servers'
+  nodes (placement recorded), and the balancer as a pod pinned to the first server's node. Its
+  config, rendered with the replicas' pod IPs, is a ConfigMap mounted at CONF_DIR (no file on a
+  host); the dc client dials the balancer pod's IP.
+- `vip-rN`: a NodePort Service (node port PORT) in front of the Deployment, dialled from the dc
+  client at the first server's address: kube-proxy's rules (iptables mode: a replica chosen at
+  random per connection) are Kubernetes' counterpart of Swarm's VIP and routing mesh. The load
+  starts once the Service's EndpointSlice lists N ready endpoints and kube-proxy has synced.
+- `dnsrr-rN`: skipped with its reason: client-side DNS round robin needs a headless Service and
+  the cluster's DNS add-on, which the lab's cluster does not run.
+
 Load: wrk (closed loop) from the dc client, `connections` connections, one per thread, for the
 profile's window after a warm-up run of its warm-up window. wrk gives the saturation rate, the
 article's metric (it used `ab -c 20 -k`); the open-loop co-loadgen of the `http` benchmark
