@@ -761,7 +761,11 @@ def kube_deployment(name: str, replicas: int, nodes: list[str], image: str, argv
                     labels: dict[str, str]) -> dict:  # fmt: skip
     """``replicas`` pods of ``argv``, placed by the scheduler on ``nodes`` only (the servers'
     nodes, whose containerd holds the tool image)."""
-    on_nodes = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": nodes}]}
+    # one term per node (terms are ORed): a node-name field selector takes a single value
+    on_nodes = [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+        for node in nodes
+    ]
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -776,7 +780,7 @@ def kube_deployment(name: str, replicas: int, nodes: list[str], image: str, argv
                     "automountServiceAccountToken": False,
                     "enableServiceLinks": False,
                     "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
-                                                  {"nodeSelectorTerms": [on_nodes]}}},
+                                                  {"nodeSelectorTerms": on_nodes}}},
                     "containers": [kube_container(image, argv)],
                 },
             },

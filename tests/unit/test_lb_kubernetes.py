@@ -81,8 +81,10 @@ def test_the_deployment_places_replicas_on_the_servers_nodes_only():
     assert container["command"] == BACKEND and container["imagePullPolicy"] == "Never"
     terms = template["spec"]["affinity"]["nodeAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]  # fmt: skip
-    assert terms == [{"matchFields": [{"key": "metadata.name", "operator": "In",
-                                       "values": ["node1", "node2"]}]}]  # fmt: skip
+    assert terms == [  # one term per node: a node-name field selector takes one value
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+        for node in ("node1", "node2")
+    ]
 
 
 def test_the_node_port_service_is_the_nodeport_modes_service():
