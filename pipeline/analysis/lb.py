@@ -1,6 +1,13 @@
 """Load-balancing analysis: the 003 article's "req/s as replicas grow" tables, per balancer and
 replica count, with intervals, against one replica dialled directly (variant ``direct-r1``).
 
+Each mode is its own block with its own baseline: ``swarm-overlay`` (Docker Swarm: the article's
+setting; its direct replica is one container on the default bridge) and ``k8s-pod``
+(Kubernetes: the replicas a Deployment, ``vip`` a NodePort Service through kube-proxy; its
+direct replica is one pod dialled at its IP). A balancer is only ever compared with the direct
+replica of its own mode; tables and figures name the orchestrator whenever Kubernetes rows are
+present.
+
 pipeline/benchmarks/lb.py records one measured wrk window per (run, variant): its rate of 2xx
 responses (``lb_requests_per_s``), its errors (``lb_errors``) and wrk's latency percentiles
 (``lb_latency_us``, sample = percentile x 10: 500, 900, 990, 999). The window's value is the
@@ -36,9 +43,13 @@ from pipeline.analysis.latency import as_text, cell_status, status_text
 from pipeline.benchmarks.lb import BALANCERS, parse_variant
 
 BASELINE = "direct-r1"
-# The study mode the baseline stands for: one container on the default bridge, dialled at its
-# bridge address (pipeline/benchmarks/lb.py), as the docker-bridge mode does.
+# The study mode each mode's baseline stands for. Swarm's: one container on the default bridge,
+# dialled at its bridge address (pipeline/benchmarks/lb.py), as the docker-bridge mode does.
+# Kubernetes': one pod dialled at its pod IP, as the k8s-pod mode does.
 BASELINE_MODE = "docker-bridge"
+BASELINE_MODES = {"swarm-overlay": BASELINE_MODE, "k8s-pod": "k8s-pod"}
+SWARM_MODE = "swarm-overlay"
+ORCHESTRATORS = {"swarm-overlay": "Docker Swarm", "k8s-pod": "Kubernetes"}
 RATE, ERRORS, LATENCY = "lb_requests_per_s", "lb_errors", "lb_latency_us"
 PERCENTILES = {500: "p50", 900: "p90", 990: "p99", 999: "p99.9"}
 KEYS = ["environment", "mode", "path", "variant"]
@@ -49,6 +60,13 @@ BALANCER_LABELS = {
     "dnsrr": "Swarm DNS round robin (dnsrr)",
     "vip": "Swarm VIP / routing mesh",
 }
+# What a balancer is called where a mode's orchestrator provides it differently.
+MODE_BALANCER_LABELS = {
+    "k8s-pod": {
+        "dnsrr": "Kubernetes headless Service (cluster DNS round robin)",
+        "vip": "Kubernetes Service (NodePort, kube-proxy iptables)",
+    },
+}
 BALANCER_COLORS = {
     "direct": "#222222",
     "haproxy": "#e6550d",
@@ -56,6 +74,25 @@ BALANCER_COLORS = {
     "dnsrr": "#756bb1",
     "vip": "#54278f",
 }
+
+
+def balancer_label(mode: str, balancer: str) -> str:
+    """How tables and figures name ``balancer`` in ``mode``."""
+    return MODE_BALANCER_LABELS.get(mode, {}).get(balancer, BALANCER_LABELS.get(balancer, balancer))
+
+
+def orchestrator(mode: str) -> str:
+    return ORCHESTRATORS.get(mode, mode)
+
+
+def _mode_order(mode: str) -> tuple[int, str]:
+    order = list(ORCHESTRATORS)
+    return (order.index(mode) if mode in order else len(order), mode)
+
+
+def shows_modes(summary: pd.DataFrame) -> bool:
+    """Whether outputs name the orchestrator: some row is not Swarm's (the article's setting)."""
+    return bool(len(summary)) and set(summary["mode"]) != {SWARM_MODE}
 
 
 def load(raw_dir: Path | str) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -135,8 +172,9 @@ def summarise(
     out["overhead_hi_pct"] = 100.0 * (1.0 - out["ratio_lo"])
     out = stats.adjust_verdicts(out, multiplicity, round(1.0 - confidence, 12), True)
     order = out["variant"].map(_variant_key)
-    out = out.assign(_k=order).sort_values(["environment", "mode", "path", "_k"])
-    return out.drop(columns="_k").reset_index(drop=True)
+    out = out.assign(_m=out["mode"].map(_mode_order), _k=order)
+    out = out.sort_values(["environment", "_m", "path", "_k"])
+    return out.drop(columns=["_m", "_k"]).reset_index(drop=True)
 
 
 def _row(env, mode, path, variant, mine, base, run_rows, confidence) -> dict:
@@ -149,13 +187,13 @@ def _row(env, mode, path, variant, mine, base, run_rows, confidence) -> dict:
     row = {
         "environment": env, "mode": mode, "path": path, "variant": variant,
         "balancer": balancer, "replicas": replicas,
-        "configuration": BALANCER_LABELS.get(balancer, balancer),
+        "configuration": balancer_label(mode, balancer), "orchestrator": orchestrator(mode),
         "status": status, "reason": reason or None, "n_runs": rate.n,
         "n_runs_planned": int(max(run_rows["run"].nunique(), rate.n)),
         "rps": rate.point, "rps_lo": rate.lo, "rps_hi": rate.hi,
         "rps_coverage": rate.coverage, "rps_ci_reached": rate.reached,
         "rps_mean": float(mine["rps"].mean()) if rate.n else float("nan"),
-        "baseline": BASELINE, "baseline_mode": BASELINE_MODE,
+        "baseline": BASELINE, "baseline_mode": BASELINE_MODES.get(mode, BASELINE_MODE),
     }  # fmt: skip
     for label in PERCENTILES.values():
         ci = stats.quantile_ci(mine[f"{label}_us"].to_numpy(dtype=float), 0.5, confidence)
@@ -212,7 +250,8 @@ def _note(r) -> str:
 def article_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Balancer | Replicas | req/s [CI] | % of direct [CI] | Overhead vs direct % [CI] |
     p50 / p99 latency us [CI] | Errors | Runs | Note: the 003 article's "Containers | Req/sec"
-    tables, one block per balancer, with intervals; not measured rows show n/a and the reason."""
+    tables, one block per balancer, with intervals; not measured rows show n/a and the reason.
+    An Orchestrator column leads (after Environment) when Kubernetes rows are present."""
     conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
     ci = f"[{conf:.0%} CI]"
     base = [r.variant == BASELINE and r.n_runs > 0 for r in summary.itertuples()]
@@ -231,8 +270,10 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
                 "" if b else _ci(r.overhead_pct, r.overhead_lo_pct, r.overhead_hi_pct, "+.1f")
                 for b, r in zip(base, summary.itertuples(), strict=True)
             ],
-            "Verdict": ["" if b or not r.verdict else r.verdict
-                        for b, r in zip(base, summary.itertuples(), strict=True)],  # fmt: skip
+            "Verdict": [
+                "" if b or not r.verdict else r.verdict
+                for b, r in zip(base, summary.itertuples(), strict=True)
+            ],  # fmt: skip
             f"p50 latency us {ci}": [
                 _ci(r.p50_us, r.p50_lo_us, r.p50_hi_us, ",.0f") for r in summary.itertuples()
             ],
@@ -252,6 +293,8 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
             "Note": [_note(r) for r in summary.itertuples()],
         }
     )
+    if shows_modes(summary):
+        table.insert(0, "Orchestrator", summary["orchestrator"].to_numpy())
     if len(summary) and summary["environment"].nunique() > 1:
         table.insert(0, "Environment", summary["environment"].to_numpy())
     return table
@@ -275,15 +318,27 @@ def table_caption(summary: pd.DataFrame) -> str:
         "timeout errors and non-2xx responses summed over the measured runs. In the lab every "
         "replica shares the same cores: the table shows what a balancer costs per request, not "
         "how a cluster scales. Variants that could not run are listed with n/a and their "
-        "reason."
+        "reason." + (_modes_caption(summary) if shows_modes(summary) else "")
+    )
+
+
+def _modes_caption(summary: pd.DataFrame) -> str:
+    names = ", ".join(orchestrator(m) for m in sorted(set(summary["mode"]), key=_mode_order))
+    return (
+        f" Orchestrators: {names}, each against its own direct replica (Docker Swarm: one "
+        "container on the default bridge; Kubernetes: one pod dialled at its pod IP). On "
+        "Kubernetes the replicas are a Deployment, HAProxy and nginx a pod on the first "
+        "server's node, and the Service a NodePort Service (kube-proxy, iptables mode: one "
+        "replica chosen at random per connection) dialled at the first server's address."
     )
 
 
 def headline(summary: pd.DataFrame) -> str:
     """Deterministic plain-text digest of the headline numbers (checked by nbval)."""
     lines = []
+    modes = shows_modes(summary)
     for r in summary.itertuples():
-        head = f"{r.environment} {r.variant}: {r.status}"
+        head = f"{r.environment} {r.mode + ' ' if modes else ''}{r.variant}: {r.status}"
         if not r.n_runs:
             lines.append(f"{head}, n/a ({r.reason})")
             continue
@@ -305,10 +360,12 @@ def findings(summary: pd.DataFrame) -> str:
     when its verdict is "overhead" (``stats.difference_verdict``: the whole interval of the ratio
     below 1 and a paired t test on the runs agreeing)."""
     out = []
+    modes = shows_modes(summary)
     for r in summary.itertuples():
         if r.variant == BASELINE:
             continue
-        label = f"**{r.configuration}**, {r.replicas} replica(s)"
+        where = f" ({r.orchestrator})" if modes else ""
+        label = f"**{r.configuration}**{where}, {r.replicas} replica(s)"
         if r.status != "ok":
             out.append(f"- {label}: not measured ({status_text(r.status, r.reason)}).")
             continue
@@ -336,17 +393,65 @@ def findings(summary: pd.DataFrame) -> str:
 
 def figure(summary: pd.DataFrame, per_run_values: pd.DataFrame) -> tuple[alt.Chart, str]:
     """req/s against replicas, one line per balancer with its intervals and runs, the direct
-    replica as a reference line with its interval as a band. Returns the chart and its caption."""
+    replica as a reference line with its interval as a band; one panel per orchestrator when
+    Kubernetes rows are present, each with its own direct replica. Returns the chart and its
+    caption."""
     conf = float(summary["confidence"].iloc[0])
+    if shows_modes(summary):
+        panels = [
+            _panel(summary[summary["mode"] == mode], per_run_values[per_run_values["mode"] == mode],
+                   f"{orchestrator(mode)}: requests per second as replicas grow")
+            for mode in sorted(set(summary["mode"]), key=_mode_order)
+        ]  # fmt: skip
+        chart = alt.hconcat(*panels).resolve_scale(color="independent", y="shared")
+    else:
+        chart = _panel(summary, per_run_values,
+                       "Load balancing: requests per second as replicas grow")  # fmt: skip
+    not_measured = sorted(
+        {
+            f"{r.configuration}{f' ({r.orchestrator})' if shows_modes(summary) else ''} with "
+            f"{r.replicas} replica(s) ({status_text(r.status, r.reason)})"
+            for r in summary.itertuples()
+            if r.status != "ok"
+        }
+    )
+    short = int((summary["n_runs"] > 0).sum() - summary["rps_ci_reached"].astype(bool).sum())
+    caption = (
+        "Requests per second (2xx responses, wrk closed loop) through each balancer against the "
+        "number of replicas behind it. Diamonds are the median across runs of the run's rate, "
+        f"vertical bars its {conf:.0%} distribution-free order-statistic interval, small dots "
+        "the individual runs. The dashed line is one replica dialled directly without any "
+        "balancer (direct), the grey band its interval. In the lab every replica shares the "
+        "same cores, so more replicas add no capacity: the gap to the dashed line is what the "
+        "balancer costs per request."
+    )
+    if shows_modes(summary):
+        caption += (
+            " One panel per orchestrator, each against its own direct replica (Docker Swarm: a "
+            "container on the default bridge; Kubernetes: a pod dialled at its pod IP)."
+        )
+    if short:
+        caption += (
+            f" With too few runs for a {conf:.0%} interval of the median, a bar spans all runs "
+            "(the table gives its coverage)."
+        )
+    if not_measured:
+        caption += " Not measured: " + "; ".join(not_measured) + "."
+    return chart, caption
+
+
+def _panel(summary: pd.DataFrame, per_run_values: pd.DataFrame, title: str) -> alt.Chart:
+    """One mode's chart (faceted by environment when there are several)."""
     frame = summary[(summary["variant"] != BASELINE)].copy()
     measured = frame[frame["n_runs"] > 0]
     direct = summary[(summary["variant"] == BASELINE) & (summary["n_runs"] > 0)]
     present = [b for b in BALANCERS if b in set(measured["balancer"])]
+    labels = dict(zip(measured["balancer"], measured["configuration"], strict=True))
     color = alt.Color(
         "configuration:N",
         title="Balancer",
         scale=alt.Scale(
-            domain=[BALANCER_LABELS.get(b, b) for b in present],
+            domain=[labels[b] for b in present],
             range=[BALANCER_COLORS.get(b, figures.UNKNOWN_COLOR) for b in present],
         ),
     )
@@ -360,7 +465,8 @@ def figure(summary: pd.DataFrame, per_run_values: pd.DataFrame) -> tuple[alt.Cha
     top = float(np.nanmax(np.r_[summary["rps_hi"], summary["rps"], per_run_values["rps"], 1.0]))
     y = alt.Y("rps:Q", title="Requests per second (2xx)", scale=alt.Scale(domain=[0, top * 1.08]))
     runs = per_run_values[per_run_values["variant"] != BASELINE].merge(
-        frame[["environment", "variant", "configuration"]], on=["environment", "variant"]
+        frame[["environment", "mode", "variant", "configuration"]],
+        on=["environment", "mode", "variant"],
     )
     layers = [
         alt.Chart(measured).mark_line(strokeWidth=1.5).encode(x=x, y=y, color=color),
@@ -398,36 +504,10 @@ def figure(summary: pd.DataFrame, per_run_values: pd.DataFrame) -> tuple[alt.Cha
                 y="rps:Q", x=alt.datum(min(replicas) - 0.3), text=alt.value("direct (one replica)")
             ),
         ]
-    chart = alt.layer(*layers).properties(
-        width=420, height=280, title="Load balancing: requests per second as replicas grow"
-    )
+    chart = alt.layer(*layers).properties(width=420, height=280, title=title)
     if summary["environment"].nunique() > 1:
         chart = chart.facet(column="environment:N")
-    not_measured = sorted(
-        {
-            f"{r.configuration} with {r.replicas} replica(s) ({status_text(r.status, r.reason)})"
-            for r in summary.itertuples()
-            if r.status != "ok"
-        }
-    )
-    short = int((summary["n_runs"] > 0).sum() - summary["rps_ci_reached"].astype(bool).sum())
-    caption = (
-        "Requests per second (2xx responses, wrk closed loop) through each balancer against the "
-        "number of replicas behind it. Diamonds are the median across runs of the run's rate, "
-        f"vertical bars its {conf:.0%} distribution-free order-statistic interval, small dots "
-        "the individual runs. The dashed line is one replica dialled directly without any "
-        "balancer (direct), the grey band its interval. In the lab every replica shares the "
-        "same cores, so more replicas add no capacity: the gap to the dashed line is what the "
-        "balancer costs per request."
-    )
-    if short:
-        caption += (
-            f" With too few runs for a {conf:.0%} interval of the median, a bar spans all runs "
-            "(the table gives its coverage)."
-        )
-    if not_measured:
-        caption += " Not measured: " + "; ".join(not_measured) + "."
-    return chart, caption
+    return chart
 
 
 # --- files -----------------------------------------------------------------------------------

@@ -29,6 +29,23 @@ random order, the service and network are created by the first and removed after
 (or when a step fails, or the loop ends). Each step starts its own balancer or client and its
 own warm-up run; the notes name the shared service. `direct-r1` and `vip-rN` deploy alone.
 
+Mode ``k8s-pod`` measures the same variants on the inventory's Kubernetes cluster (every object
+carries the campaign label and is deleted at the end of its step; a Deployment's pods are waited
+for, like a Swarm service's tasks, before the next step's load):
+
+- `direct-r1`: one nginx pod (same image, same argv as the replicas) pinned to the first
+  server's node, dialled from the dc client at its pod IP (the pod subnets are routed to it).
+- `haproxy-rN`, `nginx-rN`: a Deployment of N replicas, placed by the scheduler on the servers'
+  nodes (placement recorded), and the balancer as a pod pinned to the first server's node. Its
+  config, rendered with the replicas' pod IPs, is a ConfigMap mounted at CONF_DIR (no file on a
+  host); the dc client dials the balancer pod's IP.
+- `vip-rN`: a NodePort Service (node port PORT) in front of the Deployment, dialled from the dc
+  client at the first server's address: kube-proxy's rules (iptables mode: a replica chosen at
+  random per connection) are Kubernetes' counterpart of Swarm's VIP and routing mesh. The load
+  starts once the Service's EndpointSlice lists N ready endpoints and kube-proxy has synced.
+- `dnsrr-rN`: skipped with its reason: client-side DNS round robin needs a headless Service and
+  the cluster's DNS add-on, which the lab's cluster does not run.
+
 Load: wrk (closed loop) from the dc client, `connections` connections, one per thread, for the
 profile's window after a warm-up run of its warm-up window. wrk gives the saturation rate, the
 article's metric (it used `ab -c 20 -k`); the open-loop co-loadgen of the `http` benchmark
@@ -61,7 +78,8 @@ from importlib.resources import files
 from typing import Any
 
 from pipeline.benchmarks.base import Benchmark, Outcome, Sample, Scenario, ToolOutputError, Window
-from pipeline.hosts import ModeUnavailable
+from pipeline.benchmarks.orchestration import APP_LABEL, KUBERNETES_MODE
+from pipeline.hosts import LABEL, ModeUnavailable, RemoteError
 
 PORT = 8080  # the replicas' (nginx-1k.conf), the balancers' and the published port
 FILES = "/tmp/container-overhead/files"
@@ -266,7 +284,7 @@ class Lb(Benchmark):
     kind = "scenario"
     binaries = (NGINX, HAPROXY, WRK)  # nginx first: the replicas' binary_sha256
     port = PORT
-    modes = ("swarm-overlay",)
+    modes = ("swarm-overlay", KUBERNETES_MODE)
     paths = ("dc",)
     summary_metric = "lb_requests_per_s"
     uploads = {
@@ -305,7 +323,8 @@ class Lb(Benchmark):
         return f"dnsrr-service-r{replicas}" if balancer in SHARED else variant
 
     def measure(self, scenario: Scenario) -> Outcome:
-        return _Step(self, scenario).run()
+        step = _KubeStep if scenario.mode == KUBERNETES_MODE else _Step
+        return step(self, scenario).run()
 
     def release(self) -> None:
         """The campaign's loop ended: remove a kept service and wait until nothing is left."""
@@ -650,7 +669,7 @@ class _Step:
                     # and deletes it seconds after that: the drain removes them itself
                     tasks = shlex.quote(f"label=com.docker.swarm.service.name={name}")
                     listing = (
-                        f"c=$(docker ps -aq --filter {tasks}); [ -z \"$c\" ] || "
+                        f'c=$(docker ps -aq --filter {tasks}); [ -z "$c" ] || '
                         f"docker rm --force $c >/dev/null; docker ps -aq --filter {tasks}"
                     )
                 elif kind == "network":
@@ -677,8 +696,7 @@ class _Step:
                 while self.sh(host, listing, timeout=30, check=False).stdout.strip():
                     if time.monotonic() > deadline:
                         raise ToolOutputError(
-                            f"{name} still on {host.name} {READY_TIMEOUT_S:.0f} s after its "
-                            "removal"
+                            f"{name} still on {host.name} {READY_TIMEOUT_S:.0f} s after its removal"
                         )
                     time.sleep(0.2)
 
@@ -691,3 +709,300 @@ class _Step:
                 raise ToolOutputError(f"network {name} still there {READY_TIMEOUT_S:.0f} s on")
             self.docker("network", "rm", name, check=False, timeout=60)
             time.sleep(0.3)
+
+
+# ---- the same variants on Kubernetes (mode k8s-pod) --------------------------------------
+
+KUBE_PROXY_MODE_URL = "http://127.0.0.1:10249/proxyMode"  # kube-proxy's metrics address
+KUBE_DNSRR_REASON = (
+    "client-side DNS round robin needs a headless Service and the cluster's DNS add-on to "
+    "answer its name with every pod's address; the cluster has no DNS add-on"
+)
+
+
+def kube_name(*parts: str) -> str:
+    """A DNS-1123 object name (at most 63 characters)."""
+    return "-".join(parts).lower()[:63].rstrip("-")
+
+
+def kube_labels(campaign: str, name: str) -> dict[str, str]:
+    """The campaign label (clean-up finds the object by it) and the object's own name."""
+    return {LABEL: campaign, APP_LABEL: name}
+
+
+def kube_container(image: str, argv: list[str], mounts: list[dict] | None = None) -> dict:
+    container = {"name": "tool", "image": image, "imagePullPolicy": "Never", "command": argv}
+    if mounts:
+        container["volumeMounts"] = mounts
+    return container
+
+
+def kube_pod(name: str, node: str, image: str, argv: list[str], labels: dict[str, str],
+             config: str | None = None) -> dict:  # fmt: skip
+    """A pod pinned to ``node`` (as the Kubernetes modes' server pod); ``config``: a ConfigMap
+    mounted read-only at CONF_DIR (the balancer's config, no file on a host)."""
+    mounts = [{"name": "conf", "mountPath": CONF_DIR, "readOnly": True}] if config else None
+    spec: dict[str, Any] = {
+        "nodeName": node,
+        "hostNetwork": False,
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": 1,
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "containers": [kube_container(image, argv, mounts)],
+    }
+    if config:
+        spec["volumes"] = [{"name": "conf", "configMap": {"name": config}}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels},
+            "spec": spec}  # fmt: skip
+
+
+def kube_deployment(name: str, replicas: int, nodes: list[str], image: str, argv: list[str],
+                    labels: dict[str, str]) -> dict:  # fmt: skip
+    """``replicas`` pods of ``argv``, placed by the scheduler on ``nodes`` only (the servers'
+    nodes, whose containerd holds the tool image)."""
+    # one term per node (terms are ORed): a node-name field selector takes a single value
+    on_nodes = [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+        for node in nodes
+    ]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {APP_LABEL: labels[APP_LABEL]}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "terminationGracePeriodSeconds": 1,
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                                                  {"nodeSelectorTerms": on_nodes}}},
+                    "containers": [kube_container(image, argv)],
+                },
+            },
+        },
+    }  # fmt: skip
+
+
+def kube_config_map(name: str, filename: str, text: str, labels: dict[str, str]) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels},
+            "data": {filename: text}}  # fmt: skip
+
+
+def kube_node_port(name: str, selector: dict[str, str], labels: dict[str, str]) -> dict:
+    """A NodePort Service whose node port is PORT: the dc client dials a node's address."""
+    port = {"name": "tcp", "protocol": "TCP", "port": PORT, "targetPort": PORT, "nodePort": PORT}
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "labels": labels},
+            "spec": {"type": "NodePort", "selector": selector, "ports": [port]}}  # fmt: skip
+
+
+def balancer_argv(balancer: str) -> tuple[str, list[str]]:
+    """The balancer's config file name and its command line (the file under CONF_DIR)."""
+    name = "haproxy.cfg" if balancer == "haproxy" else "nginx-lb.conf"
+    path = f"{CONF_DIR}/{name}"
+    if balancer == "haproxy":
+        return name, [HAPROXY, "-db", "-f", path]
+    return name, [NGINX, "-e", "stderr", "-c", path]
+
+
+def parse_pods(text: str) -> list[tuple[str, str, str]]:
+    """`name node podIP` lines -> (name, node, ip) of the pods that have an address."""
+    rows = [line.split() for line in text.splitlines() if line.strip()]
+    return [(r[0], r[1], r[2]) for r in rows if len(r) == 3]
+
+
+POD_ROWS = 'jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName} {.status.podIP}{"\\n"}{end}'
+
+
+class _KubeStep(_Step):
+    """One (run, variant) in mode k8s-pod: the replicas are a Deployment, the balancer a pod
+    with its config from a ConfigMap, `vip` a NodePort Service (kube-proxy). The load, its
+    parsing and the readiness check from the dc client are the Swarm step's."""
+
+    def __init__(self, bench: Lb, scenario: Scenario) -> None:
+        super().__init__(bench, scenario)
+        ctx = scenario.ctx
+        self.kube_host, self.kubectl = ctx.kubectl()
+        stem = kube_name(scenario.prefix, scenario.variant)
+        self.replica_set = f"{stem}-replicas"  # the Deployment
+        self.front = f"{stem}-{self.balancer}"  # the balancer pod, or the direct replica's
+        self.config = f"{stem}-conf"
+        self.service = f"{stem}-service"
+        self.campaign = ctx.campaign
+
+    def run(self) -> Outcome:
+        self.bench.release_kept(self.log)  # a Swarm group's service, if one was kept
+        self._check_available()
+        image, nodes = self._image_and_nodes()
+        cluster = self.s.ctx.kubernetes_cluster()
+        removal = ""
+        try:
+            url = self._deploy_kube(cluster, image, nodes)
+            self.bench.drain(self.log)
+            self.notes.update(
+                balancer=self.balancer,
+                replicas=str(self.replicas),
+                connections=str(self.bench.options["connections"]),
+                replica_version=self.bench.versions.get("nginx", ""),
+                image=image,
+            )
+            if self.balancer in ("haproxy", "nginx"):
+                self.notes["balancer_version"] = self.bench.versions.get(self.balancer, "")
+            warmup, measured, command, window_s = self._load(url, None)
+        except RemoteError as exc:
+            raise ToolOutputError(f"kubernetes step failed: {exc}") from exc
+        finally:
+            removal = self._remove_kube(cluster)
+        if removal:
+            raise ToolOutputError(f"kubernetes objects not removed: {removal}")
+        return Outcome(samples=measured, warmup=warmup, raw="\n".join(self.log), command=command,
+                       window_s=window_s, notes=self.notes)  # fmt: skip
+
+    def _check_available(self) -> None:
+        if self.balancer == "dnsrr":
+            raise ModeUnavailable(KUBE_DNSRR_REASON)
+        problem = self.s.ctx.missing_tool(self.client, WRK, "curl")
+        if problem:
+            raise ModeUnavailable(f"the dc client needs wrk and curl: {problem}")
+
+    def _image_and_nodes(self) -> tuple[str, list[str]]:
+        """The tool image in the containerd of every node a pod of the step may run on (the
+        first server's for `direct`, every server's for a Deployment), and those nodes."""
+        ctx = self.s.ctx
+        hosts = [self.manager] if self.balancer == "direct" else list(ctx.inventory.servers)
+        tags = {h.name: ctx.kubernetes_image(h).tag for h in hosts}
+        if len(set(tags.values())) != 1:
+            raise ModeUnavailable(
+                f"the servers' tool images differ ({tags}): the replicas would not run the "
+                "same nginx on every node"
+            )
+        return next(iter(tags.values())), [ctx.kubernetes_node(h) for h in hosts]
+
+    def kube(self, *args: str, timeout: float = 120, check: bool = True):
+        return self.sh(self.kube_host, [*self.kubectl, *args], timeout, check)
+
+    def _log_manifest(self, manifest: dict) -> None:
+        kind, name = manifest["kind"], manifest["metadata"]["name"]
+        self.log.append(f"--- kubectl create {kind}/{name} ---\n{json.dumps(manifest, indent=1)}")
+
+    def _apply(self, cluster, manifest: dict) -> None:
+        self._log_manifest(manifest)
+        cluster.apply(manifest)
+
+    def _running_pod(self, cluster, manifest: dict) -> str:
+        """Create the pod, wait until it runs; its IP."""
+        self._log_manifest(manifest)
+        return cluster.running_pod(manifest)
+
+    def _deploy_kube(self, cluster, image: str, nodes: list[str]) -> str:
+        """Create what the variant needs, wait until it answers from the dc client; its URL."""
+        backend = [NGINX, "-e", "stderr", "-c", BACKEND_CONF]
+        first = self.s.ctx.kubernetes_node(self.manager)
+        if self.balancer == "direct":
+            labels = kube_labels(self.campaign, self.front)
+            address = self._running_pod(cluster, kube_pod(self.front, first, image, backend,
+                                                          labels))  # fmt: skip
+            self.notes.update(placement=first, client=f"wrk on {self.client.name}, natively, "
+                              f"dialling the pod's IP {address}")  # fmt: skip
+            url = f"http://{address}:{PORT}/"
+            self._wait_http(url, 1)
+            return url
+        labels = kube_labels(self.campaign, self.replica_set)
+        self._apply(cluster, kube_deployment(self.replica_set, self.replicas, nodes, image,
+                                             backend, labels))  # fmt: skip
+        self.notes["replica_deployment"] = self.replica_set
+        addresses = self._wait_replicas()
+        if self.balancer == "vip":
+            selector = {APP_LABEL: self.replica_set}
+            self._apply(
+                cluster,
+                kube_node_port(self.service, selector, kube_labels(self.campaign, self.service)),
+            )
+            waited = cluster.wait_service(self.service, endpoints=self.replicas)
+            self.notes.update(
+                service=f"NodePort {self.service} (node port {PORT})",
+                service_wait_s=f"{waited:.2f}",
+                kube_proxy_mode=self._proxy_mode(),
+                client=f"wrk on {self.client.name}, natively, dialling node {first}'s address "
+                f"{self.manager.address} at the node port (kube-proxy picks a replica per "
+                "connection)",
+            )  # fmt: skip
+            url = f"http://{self.manager.address}:{PORT}/"
+            self._wait_http(url, self.replicas)
+            return url
+        name, argv = balancer_argv(self.balancer)
+        conf = render_config(self.balancer, addresses)
+        self._apply(
+            cluster,
+            kube_config_map(self.config, name, conf, kube_labels(self.campaign, self.config)),
+        )
+        self.log.append(f"--- {CONF_DIR}/{name} ---\n{conf}")
+        pod = kube_pod(self.front, first, image, argv, kube_labels(self.campaign, self.front),
+                       config=self.config)  # fmt: skip
+        address = self._running_pod(cluster, pod)
+        self.notes.update(balancer_node=first, client=f"wrk on {self.client.name}, natively, "
+                          f"dialling the balancer pod's IP {address}")  # fmt: skip
+        url = f"http://{address}:{PORT}/"
+        self._wait_http(url, self.replicas)
+        return url
+
+    def _wait_replicas(self) -> list[str]:
+        """Wait until every replica runs with an address; their pod IPs, placement noted."""
+        self.kube("rollout", "status", f"deployment/{self.replica_set}",
+                  f"--timeout={int(READY_TIMEOUT_S)}s", timeout=READY_TIMEOUT_S + 30)  # fmt: skip
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        selector = f"{APP_LABEL}={self.replica_set}"
+        while True:
+            out = self.kube("get", "pods", "--selector", selector, "--field-selector",
+                            "status.phase=Running", "--output", POD_ROWS).stdout  # fmt: skip
+            pods = parse_pods(out)
+            if len(pods) == self.replicas:
+                break
+            if time.monotonic() > deadline:
+                raise ToolOutputError(
+                    f"{len(pods)} of {self.replicas} replicas running with an address after "
+                    f"{READY_TIMEOUT_S:.0f} s:\n{out[-500:]}"
+                )
+            time.sleep(0.3)
+        self.notes["placement"] = ",".join(sorted(node for _, node, _ in pods))
+        addresses = [ip for _, _, ip in pods]
+        self.notes["replica_addresses"] = ",".join(addresses)
+        return addresses
+
+    def _proxy_mode(self) -> str:
+        """kube-proxy's mode as it reports it on the first server's node."""
+        probe = f"curl -s -m 2 {shlex.quote(KUBE_PROXY_MODE_URL)}"
+        out = self.sh(self.manager, probe, timeout=30, check=False)
+        mode = out.stdout.strip()
+        return mode if out.status == 0 and mode.isalnum() else "unknown"
+
+    def _remove_kube(self, cluster) -> str:
+        """Delete what the step created (kubectl waits for each object); the Deployment's pods
+        go afterwards, waited for by the next step's drain. Returns what went wrong, if any."""
+        self.log.append(f"--- kubectl delete {' '.join(reversed(cluster.created))} ---")
+        try:
+            cluster.stop()
+        except RemoteError as exc:
+            self.log.append(f"removal failed: {exc}")
+            return str(exc)
+        if self.balancer != "direct":
+            selector = f"{LABEL}={self.campaign},{APP_LABEL}={self.replica_set}"
+            listing = shlex.join([*self.kubectl, "get", "pods", "--selector", selector,
+                                  "--output", "name", "--request-timeout=20s"])  # fmt: skip
+            self.bench.draining.append(partial(self._wait_pods_gone, listing))
+        return ""
+
+    def _wait_pods_gone(self, listing: str, log: list[str]) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        with self._logging_to(log):
+            while self.sh(self.kube_host, listing, timeout=30, check=False).stdout.strip():
+                if time.monotonic() > deadline:
+                    raise ToolOutputError(
+                        f"pods of {self.replica_set} still there {READY_TIMEOUT_S:.0f} s after "
+                        "its removal"
+                    )
+                time.sleep(0.2)

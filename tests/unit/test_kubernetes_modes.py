@@ -173,8 +173,9 @@ def test_cleanup_deletes_only_labelled_objects(tmp_path: Path) -> None:
                          text=True, check=True).stdout  # fmt: skip
     assert out.strip() == "kubernetes: objects=3"
     get, delete = log.read_text().splitlines()
-    assert f"get deployments.apps,pods,services --selector {LABEL}" in get  # a Deployment too:
-    assert "--kubeconfig /k c --namespace co" in get  # its pods would come back without it
+    # a Deployment too (its pods would come back without it), lb's ConfigMaps
+    assert f"get deployments.apps,pods,services,configmaps --selector {LABEL}" in get
+    assert "--kubeconfig /k c --namespace co" in get
     assert delete.endswith("deployment.apps/co-d pod/co-a service/co-b") and " delete " in delete
     left = subprocess.run(["sh", "-c", k8s.leftovers_script(settings)], capture_output=True,
                           text=True, check=True).stdout.split()  # fmt: skip

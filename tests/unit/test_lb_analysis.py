@@ -31,8 +31,9 @@ def _generator():
 FX = _generator()
 
 
-def _window(variant: str, run: int, rate: float, errors: float = 0.0, warmup: bool = False):
-    common = {"environment": "lab", "mode": "swarm-overlay", "path": "dc", "variant": variant,
+def _window(variant: str, run: int, rate: float, errors: float = 0.0, warmup: bool = False,
+            mode: str = "swarm-overlay"):  # fmt: skip
+    common = {"environment": "lab", "mode": mode, "path": "dc", "variant": variant,
               "run": run, "rep": 0 if warmup else 1, "warmup": warmup}  # fmt: skip
     rows = [{**common, "metric": lb.RATE, "sample": 0, "value": rate},
             {**common, "metric": lb.ERRORS, "sample": 0, "value": errors}]  # fmt: skip
@@ -43,7 +44,9 @@ def _window(variant: str, run: int, rate: float, errors: float = 0.0, warmup: bo
     return rows
 
 
-def _data(cells: dict, status: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _data(
+    cells: dict, status: dict | None = None, mode: str = "swarm-overlay"
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``cells``: variant -> per-run rates (None: no samples); ``status``: (variant, run) ->
     (status, reason) for runs that were not ok."""
     status = status or {}
@@ -51,11 +54,11 @@ def _data(cells: dict, status: dict | None = None) -> tuple[pd.DataFrame, pd.Dat
     for variant, rates in cells.items():
         for run, rate in enumerate(rates, start=1):
             st, reason = status.get((variant, run), ("ok", None))
-            cell = {"environment": "lab", "mode": "swarm-overlay", "path": "dc"}
+            cell = {"environment": "lab", "mode": mode, "path": "dc"}
             runs.append({**cell, "variant": variant, "run": run, "status": st, "reason": reason})
             if rate is not None:
-                samples += _window(variant, run, rate / 2, warmup=True)  # never analysed
-                samples += _window(variant, run, rate, errors=float(run == 2))
+                samples += _window(variant, run, rate / 2, warmup=True, mode=mode)  # not analysed
+                samples += _window(variant, run, rate, errors=float(run == 2), mode=mode)
     return pd.DataFrame(samples), pd.DataFrame(runs)
 
 
@@ -162,6 +165,81 @@ def test_smoke_data_one_run_gives_no_interval_and_no_exception(tmp_path):
     assert "(no interval)" in lb.article_table(summary).iloc[1, 3]
 
 
+# --- Kubernetes beside Swarm ------------------------------------------------------------------
+
+K8S_DNSRR = "client-side DNS round robin needs cluster DNS"
+
+
+def _both_modes() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Swarm: haproxy at half of its direct container; Kubernetes: a direct pod twice as fast,
+    haproxy at 3/4 and the NodePort Service at 3/5 of it, dnsrr skipped."""
+    direct = [1000.0, 1100.0, 900.0, 1050.0]
+    swarm = _data({"direct-r1": direct, "haproxy-r2": [d / 2 for d in direct]})
+    pods = [2 * d for d in direct]
+    k8s = _data(
+        {"direct-r1": pods, "haproxy-r2": [0.75 * d for d in pods],
+         "vip-r2": [0.6 * d for d in pods], "dnsrr-r2": [None] * 4},
+        status={("dnsrr-r2", r): ("skipped", K8S_DNSRR) for r in range(1, 5)},
+        mode="k8s-pod",
+    )  # fmt: skip
+    return pd.concat([swarm[0], k8s[0]]), pd.concat([swarm[1], k8s[1]])
+
+
+def test_each_mode_is_compared_with_its_own_direct_replica():
+    samples, runs = _both_modes()
+    summary = lb.summarise(samples, runs).set_index(["mode", "variant"])
+    assert summary.loc[("swarm-overlay", "haproxy-r2"), "ratio"] == pytest.approx(0.5)
+    assert summary.loc[("k8s-pod", "haproxy-r2"), "ratio"] == pytest.approx(0.75)
+    assert summary.loc[("k8s-pod", "vip-r2"), "ratio"] == pytest.approx(0.6)
+    assert summary.loc[("k8s-pod", "direct-r1"), "rps"] == pytest.approx(2 * 1025.0)
+    # the baseline stands for each mode's own single replica
+    assert summary.loc[("swarm-overlay", "direct-r1"), "baseline_mode"] == "docker-bridge"
+    assert summary.loc[("k8s-pod", "direct-r1"), "baseline_mode"] == "k8s-pod"
+    dnsrr = summary.loc[("k8s-pod", "dnsrr-r2")]
+    assert dnsrr["status"] == "skipped" and dnsrr["reason"] == K8S_DNSRR
+    assert summary.loc[("k8s-pod", "vip-r2"), "configuration"] == (
+        "Kubernetes Service (NodePort, kube-proxy iptables)"
+    )
+    assert summary.loc[("k8s-pod", "haproxy-r2"), "configuration"] == "HAProxy"
+    assert summary.loc[("k8s-pod", "vip-r2"), "orchestrator"] == "Kubernetes"
+    # Swarm's block first (the article's setting), then Kubernetes'
+    assert list(dict.fromkeys(summary.index.get_level_values("mode"))) == [
+        "swarm-overlay", "k8s-pod"]  # fmt: skip
+
+
+def test_outputs_name_the_orchestrator_when_kubernetes_rows_are_present():
+    samples, runs = _both_modes()
+    summary = lb.summarise(samples, runs)
+    table = lb.article_table(summary)
+    assert table.columns[0] == "Orchestrator"
+    assert list(table["Orchestrator"]) == ["Docker Swarm"] * 2 + ["Kubernetes"] * 4
+    k8s = table[table["Orchestrator"] == "Kubernetes"].set_index("Balancer")
+    assert k8s.loc["Direct (one replica, no balancer)", "% of direct [95% CI]"] == "100 (baseline)"
+    assert k8s.loc["HAProxy", "% of direct [95% CI]"].startswith("75.0")
+    assert "Kubernetes" in lb.table_caption(summary) and "kube-proxy" in lb.table_caption(summary)
+    head = lb.headline(summary)
+    assert "lab k8s-pod vip-r2: ok" in head and "lab swarm-overlay haproxy-r2: ok" in head
+    said = lb.findings(summary)
+    assert "**HAProxy** (Kubernetes), 2 replica(s)" in said
+    assert "**HAProxy** (Docker Swarm), 2 replica(s)" in said
+    chart, caption = lb.figure(summary, lb.per_run(samples, runs))
+    spec = chart.to_dict()
+    assert len(spec["hconcat"]) == 2  # one panel per orchestrator
+    titles = [panel["title"] for panel in spec["hconcat"]]
+    assert titles[0].startswith("Docker Swarm") and titles[1].startswith("Kubernetes")
+    assert "One panel per orchestrator" in caption
+    assert "(Kubernetes) with 2 replica(s)" in caption and K8S_DNSRR in caption
+
+
+def test_swarm_alone_keeps_the_articles_layout():
+    samples, runs = _data({"direct-r1": [100.0, 120.0], "vip-r1": [80.0, 90.0]})
+    summary = lb.summarise(samples, runs)
+    assert "Orchestrator" not in lb.article_table(summary).columns
+    assert lb.headline(summary).startswith("lab direct-r1: ok")
+    assert summary.set_index("variant").loc["vip-r1", "configuration"] == "Swarm VIP / routing mesh"
+    assert "hconcat" not in lb.figure(summary, lb.per_run(samples, runs))[0].to_dict()
+
+
 # --- the committed fixture ---------------------------------------------------------------------
 
 
@@ -192,3 +270,22 @@ def test_fixture_known_answers():
         assert row["status"] == "skipped" and row["reason"] == FX.LB_IPVS_REASON
     # 5 runs: no order-statistic interval reaches 95%; the range of the runs instead
     assert not summary["rps_ci_reached"].fillna(False).astype(bool).any()
+
+
+def test_the_article_states_each_orchestrators_numbers_under_its_own_keys(tmp_path):
+    from pipeline.analysis.article import sections
+    from pipeline.analysis.article.inputs import Inputs
+    from pipeline.analysis.article.numbers import Numbers
+
+    samples, runs = _both_modes()
+    (tmp_path / "lb").mkdir()
+    lb.summarise(samples, runs).to_parquet(tmp_path / "lb" / "lb_summary.parquet")
+    inputs = Inputs(processed=tmp_path, raw=tmp_path, tables=tmp_path, figures=tmp_path,
+                    out=tmp_path, margins={}, confidence=0.95, root=tmp_path)  # fmt: skip
+    numbers = Numbers(root=tmp_path)
+    swarm, kube = sections._lb(inputs, numbers)
+    assert swarm.startswith("Docker Swarm: One replica dialled directly served 1,025 req/s")
+    assert kube.startswith("Kubernetes: One replica dialled directly served 2,050 req/s")
+    assert "Kubernetes Service (NodePort, kube-proxy iptables) 60.0% [" in kube
+    assert numbers.entries["lb.lab.haproxy-r2.pct_of_direct"].value == pytest.approx(50.0)
+    assert numbers.entries["lb.lab.k8s-pod.haproxy-r2.pct_of_direct"].value == pytest.approx(75.0)

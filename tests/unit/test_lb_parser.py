@@ -192,9 +192,10 @@ def test_configure_changes_the_plan_and_rejects_unknown_options():
     assert isinstance(bench, Lb) and bench.kind == "scenario"
     bench.configure({"replicas": "1,2,4,8"})
     triples = plan(bench, STUDY_MODES)
-    assert {m for m, _, _ in triples} == {"swarm-overlay"}  # the one mode it runs in
+    assert {m for m, _, _ in triples} == {"swarm-overlay", "k8s-pod"}  # the modes it runs in
     assert {p for _, p, _ in triples} == {"dc"}
-    assert len(triples) == 1 + 4 * 4 and ("swarm-overlay", "dc", "vip-r8") in triples
+    assert len(triples) == 2 * (1 + 4 * 4) and ("swarm-overlay", "dc", "vip-r8") in triples
+    assert ("k8s-pod", "dc", "vip-r8") in triples and ("k8s-pod", "dc", "direct-r1") in triples
     assert Lb().variants == variant_names((1, 2))  # the class default is untouched
     with pytest.raises(ValueError, match="no option"):
         bench.configure({"rate": 100})

@@ -20,6 +20,7 @@ import pandas as pd
 
 from pipeline.analysis import coldstart as coldstart_analysis
 from pipeline.analysis import footprint as footprint_analysis
+from pipeline.analysis import lb as lb_analysis
 from pipeline.analysis.article.comparisons import MEASURES, Comparison, comparisons
 from pipeline.analysis.article.inputs import (
     BASELINE,
@@ -371,20 +372,29 @@ def _replication(inputs: Inputs, numbers: Numbers) -> list[str] | None:
 
 
 def _lb(inputs: Inputs, numbers: Numbers) -> list[str] | None:
-    """Per environment: the direct replica's rate, then each balancer's rate as a share of it
-    (paired t interval) at every replica count measured (pipeline.analysis.lb)."""
+    """Per environment and orchestrator (Swarm's mode first): the direct replica's rate, then
+    each balancer's rate as a share of it (paired t interval) at every replica count measured
+    (pipeline.analysis.lb). Swarm's numbers are ``lb.<env>.*``, another mode's
+    ``lb.<env>.<mode>.*``."""
     found = inputs.summary("lb", "lb_summary")
     if found is None:
         return None
     summary, source = found
     paragraphs = []
-    for env, cells in summary.groupby("environment", sort=True):
+    modes = sorted(set(summary["mode"]), key=lambda m: (m != lb_analysis.SWARM_MODE, m))
+    for env, mode in sorted(
+        set(zip(summary["environment"], summary["mode"], strict=True)),
+        key=lambda em: (em[0], modes.index(em[1])),
+    ):
+        cells = summary[(summary["environment"] == env) & (summary["mode"] == mode)]
         ok = cells[cells["status"] == "ok"]
         base = ok[ok["variant"] == "direct-r1"]
         if base.empty:
             continue
         b = base.iloc[0]
-        key = f"lb.{env}"
+        swarm = mode == lb_analysis.SWARM_MODE
+        key = f"lb.{env}" if swarm else f"lb.{env}.{mode}"
+        who = "" if swarm and len(modes) == 1 else f"{lb_analysis.orchestrator(mode)}: "
         rate = numbers.add(
             f"{key}.direct-r1.rps", b["rps"], "req/s", source, b["rps_lo"], b["rps_hi"],
             col(b, "rps_coverage"),
@@ -392,7 +402,7 @@ def _lb(inputs: Inputs, numbers: Numbers) -> list[str] | None:
         )  # fmt: skip
         runs = numbers.add(f"{key}.direct-r1.n_runs", b["n_runs"], "runs", source)
         text = (
-            f"One replica dialled directly served {rate.with_ci(' req/s')} (median of "
+            f"{who}One replica dialled directly served {rate.with_ci(' req/s')} (median of "
             f"{runs.text()} runs, wrk closed loop)."
         )
         parts = []

@@ -127,6 +127,13 @@ class Context:
 
         return kubernetes.node_name(self, host)
 
+    def kubernetes_cluster(self):  # noqa: ANN201 - a kubernetes.Cluster
+        """What one step creates in the inventory's cluster (``apply``, ``running_pod``,
+        ``wait_service``, ``stop``): pipeline/collect/modes/kubernetes.py's Cluster."""
+        from pipeline.collect.modes import kubernetes
+
+        return kubernetes.Cluster(self)
+
     def rootless_user(self, host: Host) -> RootlessUser:
         """The host's rootless user as it exists there; ModeUnavailable says what is missing."""
         if host.name not in self.users:

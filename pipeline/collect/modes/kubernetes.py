@@ -310,9 +310,10 @@ class Cluster:
         self.running_pod(pod_manifest(name, node, image.tag, [IDLE, "infinity"], tags))
         return name, image
 
-    def wait_service(self, name: str) -> float:
-        """Wait until the Service's endpoint (the server pod) is ready in its EndpointSlice,
-        then PROXY_SYNC_S for kube-proxy to program it on every node; the seconds waited.
+    def wait_service(self, name: str, endpoints: int = 1) -> float:
+        """Wait until the Service's endpoint (the server pod; ``endpoints``: that many pods) is
+        ready in its EndpointSlice, then PROXY_SYNC_S for kube-proxy to program it on every
+        node; the seconds waited.
         A client that dials sooner may be refused, or lose its connection while the rules
         change (measured on the lab: iperf3's control connection closed)."""
         started = time.monotonic()
@@ -328,14 +329,14 @@ class Cluster:
                 ready,
                 check=False,
             ).stdout
-            if "true" in out.split():
+            if out.split().count("true") >= endpoints:
                 break
             if time.monotonic() > started + READY_TIMEOUT_S:
                 raise RemoteError(
                     kubectl_host(self.ctx).name,
                     f"endpoints of {name}",
                     None,
-                    reason=f"no ready endpoint in {READY_TIMEOUT_S} s",
+                    reason=f"fewer than {endpoints} ready endpoint(s) in {READY_TIMEOUT_S} s",
                 )
             time.sleep(0.2)
         time.sleep(PROXY_SYNC_S)
@@ -512,8 +513,9 @@ class K8sClusterIP(KubernetesMode):
         deployment.notes["client_node"] = node_name(ctx, host)
 
 
-# What the Kubernetes modes and orchestration's Deployments create, listed for clean-up.
-LABELLED_KINDS = "deployments.apps,pods,services"
+# What the Kubernetes modes, orchestration's Deployments and lb's balancer configs create,
+# listed for clean-up.
+LABELLED_KINDS = "deployments.apps,pods,services,configmaps"
 
 
 def _list_labelled(k8s: Kubernetes) -> str:
@@ -524,7 +526,7 @@ def _list_labelled(k8s: Kubernetes) -> str:
 
 
 def cleanup_script(k8s: Kubernetes) -> str:
-    """Shell text: delete every labelled Deployment, pod and Service in the namespace (quiet
+    """Shell text: delete every labelled object of LABELLED_KINDS in the namespace (quiet
     when kubectl or the cluster is not there); prints how many it removed."""
     delete = shlex.join(
         kubectl(k8s, "delete", "--ignore-not-found", "--wait=true", "--request-timeout=60s")

@@ -1,0 +1,121 @@
+"""The lb benchmark in mode k8s-pod on the lab's Kubernetes cluster, through the real campaign
+loop (the collection brings the cluster up itself): direct, HAProxy, nginx and the NodePort
+Service with 1 and 2 replicas measured without errors at plausible rates, dnsrr skipped with
+its reason (no cluster DNS), wrk's own output kept and re-parsable, and nothing left in the
+cluster or on any node. Skipped, with the fix, where Kubernetes is not built (`make
+kubernetes`, about 10 minutes: CI does not build it)."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+
+import pytest
+
+from pipeline.analysis import lb as analysis
+from pipeline.analysis import rawlog
+from pipeline.benchmarks.lb import KUBE_DNSRR_REASON, parse_wrk, variant_names
+from pipeline.lab import kubernetes as cluster
+from tests.integration.lab_campaign import ROOT_ONLY, ShortCampaigns, assert_nothing_left
+
+MISSING = cluster.missing_build()
+pytestmark = [pytest.mark.lab, ROOT_ONLY, pytest.mark.skipif(bool(MISSING), reason=str(MISSING))]
+
+OPTIONS = {"lb": {"replicas": "1,2", "connections": 24}}
+MEASURED = ("direct", "haproxy", "nginx", "vip")
+POD_NETWORK = ipaddress.ip_network("10.240.0.0/16")
+NODES = {"node1", "node2", "node3"}
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory):
+    campaigns = ShortCampaigns(tmp_path_factory.mktemp("raw"), ["k8s-pod"], OPTIONS,
+                               "kubernetes lb")  # fmt: skip
+    runs, samples = campaigns("lb")
+    yield runs, samples, campaigns.raw / "lb" / "lab"
+    campaigns.report()
+
+
+def _notes(row) -> dict:
+    return json.loads(row.notes)
+
+
+def test_every_variant_planned_and_dnsrr_says_why_not(collected):
+    runs, _, _ = collected
+    assert sorted(runs["variant"]) == sorted(variant_names((1, 2)))
+    assert set(runs["mode"]) == {"k8s-pod"} and set(runs["path"]) == {"dc"}
+    for row in runs.itertuples():
+        if row.variant.startswith("dnsrr-"):
+            assert row.status == "skipped" and row.reason == KUBE_DNSRR_REASON, row.reason
+        else:
+            assert row.status == "ok", (row.variant, row.reason)
+
+
+def test_each_variant_deploys_and_dials_what_it_says(collected):
+    runs, _, _ = collected
+    for row in runs[runs["status"] == "ok"].itertuples():
+        notes = _notes(row)
+        balancer, replicas = row.variant.split("-r")[0], int(row.variant.split("-r")[1])
+        assert notes["replicas"] == str(replicas) and notes["balancer"] == balancer
+        placement = notes["placement"].split(",")
+        assert len(placement) == replicas and set(placement) <= NODES, notes
+        url = row.command.split()[-1]
+        assert row.command.startswith("dc-client$ /usr/bin/wrk"), row.command
+        host = url.split("//")[1].split(":")[0]
+        if balancer == "vip":  # the first server's address, the node port
+            assert url == "http://10.77.0.11:8080/", url
+            assert notes["service"].startswith("NodePort ")
+            assert notes["kube_proxy_mode"] == "iptables", notes
+        else:  # the direct pod's or the balancer pod's IP, on the first server's node
+            assert ipaddress.ip_address(host) in POD_NETWORK, url
+            assert notes.get("balancer_node", notes["placement"]) == "node1", notes
+        if balancer in ("haproxy", "nginx"):
+            addresses = notes["replica_addresses"].split(",")
+            assert all(ipaddress.ip_address(a) in POD_NETWORK for a in addresses)
+            assert host not in addresses  # the balancer is a pod of its own
+        assert 2.0 <= row.window_s <= 2.6, row.window_s  # warm-up and window as wrk timed them
+
+
+def test_rates_plausible_and_no_errors(collected):
+    runs, samples, _ = collected
+    measured = samples[~samples["warmup"]]
+    ok = runs[runs["status"] == "ok"]
+    assert {v.split("-")[0] for v in ok["variant"]} == set(MEASURED)
+    for variant in ok["variant"]:
+        mine = measured[measured["variant"] == variant]
+        rate = mine[mine["metric"] == "lb_requests_per_s"]["value"]
+        errors = mine[mine["metric"] == "lb_errors"]["value"]
+        assert len(rate) == 1 and len(errors) == 1, variant
+        assert 1_000 < rate.iloc[0] < 500_000, (variant, rate.iloc[0])
+        assert errors.iloc[0] == 0, variant
+        p = mine[mine["metric"] == "lb_latency_us"].set_index("sample")["value"]
+        assert 10 < p[500] <= p[900] <= p[990] <= p[999] < 2_000_000, (variant, p.to_dict())
+        print(f"k8s-pod {variant}: {rate.iloc[0]:.0f} req/s, p99 {p[990]:.0f} us")
+
+
+def test_the_analysis_gives_kubernetes_rows_against_its_own_direct_pod(collected):
+    runs, samples, _ = collected
+    summary = analysis.summarise(samples, runs)
+    assert set(summary["mode"]) == {"k8s-pod"}
+    ok = summary[summary["status"] == "ok"].set_index("variant")
+    assert ok.loc["direct-r1", "ratio"] == 1.0
+    assert ok.loc["direct-r1", "baseline_mode"] == "k8s-pod"
+    assert ok.loc["vip-r2", "configuration"].startswith("Kubernetes Service (NodePort")
+
+
+def test_raw_log_holds_the_config_and_wrks_output(collected):
+    runs, samples, root = collected
+    row = runs[runs["variant"] == "haproxy-r2"].iloc[0]
+    raw = rawlog.read_log(root, row.raw_log)
+    assert "kubectl create ConfigMap/" in raw and raw.count("    server r") >= 2
+    measured = raw[raw.rindex("/usr/bin/wrk") :]  # the last wrk run is the measured window
+    rate = samples[
+        (samples["variant"] == "haproxy-r2")
+        & ~samples["warmup"]
+        & (samples["metric"] == "lb_requests_per_s")
+    ]["value"].iloc[0]
+    assert parse_wrk(measured).rate == pytest.approx(rate)
+
+
+def test_nothing_left_in_the_cluster_or_on_the_hosts(collected):
+    assert_nothing_left()
