@@ -415,14 +415,7 @@ class _Step:
         try:
             url, client_wrap = self._deploy(image)
             self.bench.drain(self.log)
-            self.notes.update(
-                balancer=self.balancer,
-                replicas=str(self.replicas),
-                connections=str(self.bench.options["connections"]),
-                replica_version=self.bench.versions.get("nginx", ""),
-            )
-            if self.balancer in ("haproxy", "nginx"):
-                self.notes["balancer_version"] = self.bench.versions.get(self.balancer, "")
+            self._describe()
             warmup, measured, command, window_s = self._load(url, client_wrap)
             measured_ok = True
         finally:
@@ -437,6 +430,18 @@ class _Step:
             window_s=window_s,
             notes=self.notes,
         )
+
+    def _describe(self, **more: str) -> None:
+        """The step's notes: what is measured, with which versions."""
+        self.notes.update(
+            balancer=self.balancer,
+            replicas=str(self.replicas),
+            connections=str(self.bench.options["connections"]),
+            replica_version=self.bench.versions.get("nginx", ""),
+            **more,
+        )
+        if self.balancer in ("haproxy", "nginx"):
+            self.notes["balancer_version"] = self.bench.versions.get(self.balancer, "")
 
     def _check_available(self) -> None:
         if self.balancer == "vip":
@@ -843,15 +848,7 @@ class _KubeStep(_Step):
         try:
             url = self._deploy_kube(cluster, image, nodes)
             self.bench.drain(self.log)
-            self.notes.update(
-                balancer=self.balancer,
-                replicas=str(self.replicas),
-                connections=str(self.bench.options["connections"]),
-                replica_version=self.bench.versions.get("nginx", ""),
-                image=image,
-            )
-            if self.balancer in ("haproxy", "nginx"):
-                self.notes["balancer_version"] = self.bench.versions.get(self.balancer, "")
+            self._describe(image=image)
             warmup, measured, command, window_s = self._load(url, None)
         except RemoteError as exc:
             raise ToolOutputError(f"kubernetes step failed: {exc}") from exc

@@ -194,3 +194,21 @@ class ShortCampaigns:
 
     def report(self) -> None:
         print(f"{self.what}: {sum(self.seconds.values()):.0f} s in all: {self.seconds}")
+
+
+def measured_wrk_log(runs: pd.DataFrame, samples: pd.DataFrame, root: Path, variant: str) -> str:
+    """The lb step's kept log for ``variant``, after checking that its last wrk output (the
+    measured window) re-parses to the stored rate; returns the whole log."""
+    from pipeline.analysis import rawlog
+    from pipeline.benchmarks.lb import parse_wrk
+
+    row = runs[runs["variant"] == variant].iloc[0]
+    raw = rawlog.read_log(root, row.raw_log)
+    measured = raw[raw.rindex("/usr/bin/wrk") :]  # the last wrk run is the measured window
+    rate = samples[
+        (samples["variant"] == variant)
+        & ~samples["warmup"]
+        & (samples["metric"] == "lb_requests_per_s")
+    ]["value"].iloc[0]
+    assert parse_wrk(measured).rate == pytest.approx(rate)
+    return raw

@@ -13,10 +13,14 @@ import json
 import pytest
 
 from pipeline.analysis import lb as analysis
-from pipeline.analysis import rawlog
-from pipeline.benchmarks.lb import KUBE_DNSRR_REASON, parse_wrk, variant_names
+from pipeline.benchmarks.lb import KUBE_DNSRR_REASON, variant_names
 from pipeline.lab import kubernetes as cluster
-from tests.integration.lab_campaign import ROOT_ONLY, ShortCampaigns, assert_nothing_left
+from tests.integration.lab_campaign import (
+    ROOT_ONLY,
+    ShortCampaigns,
+    assert_nothing_left,
+    measured_wrk_log,
+)
 
 MISSING = cluster.missing_build()
 pytestmark = [pytest.mark.lab, ROOT_ONLY, pytest.mark.skipif(bool(MISSING), reason=str(MISSING))]
@@ -104,17 +108,8 @@ def test_the_analysis_gives_kubernetes_rows_against_its_own_direct_pod(collected
 
 
 def test_raw_log_holds_the_config_and_wrks_output(collected):
-    runs, samples, root = collected
-    row = runs[runs["variant"] == "haproxy-r2"].iloc[0]
-    raw = rawlog.read_log(root, row.raw_log)
+    raw = measured_wrk_log(*collected, "haproxy-r2")
     assert "kubectl create ConfigMap/" in raw and raw.count("    server r") >= 2
-    measured = raw[raw.rindex("/usr/bin/wrk") :]  # the last wrk run is the measured window
-    rate = samples[
-        (samples["variant"] == "haproxy-r2")
-        & ~samples["warmup"]
-        & (samples["metric"] == "lb_requests_per_s")
-    ]["value"].iloc[0]
-    assert parse_wrk(measured).rate == pytest.approx(rate)
 
 
 def test_nothing_left_in_the_cluster_or_on_the_hosts(collected):

@@ -8,9 +8,13 @@ import os
 
 import pytest
 
-from pipeline.analysis import rawlog
-from pipeline.benchmarks.lb import SHARED, parse_wrk, variant_names
-from tests.integration.lab_campaign import ROOT_ONLY, assert_nothing_left, smoke_settings
+from pipeline.benchmarks.lb import SHARED, variant_names
+from tests.integration.lab_campaign import (
+    ROOT_ONLY,
+    assert_nothing_left,
+    measured_wrk_log,
+    smoke_settings,
+)
 
 pytestmark = [pytest.mark.lab, ROOT_ONLY]
 
@@ -100,17 +104,8 @@ def test_rates_plausible_and_no_errors(collected):
 
 
 def test_raw_log_holds_wrks_output(collected):
-    runs, samples, root = collected
-    row = runs[runs["variant"] == "haproxy-r2"].iloc[0]
-    raw = rawlog.read_log(root, row.raw_log)
+    raw = measured_wrk_log(*collected, "haproxy-r2")
     assert "balance roundrobin" in raw and raw.count("    server r") == 2  # the config used
-    measured = raw[raw.rindex("/usr/bin/wrk") :]  # the last wrk run is the measured window
-    rate = samples[
-        (samples["variant"] == "haproxy-r2")
-        & ~samples["warmup"]
-        & (samples["metric"] == "lb_requests_per_s")
-    ]["value"].iloc[0]
-    assert parse_wrk(measured).rate == pytest.approx(rate)
 
 
 def test_nothing_left_on_any_node(collected):
