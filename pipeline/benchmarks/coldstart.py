@@ -377,20 +377,18 @@ class _KubeStarts:
             "polled": f"{host.address}:{PORT} from {self.kube_host.name}",
             "ready": "GET / answered with HTTP/, probed every 1 ms once kubectl run returned",
         }
-        try:
-            if self.service:
+        if self.service:
+            try:
                 self._create_service()
-                notes["service"] = f"{self.service} {self.service_manifest()['metadata']['name']}"
-                notes["polled"] += " (the Service's node port: kube-proxy forwards to the pod)"
-            else:
-                notes["polled"] += " (the pod listens in the node's network namespace)"
-            args = self.timer_args(image, node)
-            return self.bench.run_timer(
-                self.session, self.kube_host, args, notes, cleanup=self._remove
-            )
-        except BaseException:
-            self._remove(killed=True)
-            raise
+            except BaseException:
+                self._remove(killed=False)
+                raise
+            notes["service"] = f"{self.service} {self.service_manifest()['metadata']['name']}"
+            notes["polled"] += " (the Service's node port: kube-proxy forwards to the pod)"
+        else:
+            notes["polled"] += " (the pod listens in the node's network namespace)"
+        args = self.timer_args(image, node)  # the timer's clean-up removes the Service too
+        return self.bench.run_timer(self.session, self.kube_host, args, notes, cleanup=self._remove)
 
     def _create_service(self) -> None:
         """The NodePort Service, before any start; its port refuses until a pod is ready."""
@@ -417,7 +415,7 @@ class _KubeStarts:
         selector = f"{POD_LABEL}={self.s.prefix}"
         delete = [*self.kubectl, "delete", "pods,services", "--selector", selector,
                   "--ignore-not-found", "--wait=true", "--timeout=90s"]  # fmt: skip
-        for _ in range(2 if killed else 1):
+        self.session.run(delete, timeout=150, check=False)
+        if killed:
+            time.sleep(KILLED_SETTLE_S)
             self.session.run(delete, timeout=150, check=False)
-            if killed:
-                time.sleep(KILLED_SETTLE_S)

@@ -212,3 +212,24 @@ def measured_wrk_log(runs: pd.DataFrame, samples: pd.DataFrame, root: Path, vari
     ]["value"].iloc[0]
     assert parse_wrk(measured).rate == pytest.approx(rate)
     return raw
+
+
+def assert_lb_windows_plausible(runs: pd.DataFrame, samples: pd.DataFrame) -> set[str]:
+    """Every ok lb step's measured window: one rate (thousands to some ten thousands of 1 KiB
+    responses per second over keep-alive on 2 shared cores), no error, wrk's four latency
+    percentiles in order, one warm-up rate. Returns the balancers that measured."""
+    measured = samples[~samples["warmup"]]
+    ok = runs[runs["status"] == "ok"]
+    for variant in ok["variant"]:
+        mine = measured[measured["variant"] == variant]
+        rate = mine[mine["metric"] == "lb_requests_per_s"]["value"]
+        errors = mine[mine["metric"] == "lb_errors"]["value"]
+        assert len(rate) == 1 and len(errors) == 1, variant
+        assert 1_000 < rate.iloc[0] < 500_000, (variant, rate.iloc[0])
+        assert errors.iloc[0] == 0, variant
+        p = mine[mine["metric"] == "lb_latency_us"].set_index("sample")["value"]
+        assert list(p.index) == [500, 900, 990, 999]
+        assert 10 < p[500] <= p[900] <= p[990] <= p[999] < 2_000_000, (variant, p.to_dict())
+        warm = samples[samples["warmup"] & (samples["variant"] == variant)]
+        assert (warm["metric"] == "lb_requests_per_s").sum() == 1, variant
+    return {v.split("-")[0] for v in ok["variant"]}

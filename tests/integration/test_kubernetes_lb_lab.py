@@ -18,6 +18,7 @@ from pipeline.lab import kubernetes as cluster
 from tests.integration.lab_campaign import (
     ROOT_ONLY,
     ShortCampaigns,
+    assert_lb_windows_plausible,
     assert_nothing_left,
     measured_wrk_log,
 )
@@ -82,19 +83,9 @@ def test_each_variant_deploys_and_dials_what_it_says(collected):
 
 def test_rates_plausible_and_no_errors(collected):
     runs, samples, _ = collected
-    measured = samples[~samples["warmup"]]
-    ok = runs[runs["status"] == "ok"]
-    assert {v.split("-")[0] for v in ok["variant"]} == set(MEASURED)
-    for variant in ok["variant"]:
-        mine = measured[measured["variant"] == variant]
-        rate = mine[mine["metric"] == "lb_requests_per_s"]["value"]
-        errors = mine[mine["metric"] == "lb_errors"]["value"]
-        assert len(rate) == 1 and len(errors) == 1, variant
-        assert 1_000 < rate.iloc[0] < 500_000, (variant, rate.iloc[0])
-        assert errors.iloc[0] == 0, variant
-        p = mine[mine["metric"] == "lb_latency_us"].set_index("sample")["value"]
-        assert 10 < p[500] <= p[900] <= p[990] <= p[999] < 2_000_000, (variant, p.to_dict())
-        print(f"k8s-pod {variant}: {rate.iloc[0]:.0f} req/s, p99 {p[990]:.0f} us")
+    assert assert_lb_windows_plausible(runs, samples) == set(MEASURED)
+    rates = samples[~samples["warmup"] & (samples["metric"] == "lb_requests_per_s")]
+    print("k8s-pod req/s:", rates.set_index("variant")["value"].round().to_dict())
 
 
 def test_the_analysis_gives_kubernetes_rows_against_its_own_direct_pod(collected):
