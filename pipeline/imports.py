@@ -112,6 +112,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("pipeline.benchmarks", ("pipeline.collect", "pipeline.lab", "pipeline.environments")),
     ("pipeline.collect", ("pipeline.lab", "pipeline.environments")),
     ("pipeline.hosts", ("pipeline.collect", "pipeline.lab", "pipeline.benchmarks")),
+    ("pipeline.kube_objects", ("pipeline.collect", "pipeline.lab", "pipeline.benchmarks")),
 ]
 # Third-party packages analysis must never load (it runs where no host is reachable).
 ANALYSIS_FORBIDDEN_THIRD_PARTY = ("paramiko", "docker")

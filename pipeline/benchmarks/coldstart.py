@@ -40,6 +40,7 @@ import shlex
 import time
 from dataclasses import dataclass, field
 
+from pipeline import kube_objects
 from pipeline.benchmarks.base import Benchmark, Outcome, Sample, Scenario, ToolOutputError
 from pipeline.benchmarks.http import CONF, NGINX, PORT
 from pipeline.hosts import LABEL, PID_DIR, ModeUnavailable, RemoteError
@@ -320,36 +321,13 @@ class _KubeStarts:
     def pod(self, image: str, node: str) -> dict:
         """The started pod (``@NAME@``: the timer's name for the start), as `kubectl run`'s
         override: pinned to the node, the local image, nginx as in every other mode."""
-        return {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": NAME_MARK, "labels": self.labels},
-            "spec": {
-                "nodeName": node,
-                "hostNetwork": self.service is None,
-                "restartPolicy": "Never",
-                "terminationGracePeriodSeconds": 1,
-                "automountServiceAccountToken": False,
-                "enableServiceLinks": False,
-                "containers": [{
-                    "name": "tool", "image": image, "imagePullPolicy": "Never",
-                    "command": self.bench.server_argv(),
-                }],
-            },
-        }  # fmt: skip
+        argv = self.bench.server_argv()
+        return kube_objects.pinned_pod(NAME_MARK, node, image, argv, self.labels,
+                                       host_network=self.service is None)  # fmt: skip
 
     def service_manifest(self) -> dict:
-        return {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": f"{self.s.prefix}-svc", "labels": self.labels},
-            "spec": {
-                "type": self.service,
-                "selector": {POD_LABEL: self.s.prefix},
-                "ports": [{"name": "http", "protocol": "TCP", "port": PORT,
-                           "targetPort": PORT, "nodePort": PORT}],
-            },
-        }  # fmt: skip
+        name, selector = f"{self.s.prefix}-svc", {POD_LABEL: self.s.prefix}
+        return kube_objects.service(name, selector, self.labels, self.service, PORT)
 
     def timer_args(self, image: str, node: str) -> list[str]:
         pod = json.dumps(self.pod(image, node), separators=(",", ":"))

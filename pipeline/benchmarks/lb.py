@@ -77,6 +77,7 @@ from functools import partial
 from importlib.resources import files
 from typing import Any
 
+from pipeline import kube_objects
 from pipeline.benchmarks.base import Benchmark, Outcome, Sample, Scenario, ToolOutputError, Window
 from pipeline.benchmarks.orchestration import APP_LABEL, KUBERNETES_MODE
 from pipeline.hosts import LABEL, ModeUnavailable, RemoteError
@@ -735,31 +736,12 @@ def kube_labels(campaign: str, name: str) -> dict[str, str]:
     return {LABEL: campaign, APP_LABEL: name}
 
 
-def kube_container(image: str, argv: list[str], mounts: list[dict] | None = None) -> dict:
-    container = {"name": "tool", "image": image, "imagePullPolicy": "Never", "command": argv}
-    if mounts:
-        container["volumeMounts"] = mounts
-    return container
-
-
 def kube_pod(name: str, node: str, image: str, argv: list[str], labels: dict[str, str],
              config: str | None = None) -> dict:  # fmt: skip
     """A pod pinned to ``node`` (as the Kubernetes modes' server pod); ``config``: a ConfigMap
     mounted read-only at CONF_DIR (the balancer's config, no file on a host)."""
-    mounts = [{"name": "conf", "mountPath": CONF_DIR, "readOnly": True}] if config else None
-    spec: dict[str, Any] = {
-        "nodeName": node,
-        "hostNetwork": False,
-        "restartPolicy": "Never",
-        "terminationGracePeriodSeconds": 1,
-        "automountServiceAccountToken": False,
-        "enableServiceLinks": False,
-        "containers": [kube_container(image, argv, mounts)],
-    }
-    if config:
-        spec["volumes"] = [{"name": "conf", "configMap": {"name": config}}]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels},
-            "spec": spec}  # fmt: skip
+    mount = (config, CONF_DIR) if config else None
+    return kube_objects.pinned_pod(name, node, image, argv, labels, config=mount)
 
 
 def kube_deployment(name: str, replicas: int, nodes: list[str], image: str, argv: list[str],
@@ -781,12 +763,9 @@ def kube_deployment(name: str, replicas: int, nodes: list[str], image: str, argv
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {
-                    "terminationGracePeriodSeconds": 1,
-                    "automountServiceAccountToken": False,
-                    "enableServiceLinks": False,
+                    **kube_objects.pod_spec(kube_objects.container(image, argv)),
                     "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
                                                   {"nodeSelectorTerms": on_nodes}}},
-                    "containers": [kube_container(image, argv)],
                 },
             },
         },
@@ -800,9 +779,7 @@ def kube_config_map(name: str, filename: str, text: str, labels: dict[str, str])
 
 def kube_node_port(name: str, selector: dict[str, str], labels: dict[str, str]) -> dict:
     """A NodePort Service whose node port is PORT: the dc client dials a node's address."""
-    port = {"name": "tcp", "protocol": "TCP", "port": PORT, "targetPort": PORT, "nodePort": PORT}
-    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "labels": labels},
-            "spec": {"type": "NodePort", "selector": selector, "ports": [port]}}  # fmt: skip
+    return kube_objects.service(name, selector, labels, "NodePort", PORT)
 
 
 def balancer_argv(balancer: str) -> tuple[str, list[str]]:

@@ -23,6 +23,7 @@ import shlex
 import time
 from collections.abc import Callable
 
+from pipeline import kube_objects
 from pipeline.collect import images
 from pipeline.collect.images import ToolImage
 from pipeline.collect.inventory import Host, Kubernetes
@@ -193,52 +194,16 @@ def pod_manifest(
     host_network: bool = False,
 ) -> dict:
     """A pod pinned to ``node`` (no scheduler involved) running ``argv`` from the local image."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {
-            "nodeName": node,
-            "hostNetwork": host_network,
-            "restartPolicy": "Never",
-            "terminationGracePeriodSeconds": 1,
-            "automountServiceAccountToken": False,
-            "enableServiceLinks": False,
-            "containers": [
-                {
-                    "name": "tool",
-                    "image": image,
-                    "imagePullPolicy": "Never",
-                    "command": argv,
-                }
-            ],
-        },
-    }
+    return kube_objects.pinned_pod(name, node, image, argv, labels, host_network=host_network)
 
 
 def service_manifest(
     name: str, selector: dict[str, str], workload: Workload, kind: str, labels: dict[str, str]
 ) -> dict:
-    """A Service of ``kind`` (ClusterIP, NodePort) on the workload's port; a NodePort Service's
-    node port is that same port, so the client dials it unchanged."""
-    protocols = ["TCP", "UDP"] if workload.udp else ["TCP"]
-    ports = []
-    for protocol in protocols:
-        port = {
-            "name": protocol.lower(),
-            "protocol": protocol,
-            "port": workload.port,
-            "targetPort": workload.port,
-        }
-        if kind == "NodePort":
-            port["nodePort"] = workload.port
-        ports.append(port)
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {"type": kind, "selector": selector, "ports": ports},
-    }
+    """A Service of ``kind`` (ClusterIP, NodePort) on the workload's port, TCP and, for a UDP
+    workload, UDP; a NodePort Service's node port is that same port."""
+    protocols = ("TCP", "UDP") if workload.udp else ("TCP",)
+    return kube_objects.service(name, selector, labels, kind, workload.port, protocols)
 
 
 class Cluster:
