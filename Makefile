@@ -69,11 +69,16 @@ demo: setup ## install, bring up the lab, run the pipeline on params.yaml's prof
 	@echo "Article:               reports/article.md, reports/article.html   Verdicts: dvc metrics show"
 	@echo "Executed notebooks:    reports/executed/   Raw data: data/raw/"
 
+# The tests without the lab run on every core (pytest-xdist); the lab's run one at a time after
+# them, on a quiet machine (they measure, and their fault tests watch for other load).
 test: setup ## the whole suite, as CI runs it (needs root: it brings the lab up and down)
-	$(PY) -m pytest tests --durations=25
+	@status=0; \
+	$(PY) -m pytest tests -m "not lab" -n auto --durations=15 || status=1; \
+	$(PY) -m pytest tests -m lab --durations=25 || status=1; \
+	exit $$status
 
 test-fast: setup ## everything but the lab: parsers, statistics, notebooks on fixtures, layering
-	$(PY) -m pytest tests -m "not lab"
+	$(PY) -m pytest tests -m "not lab" -n auto
 
 test-unit: test-fast
 

@@ -11,6 +11,14 @@ def smoke_repo(tmp_path_factory) -> SmokeRepo:
     return SmokeRepo(tmp_path_factory.mktemp("repo"))
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that take the whole lab down run after every other test: the lab's daemons,
+    Swarm and tool images are then made once per session, not again after each of them."""
+    last = [item for item in items if item.get_closest_marker("takes_lab_down")]
+    if last:
+        items[:] = [item for item in items if item not in last] + last
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     """What tests recorded as ``record_property("rows", ...)`` (the fault tests' rows per step
     before and after the fault), in the summary of every run, passed or failed: CI's log shows

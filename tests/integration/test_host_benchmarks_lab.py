@@ -10,6 +10,7 @@ import pytest
 
 from pipeline.analysis import rawlog
 from pipeline.benchmarks import BENCHMARKS, Window
+from pipeline.benchmarks.sysbench import run_seconds
 from tests.integration.lab_campaign import (
     ROOT_ONLY,
     assert_nothing_left,
@@ -135,7 +136,8 @@ def test_kept_sysbench_output_reparses_to_the_samples(collected, benchmark):
     assert [s.value for s in parsed] == stored["value"].tolist()
     command = row["command"].split("$ ", 1)[1]
     assert "run --rm --name" in command and "--label" in command
-    assert shlex.split(command)[-1] == "run" and "--time=3 " in command  # 2 s + tail second
+    # the window and the tail second whose report sysbench may lose
+    assert shlex.split(command)[-1] == "run" and f"--time={run_seconds(window)} " in command
 
 
 def test_nothing_is_left_on_any_node(collected):

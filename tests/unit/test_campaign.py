@@ -405,7 +405,7 @@ def test_load_seconds_count_the_tool_window_not_its_start_up():
     from pipeline.benchmarks.throughput import Throughput
 
     assert Throughput().load_seconds(Window(3.0, 1.0)) == 4.0
-    # 11,000 round trips at the slowest accepted rate (4000/s) + 10 % + 0.5 s + the 0.45 s
+    # 11,000 round trips at the slowest accepted rate (4000/s) + 10 % + the 0.45 s
     # sockperf drops -> --time 4, of which 3.55 s are logged
     assert Latency().load_seconds(Window(30.0, 0.0, 11_000), "dc") == pytest.approx(3.55)
 

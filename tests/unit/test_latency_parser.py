@@ -16,8 +16,11 @@ import pytest
 from pipeline.benchmarks import BENCHMARKS, ToolOutputError, Window
 from pipeline.benchmarks.latency import (
     BINARY,
+    COUNT_MARGIN,
     INTERNET_MPS,
+    PINGPONG_MIN_RATE,
     PORT,
+    SOCKPERF_DISCARD_S,
     Latency,
     parse_sockperf_full_log,
     sockperf_seconds,
@@ -138,6 +141,16 @@ def test_internet_client_is_paced_with_a_reply_to_every_message():
     # 10,000 / INTERNET_MPS per s * 1.1 + 0.45 -> 12 s at 1,000 messages/s
     assert INTERNET_MPS == 1000
     assert argv[argv.index("--time") + 1] == "12"
+
+
+def test_a_ping_pong_window_is_long_enough_for_its_count_at_the_slowest_accepted_rate():
+    for count in (180, 1_200, 10_000, 1_000_000):
+        seconds = sockperf_seconds(Window(10, 0, count), "dc")
+        logged = (seconds - SOCKPERF_DISCARD_S) * PINGPONG_MIN_RATE
+        assert logged >= count * COUNT_MARGIN
+        # and not a whole second longer than that needs
+        assert (seconds - 1 - SOCKPERF_DISCARD_S) * PINGPONG_MIN_RATE < count * COUNT_MARGIN
+    assert sockperf_seconds(Window(10, 0, 1_200), "dc") == 1  # the smoke profile's window
 
 
 def test_a_window_without_count_runs_for_its_seconds():
