@@ -280,10 +280,11 @@ def _note(r) -> str:
 
 
 def article_table(summary: pd.DataFrame, qs=QUANTILES) -> pd.DataFrame:
-    """Mode | p50 / p95 / p99 ms [CI] | Overhead vs native p50 / p99 ms [CI] | Rootless vs
-    rootful p50 / p95 / p99 "+%" [CI] | Runs | Starts | Note: the 004 article's cold-start table
-    ("Configuration | p50 | p95 | p99") with intervals, native as the reference and the
-    article's rootless "+%" against the rootful engine. n/a: not measured (see the note)."""
+    """Mode | p50 / p95 / p99 ms [CI] | Ratio to native p50 / p99 [CI] with its verdict and
+    Overhead vs native p50 / p99 ms [CI] | Rootless vs rootful p50 / p95 / p99 "+%" [CI] | Runs
+    | Starts | Note: the 004 article's cold-start table ("Configuration | p50 | p95 | p99") with
+    intervals, native as the reference and the article's rootless "+%" against the rootful
+    engine. n/a: not measured (see the note)."""
     conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
     ci = f"[{conf:.0%} CI]"
     rows = list(summary.itertuples())
@@ -296,11 +297,22 @@ def article_table(summary: pd.DataFrame, qs=QUANTILES) -> pd.DataFrame:
         ]
     for q in (qs[0], qs[-1]):
         lab = q_label(q)
-        table[f"Overhead vs native {lab} ms {ci}, verdict"] = [
-            "" if r.mode == BASELINE and r.n_runs else _with_verdict(_ms(
+        # the verdict beside the estimate it tests (the ratio); the difference in ms beside
+        # it, for scale, with its own interval and no verdict
+        table[f"Ratio to native {lab} {ci}, verdict"] = [
+            "" if r.mode == BASELINE and r.n_runs else _with_verdict(
+                tables.interval_text(
+                    *(r._asdict()[f"ratio_{lab}{s}"] for s in ("", "_lo", "_hi")), ".2f"
+                ),
+                r._asdict().get(f"verdict_{lab}"),
+            )
+            for r in rows
+        ]
+        table[f"Overhead vs native {lab} ms {ci}"] = [
+            "" if r.mode == BASELINE and r.n_runs else _ms(
                 r._asdict()[f"d_{lab}_s"], r._asdict()[f"d_{lab}_lo_s"],
                 r._asdict()[f"d_{lab}_hi_s"], "+",
-            ), r._asdict().get(f"verdict_{lab}"))
+            )
             for r in rows
         ]  # fmt: skip
     for q in qs:
@@ -338,9 +350,11 @@ def table_caption(summary: pd.DataFrame) -> str:
         "p99: each run's own quantiles of its measured starts (warm-up starts excluded), their "
         f"geometric mean over runs with a {conf:.0%} t interval; a quantile needs "
         f"{stats.TAIL_SAMPLES} starts beyond it in every run (p95: {stats.min_samples(0.95)}, "
-        f"p99: {stats.min_samples(0.99)} starts per run), n/a below that. Overhead vs native: "
-        "mean per-run difference of the same quantiles to native over the runs both measured, "
-        "paired t interval. Rootless vs rootful: how much longer the rootless "
+        f"p99: {stats.min_samples(0.99)} starts per run), n/a below that. Ratio to native: "
+        "the geometric mean of the per-run ratios of the same quantile to native's over the "
+        "runs both measured, with a paired t interval on their logs (the estimate the verdict "
+        "tests). Overhead vs native: the mean per-run difference in ms, paired t interval. "
+        "Rootless vs rootful: how much longer the rootless "
         f"engine's quantile is than its rootful engine's, in percent ({pairs}), the 004 "
         'article\'s "rootless adds ~18-25%". Modes that could not run are listed with n/a and '
         "their reason. Verdicts (no equivalence margin was fixed for start times, so none is "
@@ -387,10 +401,13 @@ def findings(summary: pd.DataFrame, qs=QUANTILES) -> str:
         if r.status != "ok":
             out.append(f"- {label}: not measured ({status_text(r.status, r.reason)}).")
             continue
-        if not np.isnan(d["d_p50_s"]):
+        if not np.isnan(d["ratio_p50"]):
+            ratio = tables.interval_text(d["ratio_p50"], d["ratio_p50_lo"], d["ratio_p50_hi"],
+                                         ".2f")  # fmt: skip
             shift = _ms(d["d_p50_s"], d["d_p50_lo_s"], d["d_p50_hi_s"], "+")
             said = SAID.get(d["verdict_p50"], "inconclusive")
-            out.append(f"- {label}: p50 {shift} ms against native, {said} ({r.n_runs} runs).")
+            out.append(f"- {label}: p50 {ratio} times native's ({shift} ms), {said} "
+                       f"({r.n_runs} runs).")  # fmt: skip
         if not r.rootful_mode:
             continue
         if not r.rootful_n_runs:

@@ -12,9 +12,10 @@ def smoke_repo(tmp_path_factory) -> SmokeRepo:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests that take the whole lab down run after every other test: the lab's daemons,
-    Swarm and tool images are then made once per session, not again after each of them."""
-    last = [item for item in items if item.get_closest_marker("takes_lab_down")]
+    """The tests that take the whole lab down, or leave its Kubernetes cluster up, run after
+    every other test (in their own order): the lab's daemons, Swarm and tool images are made
+    once per session, and no idle cluster loads the hosts under another benchmark."""
+    last = [item for item in items if item.get_closest_marker("runs_last")]
     if last:
         items[:] = [item for item in items if item not in last] + last
 

@@ -31,7 +31,7 @@ from pipeline.lab.topology import (
 
 pytestmark = [
     pytest.mark.lab,
-    pytest.mark.takes_lab_down,
+    pytest.mark.runs_last,
     pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root"),
     pytest.mark.skipif(
         k8s.missing_build() is not None, reason=f"{k8s.missing_build()} (make kubernetes)"

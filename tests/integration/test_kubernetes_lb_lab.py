@@ -24,7 +24,11 @@ from tests.integration.lab_campaign import (
 )
 
 MISSING = cluster.missing_build()
-pytestmark = [pytest.mark.lab, ROOT_ONLY, pytest.mark.skipif(bool(MISSING), reason=str(MISSING))]
+# runs last: the cluster it brings up stays up (the next Kubernetes test reuses it)
+pytestmark = [
+    pytest.mark.lab, pytest.mark.runs_last, ROOT_ONLY,
+    pytest.mark.skipif(bool(MISSING), reason=str(MISSING)),
+]
 
 OPTIONS = {"lb": {"replicas": "1,2", "connections": 24}}
 MEASURED = ("direct", "haproxy", "nginx", "vip")

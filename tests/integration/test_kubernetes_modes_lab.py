@@ -19,7 +19,11 @@ from pipeline.lab import kubernetes as cluster
 from tests.integration.lab_campaign import ROOT_ONLY, ShortCampaigns, assert_nothing_left
 
 MISSING = cluster.missing_build()
-pytestmark = [pytest.mark.lab, ROOT_ONLY, pytest.mark.skipif(bool(MISSING), reason=str(MISSING))]
+# runs last: the cluster it brings up stays up (the next Kubernetes test reuses it)
+pytestmark = [
+    pytest.mark.lab, pytest.mark.runs_last, ROOT_ONLY,
+    pytest.mark.skipif(bool(MISSING), reason=str(MISSING)),
+]
 
 MODES = ["k8s-pod", "k8s-hostnetwork", "k8s-nodeport", "k8s-clusterip"]
 # By default one benchmark per way a Kubernetes mode runs a tool: a network server with a TCP

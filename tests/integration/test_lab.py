@@ -40,7 +40,7 @@ from pipeline.lab.topology import (
 
 pytestmark = [
     pytest.mark.lab,
-    pytest.mark.takes_lab_down,
+    pytest.mark.runs_last,
     pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root"),
     pytest.mark.skipif(shutil.which("dockerd") is None, reason="dockerd is not installed"),
 ]

@@ -367,7 +367,7 @@ def test_one_campaign_at_a_time_and_stale_locks_are_taken_over(workdir):
         assert session.run(["test", "-e", HostLock.PATH], check=False).status == 1
 
 
-@pytest.mark.takes_lab_down
+@pytest.mark.runs_last
 def test_lab_down_leaves_nothing(workdir):
     from pipeline.lab import down
     from pipeline.lab.lifecycle import leftovers

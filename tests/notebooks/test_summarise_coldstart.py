@@ -55,6 +55,25 @@ def test_skipped_mode_is_reported_not_dropped(executed, summary):
     assert f"Not measured: Rootless Podman ({SKIP_REASON})." in caption
 
 
+def test_each_verdict_stands_beside_the_estimate_it_tests(executed, summary):
+    """The verdict tests the ratio to native: its cell is the ratio and its interval; the
+    difference in ms has a column of its own, without a verdict."""
+    table = pd.read_csv(executed["tables"] / "coldstart.csv", keep_default_na=False)
+    table = table.set_index("Mode")
+    compared = summary[(summary.index != "native") & summary["ratio_p50"].notna()]
+    assert len(compared) >= 3
+    said = {"overhead": "slower", "faster": "faster", "inconclusive": "inconclusive"}
+    for r in compared.itertuples():
+        cell = table.loc[r.configuration, "Ratio to native p50 [95% CI], verdict"]
+        interval = f"{r.ratio_p50:.2f} [{r.ratio_p50_lo:.2f}, {r.ratio_p50_hi:.2f}]"
+        assert cell == f"{interval}, {said[r.verdict_p50]}"
+        # slower: the ratio's interval lies wholly above 1
+        assert (r.verdict_p50 != "overhead") or r.ratio_p50_lo > 1
+        ms = table.loc[r.configuration, "Overhead vs native p50 ms [95% CI]"]
+        lo, point, hi = (1000 * v for v in (r.d_p50_lo_s, r.d_p50_s, r.d_p50_hi_s))
+        assert ms == f"{point:+.1f} [{lo:+.1f}, {hi:+.1f}]"
+
+
 def test_table_figure_and_long_files(executed):
     tabs, figs, proc = executed["tables"], executed["figures"], executed["processed"]
     assert (tabs / "coldstart.md").read_text().startswith("Table: Cold start: time from")

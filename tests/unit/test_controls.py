@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -100,10 +101,13 @@ def test_removal_kills_what_an_interrupted_run_left_in_the_cgroup():
     name = f"{CGROUP_PREFIX}unit-busy-{os.getpid()}"
     left = subprocess.Popen(["sh", "-c", quota_script(name), "sh", "sleep", "30"])
     try:
-        for _ in range(50):  # until the script has moved itself in
-            if any(Path(r, name).is_dir() for r in ("/sys/fs/cgroup", "/sys/fs/cgroup/cpu")):
-                break
-            subprocess.run(["sleep", "0.1"], check=True)
+        # until the script has moved itself in (its pid listed in the group: a loaded machine
+        # may take seconds to get there)
+        procs = [Path(r, name, "cgroup.procs") for r in ("/sys/fs/cgroup", "/sys/fs/cgroup/cpu")]
+        deadline = time.monotonic() + 60
+        while not any(p.is_file() and str(left.pid) in p.read_text().split() for p in procs):
+            assert left.poll() is None and time.monotonic() < deadline, "never moved in"
+            time.sleep(0.1)
         subprocess.run(["sh", "-c", remove_cgroups(name)], check=True, timeout=30)
         assert left.wait(timeout=10) == -9  # killed, not finished
         assert not Path("/sys/fs/cgroup/cpu", name).exists()
