@@ -73,12 +73,12 @@ demo: setup ## install, bring up the lab, run the pipeline on params.yaml's prof
 # them, on a quiet machine (they measure, and their fault tests watch for other load).
 test: setup ## the whole suite, as CI runs it (needs root: it brings the lab up and down)
 	@status=0; \
-	$(PY) -m pytest tests -m "not lab" -n auto --durations=15 || status=1; \
+	$(PY) -m pytest tests -m "not lab" -n auto --dist loadfile --durations=15 || status=1; \
 	$(PY) -m pytest tests -m lab --durations=25 || status=1; \
 	exit $$status
 
 test-fast: setup ## everything but the lab: parsers, statistics, notebooks on fixtures, layering
-	$(PY) -m pytest tests -m "not lab" -n auto
+	$(PY) -m pytest tests -m "not lab" -n auto --dist loadfile
 
 test-unit: test-fast
 
