@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
+from pipeline import kube_objects
 from pipeline.collect.inventory import InventoryError, load
 from pipeline.collect.modes import MODES, NETWORK_MODES, STUDY_MODES, Workload
 from pipeline.collect.modes import kubernetes as k8s
@@ -99,14 +100,15 @@ WORKLOAD = Workload("throughput", ("/usr/bin/iperf3", "--server", "--port", "520
 
 def test_pod_is_pinned_local_and_labelled() -> None:
     labels = {LABEL: "c1", k8s.WORKLOAD_LABEL: "throughput-server"}
-    pod = k8s.pod_manifest("co-x", "node1", "img:1", list(WORKLOAD.argv), labels)
+    pod = kube_objects.pinned_pod("co-x", "node1", "img:1", list(WORKLOAD.argv), labels)
     spec = pod["spec"]
     assert spec["nodeName"] == "node1" and spec["hostNetwork"] is False
     (container,) = spec["containers"]
     assert container["imagePullPolicy"] == "Never"  # no registry: the imported image only
     assert container["command"] == list(WORKLOAD.argv)  # the argv as run natively
     assert pod["metadata"]["labels"] == labels
-    assert k8s.pod_manifest("h", "n", "i", ["x"], {}, host_network=True)["spec"]["hostNetwork"]
+    host = kube_objects.pinned_pod("h", "n", "i", ["x"], {}, host_network=True)
+    assert host["spec"]["hostNetwork"]
 
 
 def test_services_serve_the_benchmark_port_and_udp_when_it_does() -> None:

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from pipeline import kube_objects
 from pipeline.benchmarks import ToolOutputError
 from pipeline.benchmarks.base import Scenario, Window
 from pipeline.benchmarks.lb import (
@@ -50,7 +51,7 @@ def test_a_pinned_pod_is_the_kubernetes_modes_pod():
     labels = kube_labels("c0ffee", "co-x-direct")
     assert labels == {LABEL: "c0ffee", APP_LABEL: "co-x-direct"}
     mine = kube_pod("co-x-direct", "node1", "tools:1", BACKEND, labels)
-    assert mine == k8s.pod_manifest("co-x-direct", "node1", "tools:1", BACKEND, labels)
+    assert mine == kube_objects.pinned_pod("co-x-direct", "node1", "tools:1", BACKEND, labels)
 
 
 def test_the_balancer_pod_reads_its_config_from_the_config_map():

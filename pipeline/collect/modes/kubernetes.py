@@ -184,19 +184,6 @@ def labels(ctx: Context, workload: Workload, role: str) -> dict[str, str]:
     return {LABEL: ctx.campaign, WORKLOAD_LABEL: f"{workload.name}-{role}"}
 
 
-def pod_manifest(
-    name: str,
-    node: str,
-    image: str,
-    argv: list[str],
-    labels: dict[str, str],
-    *,
-    host_network: bool = False,
-) -> dict:
-    """A pod pinned to ``node`` (no scheduler involved) running ``argv`` from the local image."""
-    return kube_objects.pinned_pod(name, node, image, argv, labels, host_network=host_network)
-
-
 def service_manifest(
     name: str, selector: dict[str, str], workload: Workload, kind: str, labels: dict[str, str]
 ) -> dict:
@@ -272,7 +259,7 @@ class Cluster:
         name = object_name(self.ctx, mode, workload, role)
         image = pod_image(self.ctx, host)
         node, tags = node_name(self.ctx, host), labels(self.ctx, workload, role)
-        self.running_pod(pod_manifest(name, node, image.tag, [IDLE, "infinity"], tags))
+        self.running_pod(kube_objects.pinned_pod(name, node, image.tag, [IDLE, "infinity"], tags))
         return name, image
 
     def wait_service(self, name: str, endpoints: int = 1) -> float:
@@ -367,7 +354,7 @@ class KubernetesMode(Mode):
         image = pod_image(ctx, host)
         try:
             server_labels = labels(ctx, workload, "server")
-            pod = pod_manifest(
+            pod = kube_objects.pinned_pod(
                 object_name(ctx, self.name, workload, "server"),
                 node_name(ctx, host),
                 image.tag,
