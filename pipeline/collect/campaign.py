@@ -76,6 +76,12 @@ class Profile:
     count: int | None = None  # samples per measured window, for count-based tools (latency)
     warmup_count: int | None = None
 
+    @property
+    def warms_up(self) -> bool:
+        """A warm-up before the measured window: a warm-up of 0 s (and no warm-up count) is
+        none at all, not a tool run of length 0 (iperf3 reads ``--time 0`` as "forever")."""
+        return self.warmup_seconds > 0 or bool(self.warmup_count)
+
 
 @dataclass(frozen=True)
 class Step:
@@ -1315,7 +1321,7 @@ class Campaign:
                 samples += self._records(step, 0, warm) + self._records(step, 1, window)
                 row["raw_log"] = self._keep_log(step, 1, raw, {0: warm, 1: window})
                 first = 2
-            else:
+            elif self.profile.warms_up:
                 warm_window = Window(
                     self.profile.warmup_seconds, 0.0, self.profile.warmup_count, warmup=True
                 )
@@ -1323,6 +1329,8 @@ class Campaign:
                 warm = self._parse(step, 0, raw, warm_window, row)
                 samples += self._records(step, 0, warm)
                 self._keep_log(step, 0, raw, {0: warm})
+                first = 1
+            else:  # the profile asks for no warm-up: the first run is the measured window
                 first = 1
             for rep in range(first, self.profile.reps + 1):
                 raw, command = self._watch(ctx, hosts, rep, partial(run_client, measured))

@@ -224,6 +224,32 @@ def test_a_mode_server_starts_once_per_run_and_stops_when_its_group_ends(tmp_pat
     assert len(campaign.data.done()) == len(campaign.steps)
 
 
+def test_a_warm_up_of_zero_seconds_is_no_warm_up_run(tmp_path, monkeypatch):
+    """warmup_seconds 0: each step runs its tool once, the measured window, and no sample is
+    flagged as a warm-up (a tool run of 0 s would be iperf3's "forever")."""
+    from pipeline.collect.modes.base import Deployment
+
+    campaign = _throughput_campaign(tmp_path, ["native"], Profile(1, 2, 0, 0), 3)
+    assert not campaign.profile.warms_up and Profile(1, 2, 0, 0.5).warms_up
+    windows = []
+
+    def run_client(ctx, deployment, client, address, step, row, window, retry=False, kept=1.0):
+        windows.append(window)
+        return "raw", "iperf3 --client 10.0.0.1"
+
+    started = lambda ctx, workload: Deployment(  # noqa: E731
+        server=campaign.inv.servers[0], address="10.0.0.1", stop=lambda: None)
+    monkeypatch.setattr(MODES["native"], "start", started)
+    monkeypatch.setattr(MODES["native"], "available", lambda ctx, path: None)
+    monkeypatch.setattr("pipeline.collect.campaign._server_cpus", lambda *a: "0-1")
+    _measure_with_client(monkeypatch, campaign, run_client)
+
+    assert len(windows) == len(campaign.steps) and len(campaign.steps) == 2 * 2  # dc, local
+    assert all(not w.warmup and w.seconds == 2 for w in windows)
+    assert len(campaign.data.done()) == len(campaign.steps)
+    assert len(campaign.data.statuses()) == len(campaign.steps)
+
+
 def test_a_failed_step_does_not_hand_its_server_on(tmp_path, monkeypatch):
     from pipeline.benchmarks import ToolOutputError
     from pipeline.collect.modes.base import Deployment
