@@ -45,15 +45,16 @@ def from_runs(dataset: Path, benchmark: str, profile: dict) -> dict:
     runs = pq.read_table(dataset / "runs.parquet").to_pandas()
     bench = BENCHMARKS[benchmark]()
     p = profile
-    warm = Window(p.get("warmup_seconds", 0.0), 0.0, p.get("warmup_count"))
+    warm = Window(p.get("warmup_seconds", 0.0), 0.0, p.get("warmup_count"), warmup=True)
     measured = Window(p["seconds"], p.get("omit_seconds", 0.0), p.get("count"))
+    warms_up = warm.seconds > 0 or bool(warm.count)
     window_s = 0.0
     for row in runs[runs["status"] == "ok"].itertuples():
-        if bench.warmup_in_window and measured.count:
-            both = Window(measured.seconds, 0.0, warm.count + measured.count)
-            window_s += bench.load_seconds(both, row.path)
+        folded = bench.folded(row.variant, warm, measured) if warms_up else None
+        if folded is not None:  # as Campaign: one run holds both
+            window_s += bench.load_seconds(folded, row.path)
         else:
-            window_s += bench.load_seconds(warm, row.path)
+            window_s += bench.load_seconds(warm, row.path) if warms_up else 0.0
             window_s += bench.load_seconds(measured, row.path)
     wall = (runs["ended_at"].max() - runs["started_at"].min()).total_seconds()
     loop = (runs["ended_at"] - runs["started_at"]).dt.total_seconds().sum()

@@ -206,11 +206,12 @@ def manual_round(case: str, inv: inventory.Inventory, launcher: Nsenter | OpenSs
 
     with served(launcher, server, bench.server_argv(variant), placement):
         measured = Window(profile.seconds, profile.omit_seconds, profile.count)
-        if bench.warmup_in_window and measured.count:  # as Campaign: one run holds both
-            both = Window(measured.seconds, 0.0, profile.warmup_count + measured.count)
-            samples = bench.parse(variant, client_run(both), both)[profile.warmup_count :]
+        warm = Window(profile.warmup_seconds, 0.0, profile.warmup_count, warmup=True)
+        folded = bench.folded(variant, warm, measured)
+        if folded is not None:  # as Campaign: one run holds both
+            samples = bench.split_folded(variant, client_run(folded), warm, folded)[1]
         else:
-            client_run(Window(profile.warmup_seconds, 0.0, profile.warmup_count))
+            client_run(warm)
             samples = bench.parse(variant, client_run(measured), measured)
     values = [s.value for s in samples if s.metric == metric]
     return float(np.quantile(values, q, method="inverted_cdf"))

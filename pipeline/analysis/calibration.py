@@ -10,6 +10,7 @@ zero delay and to each configured delay (jitter and loss off). The added round t
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -116,9 +117,19 @@ def _cell(cells: dict, path: str, variant: str) -> stats.RunSamples | None:
     return None
 
 
+NO_INTERVAL = "(one run: no interval)"
+
+
+def _interval(lo: float, hi: float, scale: float = 1.0, digits: int = 0) -> str:
+    """``[lo, hi]`` in ``scale`` units, or what stands for it when one run gave none."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return NO_INTERVAL
+    return f"[{lo / scale:,.{digits}f}, {hi / scale:,.{digits}f}]"
+
+
 def article_table(summary: pd.DataFrame) -> pd.DataFrame:
     def ci(point: float, lo: float, hi: float) -> str:
-        return f"{point:,.0f} [{lo:,.0f}, {hi:,.0f}]"
+        return f"{point:,.0f} {_interval(lo, hi)}"
 
     return pd.DataFrame(
         {
@@ -146,22 +157,22 @@ def sentence(summary: pd.DataFrame) -> str:
         p99 = zero[zero.q == 0.99].iloc[0]
         parts.append(
             f"With no configured delay the emulated path adds {p50.added_us:,.0f} us at the "
-            f"median [{p50.added_lo_us:,.0f}, {p50.added_hi_us:,.0f}] and {p99.added_us:,.0f} us "
-            f"at p99 [{p99.added_lo_us:,.0f}, {p99.added_hi_us:,.0f}] to a UDP round trip."
+            f"median {_interval(p50.added_lo_us, p50.added_hi_us)} and {p99.added_us:,.0f} us "
+            f"at p99 {_interval(p99.added_lo_us, p99.added_hi_us)} to a UDP round trip."
         )
     for delay in sorted(set(summary.delay_ms) - {0}):
         row = summary[(summary.delay_ms == delay) & (summary.variant == "udp") & (summary.q == 0.5)]
         if row.empty:
             continue
         r = row.iloc[0]
-        inside = r.added_lo_us <= r.expected_added_us <= r.added_hi_us
-        verdict = (
-            "the configured delay is inside the interval."
-            if inside
-            else f"{r.excess_us:,.0f} us more than configured, the emulator's own cost."
-        )
+        interval = _interval(r.added_lo_us, r.added_hi_us, 1000, 2)
+        if interval == NO_INTERVAL:
+            verdict = "with no interval, no test of the difference."
+        elif r.added_lo_us <= r.expected_added_us <= r.added_hi_us:
+            verdict = "the configured delay is inside the interval."
+        else:
+            verdict = f"{r.excess_us:,.0f} us more than configured, the emulator's own cost."
         measured = f"{r.added_us / 1000:,.2f} ms"
-        interval = f"[{r.added_lo_us / 1000:,.2f}, {r.added_hi_us / 1000:,.2f}]"
         parts.append(
             f"With {delay:g} ms configured each way the median round trip grows by {measured} "
             f"{interval} against {r.expected_added_us / 1000:,.2f} ms expected: {verdict}"

@@ -9,7 +9,7 @@ profile (conf/profiles/*.yaml).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -106,8 +106,8 @@ class Benchmark:
     # relative to the repository): a load generator, a server config. They go into the tool
     # image too, at the same path, so containers run them bit-identically.
     uploads: dict[str, str] = {}
-    # Count-based tools whose every output row is one sample may take the warm-up and the
-    # first measured window in one run (the first warmup_count samples are flagged).
+    # Count-based tools whose every output row is one sample: a window is a count of samples,
+    # and one run takes the warm-up and the first measured window (``folded``).
     warmup_in_window: bool = False
     # Seconds every client run spends outside its load window that the tool itself takes and
     # no harness can remove (a fixed start-up sleep, a span it discards): what caps the duty
@@ -219,6 +219,23 @@ class Benchmark:
     ) -> list[Sample]:  # pragma: no cover - contract
         raise NotImplementedError
 
+    def folded(self, variant: str, warmup: Window, measured: Window) -> Window | None:
+        """The one client run that holds the warm-up and then the first measured window, for a
+        tool whose output keeps them apart (``split_folded``); None: the warm-up is a run of its
+        own. A count-based tool (``warmup_in_window``) runs ``warmup.count`` samples more."""
+        if self.warmup_in_window and warmup.count and measured.count:
+            return Window(measured.seconds, 0.0, warmup.count + measured.count)
+        return None
+
+    def split_folded(
+        self, variant: str, raw: str, warmup: Window, folded: Window
+    ) -> tuple[list[Sample], list[Sample]]:
+        """The warm-up's samples and the measured window's, from the output of the ``folded``
+        run: a count-based tool's first ``warmup.count`` samples are the warm-up's; the
+        window's are numbered and timed from its own first sample."""
+        parsed = self.parse(variant, raw, folded)
+        return parsed[: warmup.count], renumber(parsed[warmup.count :])
+
     def log_residue(self, raw: str, windows: list[tuple[Any, Any]]) -> bytes | None:
         """What of the client's output ``raw`` the samples parsed from it cannot rebuild, for
         tools whose output is mostly the samples themselves (a per-sample log); None keeps the
@@ -244,3 +261,12 @@ class Benchmark:
     def is_connect_error(self, raw: str) -> bool:
         """True when the client could not reach a server that is still starting."""
         return False
+
+
+def renumber(samples: list[Sample]) -> list[Sample]:
+    """Samples after a warm-up, indexed and timed from the first of them."""
+    t0 = samples[0].t_ns if samples and samples[0].t_ns is not None else None
+    return [
+        replace(s, sample=i, t_ns=None if t0 is None or s.t_ns is None else s.t_ns - t0)
+        for i, s in enumerate(samples)
+    ]

@@ -10,6 +10,11 @@ The report of the run's last second races the end of the run and is often missin
 1.0.20 here: ``--time=1`` printed no interval at all, ``memory --time=3`` two of three), so a
 run lasts one tail second longer than its window and that second's report is never used: every
 window yields exactly its own seconds' reports, and a missing one is an error.
+
+The warm-up is the run's first seconds (``folded``): one sysbench run per step, its first
+``warmup_seconds`` reports flagged as the warm-up, then the omitted start and the window. Two
+runs (a warm-up run, then the window's) would start the tool twice and wait out two tail
+seconds; they measure the same rates (harness/sysbench_fold.py, docs/validation.md).
 """
 
 from __future__ import annotations
@@ -54,6 +59,25 @@ class SysbenchBenchmark(Benchmark):
 
     def load_seconds(self, window: Window, path: str = "dc") -> float:
         return float(run_seconds(window))
+
+    # Variants whose warm-up is not the same test's first seconds (cpu's compile lists its
+    # packages instead): they keep a warm-up run of their own.
+    unfolded: tuple[str, ...] = ()
+
+    def folded(self, variant: str, warmup: Window, measured: Window) -> Window | None:
+        """One run: the warm-up's whole seconds, then the window (its omitted start first),
+        then the tail second. Its warm-up seconds' reports are the warm-up's samples; the
+        window's are those ``interval_samples`` keeps after them. A warm-up of a fraction of a
+        second keeps its own run (sysbench's --time takes whole seconds)."""
+        if variant in self.unfolded or warmup.seconds <= 0 or warmup.seconds % 1:
+            return None
+        return Window(measured.seconds, warmup.seconds + measured.omit_seconds, measured.count)
+
+    def split_folded(
+        self, variant: str, raw: str, warmup: Window, folded: Window
+    ) -> tuple[list[Sample], list[Sample]]:
+        warm = self.parse(variant, raw, Window(warmup.seconds, 0.0, warmup=True))
+        return warm, self.parse(variant, raw, folded)
 
 
 def check_ran(raw: str) -> None:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
 from typing import Protocol
@@ -666,15 +666,6 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _renumber(samples: list) -> list:
-    """Samples after a warm-up, indexed and timed from the first of them."""
-    t0 = samples[0].t_ns if samples and samples[0].t_ns is not None else None
-    return [
-        replace(s, sample=i, t_ns=None if t0 is None or s.t_ns is None else s.t_ns - t0)
-        for i, s in enumerate(samples)
-    ]
-
-
 def _server_cpus(ctx: Context, deployment: Deployment, workload: Workload) -> str:
     """The CPUs the server's processes may run on (their affinity), as the kernel lists them,
     distinct values space-separated: where the lab's placement put them, or any CPU. A container
@@ -1309,24 +1300,27 @@ class Campaign:
             run_client = partial(self._run_client, ctx, deployment, client, address, step, row)
             hosts = list(dict.fromkeys([deployment.server, client]))  # a window's, watched
             measured = Window(self.profile.seconds, self.profile.omit_seconds, self.profile.count)
-            warmup = self.profile.warmup_count if self.benchmark.warmup_in_window else None
-            if warmup and measured.count:
-                # One client run holds the warm-up and the first window: its first `warmup`
-                # samples are flagged. Saves a tool start and its fixed time.
-                both = Window(measured.seconds, 0.0, warmup + measured.count)
+            warm_window = Window(
+                self.profile.warmup_seconds, 0.0, self.profile.warmup_count, warmup=True
+            )
+            bench = self.benchmark
+            folded = bench.folded(step.variant, warm_window, measured) if (
+                self.profile.warms_up) else None  # fmt: skip
+            if folded is not None:
+                # One client run holds the warm-up and then the first window (its first part
+                # flagged): a tool start and its fixed time fewer per step.
+                kept_share = measured.count / folded.count if folded.count else 1.0
                 raw, command = self._watch(ctx, hosts, 1, partial(
-                    run_client, both, retry=True, kept=measured.count / both.count))
-                parsed = self._parse(step, 1, raw, both, row)
-                warm, window = parsed[:warmup], _renumber(parsed[warmup:])
+                    run_client, folded, retry=True, kept=kept_share))
+                warm, window = self._parse(step, 1, raw, row, partial(
+                    bench.split_folded, step.variant, raw, warm_window, folded))
                 samples += self._records(step, 0, warm) + self._records(step, 1, window)
                 row["raw_log"] = self._keep_log(step, 1, raw, {0: warm, 1: window})
                 first = 2
             elif self.profile.warms_up:
-                warm_window = Window(
-                    self.profile.warmup_seconds, 0.0, self.profile.warmup_count, warmup=True
-                )
                 raw, command = run_client(warm_window, retry=True, kept=0.0)
-                warm = self._parse(step, 0, raw, warm_window, row)
+                warm = self._parse(step, 0, raw, row, partial(
+                    bench.parse, step.variant, raw, warm_window))
                 samples += self._records(step, 0, warm)
                 self._keep_log(step, 0, raw, {0: warm})
                 first = 1
@@ -1334,7 +1328,8 @@ class Campaign:
                 first = 1
             for rep in range(first, self.profile.reps + 1):
                 raw, command = self._watch(ctx, hosts, rep, partial(run_client, measured))
-                window = self._parse(step, rep, raw, measured, row)
+                window = self._parse(step, rep, raw, row, partial(
+                    bench.parse, step.variant, raw, measured))
                 samples += self._records(step, rep, window)
                 row["raw_log"] = self._keep_log(step, rep, raw, {rep: window})
             row["command"] = command
@@ -1479,11 +1474,11 @@ class Campaign:
         watched, self._watched = self._watched, []
         return json.dumps(watched, sort_keys=True) if watched else None
 
-    def _parse(self, step: Step, rep: int, raw: str, window: Window, row: dict) -> list:
-        """The window's samples; a failed window keeps the tool's output as it is, for the
-        record."""
+    def _parse(self, step: Step, rep: int, raw: str, row: dict, parse: Callable):
+        """``parse()``: the samples of the tool's output ``raw``; a failed window keeps that
+        output as it is, for the record."""
         try:
-            return self.benchmark.parse(step.variant, raw, window)
+            return parse()
         except ToolOutputError:
             # under a name of the attempt's own: a later measurement of the step writes the
             # step's log, and attempts.parquet keeps pointing at this one

@@ -193,7 +193,7 @@ def _check_latency_and_http(workdir: Path) -> None:
     for name, bench in (("latency", Latency()), ("http", Http())):
         raw = workdir / "data" / "raw" / name / "lab"
         runs = pd.read_parquet(raw / "runs.parquet")
-        assert len(runs) == 2 * len(plan(bench, SMOKE_MODES)), name
+        assert len(runs) == smoke_settings(name)[0].runs * len(plan(bench, SMOKE_MODES)), name
         assert set(runs["mode"]) == SMOKE_NETWORK
         assert {"dc", "internet", "local"} <= set(runs["path"])
         not_ok = runs[runs.status != "ok"]

@@ -77,6 +77,21 @@ def _wan_summary() -> pd.DataFrame:
     return pd.DataFrame(rows, columns=calibration.COLUMNS)
 
 
+def test_a_one_run_calibration_prints_no_interval_and_tests_nothing():
+    """One run per delay (the smoke profile's) has no interval: the table and the sentence say
+    so instead of printing "[nan, nan]", and no verdict on the configured delay is drawn."""
+    wan = _wan_summary()
+    wan[[c for c in wan.columns if c.endswith(("_lo_us", "_hi_us"))]] = float("nan")
+    wan["n_runs"] = 1
+    table = calibration.article_table(wan)
+    cells = table["Measured added RTT (us) [95% CI]"].tolist()
+    assert all(c.endswith(calibration.NO_INTERVAL) for c in cells) and "nan" not in str(cells)
+    text = calibration.sentence(wan)
+    assert "nan" not in text and "no test of the difference" in text
+    assert "inside the interval" not in text and "the emulator's own cost" not in text
+    assert "the emulator's own cost" in calibration.sentence(_wan_summary())  # with intervals
+
+
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("study")

@@ -2,6 +2,7 @@
 
 import json
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -655,8 +656,10 @@ def test_a_failed_attempt_keeps_its_own_output_beside_the_step_s(tmp_path):
     campaign = _throughput_campaign(tmp_path, ["native"], Profile(1, 1, 0, 1))
     step = campaign.steps[0]
     failed = {"started_at": pd.Timestamp("2026-01-02 03:04:05.678901", tz="UTC")}
+    raw = "not iperf3 output"
     with pytest.raises(ToolOutputError):
-        campaign._parse(step, 1, "not iperf3 output", Window(1, 0, None), failed)
+        parse = partial(campaign.benchmark.parse, step.variant, raw, Window(1, 0, None))
+        campaign._parse(step, 1, raw, failed, parse)
     ok = campaign._keep_log(step, 1, "the step's own output")
     assert failed["raw_log"] != ok and "_failed-20260102T030405678901" in failed["raw_log"]
     assert rawlog.read_log(campaign.data.root, failed["raw_log"]) == "not iperf3 output"

@@ -223,14 +223,19 @@ class CapturedSession:
         return SimpleNamespace(status=0, stdout=out, stderr="")
 
 
-def _campaign(tmp_path: Path, mode: str) -> tuple[Campaign, Context, CapturedSession]:
+def _campaign(
+    tmp_path: Path, mode: str, warmup_seconds: float = 0.5, outputs: tuple[str, ...] = (
+        "sysbench-cpu-1thread-2s.txt", "sysbench-cpu-1thread-3s.txt")
+) -> tuple[Campaign, Context, CapturedSession]:  # fmt: skip
+    """A cpu campaign whose commands get the captured ``outputs`` in turn; a warm-up of a
+    fraction of a second is a run of its own (two runs per step), a whole second's shares the
+    window's run."""
     inv = inventory.load(ROOT / "inventory/lab.yaml", MODES, check_files=False)
-    profile = Profile(runs=1, seconds=2, omit_seconds=0, warmup_seconds=1)
+    profile = Profile(runs=1, seconds=2, omit_seconds=0, warmup_seconds=warmup_seconds)
     campaign = Campaign(Cpu(), inv, profile, tmp_path, seed=1, modes=[mode], log=lambda _: None)
     campaign.tool_version = "sysbench 1.0.20"
     campaign.binary_sha = {"node1": {"/usr/bin/sysbench": "a" * 64}}
-    warmup, measured = _data("sysbench-cpu-1thread-2s.txt"), _data("sysbench-cpu-1thread-3s.txt")
-    session = CapturedSession([warmup, measured])
+    session = CapturedSession([_data(name) for name in outputs])
     ctx = Context(inventory=inv, pool={"node1": session}, campaign=campaign.id)
     image = ToolImage("node1", "tools:x", "sha256:d1", {"/usr/bin/sysbench": "a" * 64})
     ctx.images[("node1", "docker")] = image
@@ -263,6 +268,42 @@ def test_a_host_benchmark_runs_in_the_foreground_on_the_server(tmp_path, mode):
     (watched,) = json.loads(row["watch"])
     assert (watched["rep"], watched["host"], watched["other_cpus"]) == (1, "node1", 0)
     assert watched["seconds"] == 1.0 and "error" not in watched
+
+
+@pytest.mark.parametrize("mode", ["native", "docker-bridge"])
+def test_a_whole_second_warm_up_is_the_first_second_of_the_windows_run(tmp_path, mode):
+    """Warm-up 1 s, window 2 s: one sysbench run of 1 + 2 s and the tail second (--time=4),
+    whose first report is the flagged warm-up and the next two the window (the tail's report,
+    often lost, is never read: the 3 s capture stands for it)."""
+    campaign, ctx, session = _campaign(tmp_path, mode, 1.0, ("sysbench-cpu-1thread-3s.txt",))
+    samples, row = campaign._measure(ctx, Step(1, 0, mode, "host", "1thread"))
+    assert row["status"] == "ok", row["reason"]
+    assert row["window_s"] == 4.0  # one run: 1 s warm-up + 2 s window + the tail second
+    assert "--time=4 " in session.commands[0] and row["command"] == f"node1$ {session.commands[0]}"
+    assert len(session.commands) == (2 if mode == "docker-bridge" else 1)  # + the stop
+    warm = [(s["rep"], s["sample"], s["value"]) for s in samples if s["warmup"]]
+    measured = [(s["rep"], s["sample"], s["value"], s["t_ns"]) for s in samples if not s["warmup"]]
+    assert warm == [(0, 0, 1593.38)]
+    assert measured == [(1, 0, 1612.68, 0), (1, 1, 1636.08, 1_000_000_000)]
+    (watched,) = json.loads(row["watch"])  # the one run, watched
+    assert watched["rep"] == 1
+
+
+def test_folding_takes_whole_warm_up_seconds_and_never_the_compile():
+    cpu, memory = Cpu(), Memory()
+    warm, measured = Window(1, 0, warmup=True), Window(5, 1)
+    assert cpu.folded("1thread", warm, measured) == Window(5, 2)  # warm-up, omitted, window
+    assert memory.folded("read", Window(2, 0, warmup=True), measured) == Window(5, 3)
+    assert cpu.folded("compile", warm, measured) is None  # its warm-up lists the packages
+    assert cpu.folded("1thread", Window(0.5, 0, warmup=True), measured) is None
+    assert cpu.folded("1thread", Window(0, 0, warmup=True), measured) is None
+    raw = _data("sysbench-memory-read-3s.txt")
+    printed = _interval_values(raw, r"([0-9.]+) MiB/sec")
+    warm_samples, window = memory.split_folded("read", raw, warm, Window(1, 1))
+    assert [s.value for s in warm_samples] == printed[:1]
+    assert [s.value for s in window] == printed[1:2] and window[0].t_ns == 0
+    with pytest.raises(ToolOutputError):  # a window longer than the run printed: an error
+        memory.split_folded("read", raw, warm, Window(3, 1))
 
 
 # ---- the analysis code on cpu samples -----------------------------------------------------
