@@ -38,6 +38,7 @@ from pipeline.analysis import latency as latency
 from pipeline.analysis import lb as lb_analysis
 from pipeline.analysis import orchestration as orchestration
 from pipeline.analysis import throughput as throughput
+from pipeline.analysis.article.methods import _interval as read_interval
 from pipeline.analysis.schema import read_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,6 +91,10 @@ def test_a_one_run_calibration_prints_no_interval_and_tests_nothing():
     assert "nan" not in text and "no test of the difference" in text
     assert "inside the interval" not in text and "the emulator's own cost" not in text
     assert "the emulator's own cost" in calibration.sentence(_wan_summary())  # with intervals
+    # the article's methods read the table back: a cell with no interval has NaN bounds
+    point, lo, hi = read_interval(cells[0])
+    assert point == 70 and math.isnan(lo) and math.isnan(hi)
+    assert read_interval("40,123 [40,091, 40,145]") == (40123, 40091, 40145)
 
 
 @pytest.fixture(scope="module")

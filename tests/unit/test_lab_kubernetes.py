@@ -4,6 +4,8 @@ the facts other code relies on, the message when the build is missing, what the 
 import ipaddress
 from pathlib import Path
 
+import pytest
+
 from pipeline.lab import kubernetes as k8s
 from pipeline.lab import topology as t
 
@@ -63,3 +65,35 @@ def test_the_script_gets_one_line_per_node_control_plane_first():
     )
     assert env["ROUTE_NETNS"] == "dc-client wan-router"
     assert env["ADMIN_KUBECONFIG"] == str(t.K8S_ADMIN_KUBECONFIG)
+
+
+def test_a_node_that_stays_not_ready_gets_one_more_bring_up(monkeypatch, tmp_path):
+    """cluster.sh's "nodes Ready: not ready" (a transient kubelet stall): down, then up once
+    more, the first attempt's log kept; any other failure, or a second one, is the error."""
+    from pipeline.lab.commands import LabError
+
+    calls = []
+    failures = [f"lab-cluster.sh up failed: {k8s.NOT_READY} 180s", None]
+
+    def script(command, timeout):
+        calls.append(command)
+        if command == "up":
+            k8s.UP_LOG.write_text(f"attempt {calls.count('up')}\n")
+            failure = failures.pop(0) if failures else "lab-cluster.sh up failed: etcd"
+            if failure:
+                raise LabError(failure)
+        return ""
+
+    monkeypatch.setattr(k8s, "UP_LOG", tmp_path / "kubernetes-up.log")
+    monkeypatch.setattr(k8s, "missing_build", lambda: None)
+    monkeypatch.setattr(k8s, "ready_nodes", lambda: set())
+    monkeypatch.setattr(k8s, "present", lambda: calls.count("up") > 0)
+    monkeypatch.setattr(k8s, "script", script)
+    k8s.up()
+    assert calls == ["up", "down", "up"]
+    assert (tmp_path / "kubernetes-up.first.log").read_text() == "attempt 1\n"
+    calls.clear()
+    failures[:] = ["lab-cluster.sh up failed: etcd: not ready after 60s"]
+    with pytest.raises(LabError, match="etcd"):
+        k8s.up()
+    assert calls == ["up"]  # not the nodes' readiness: no second attempt

@@ -10,6 +10,7 @@ collected.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 
@@ -423,8 +424,11 @@ def _parse(text: str) -> float:
 
 def _interval(text: str) -> tuple[float, float, float]:
     """ "40,123 [40,091, 40,145]" -> (40123, 40091, 40145); the separator is ", " (with a
-    space), thousands separators have none."""
-    point, rest = str(text).split("[", 1)
+    space), thousands separators have none. A cell without an interval ("19 (one run: no
+    interval)") gives NaN bounds, which the prose leaves out."""
+    point, bracket, rest = str(text).partition("[")
+    if not bracket:
+        return _parse(point.split("(", 1)[0]), math.nan, math.nan
     lo, hi = rest.rstrip("] ").split(", ")
     return _parse(point), _parse(lo), _parse(hi)
 
