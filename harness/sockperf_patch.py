@@ -41,7 +41,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.analysis import stats  # noqa: E402
+from harness._paired import paired_ratio  # noqa: E402
 from pipeline.benchmarks.base import Window  # noqa: E402
 from pipeline.benchmarks.latency import Latency, sockperf_seconds  # noqa: E402
 
@@ -84,15 +84,10 @@ def client_run(binary: str, variant: str, window: Window, cpu: int | None) -> tu
 
 
 def compare(variant: str, name: str, arm: str, values: list[float], stock: list[float]) -> str:
-    tost = stats.tost_log_ratio(values, stock, MARGIN)
-    verdict = stats.verdict(tost.ratio, tost.ci_lo, tost.ci_hi, tost.lo, tost.hi, MARGIN,
-                            higher_is_better=False, tost_p=tost.p_value,
-                            diff_p=tost.diff_p)  # fmt: skip
+    ratio = paired_ratio(values, stock, MARGIN, higher_is_better=False)
     return (
-        f"{variant} {name} {arm}/stock {tost.ratio:.4f} [95%: {tost.ci_lo:.4f}, "
-        f"{tost.ci_hi:.4f}; 90%: {tost.lo:.4f}, {tost.hi:.4f}], TOST p {tost.p_value:.3g} -> "
-        f"{verdict} (+-{MARGIN:.0%}); medians {np.median(values):.2f} / "
-        f"{np.median(stock):.2f} us, {tost.n_runs} windows"
+        f"{variant} {name} {arm}/stock {ratio}; medians {np.median(values):.2f} / "
+        f"{np.median(stock):.2f} us"
     )
 
 

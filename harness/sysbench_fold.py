@@ -42,7 +42,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.analysis import stats  # noqa: E402
+from harness._paired import paired_ratio  # noqa: E402
 from pipeline.benchmarks import BENCHMARKS, Window  # noqa: E402
 from pipeline.benchmarks.sysbench import (  # noqa: E402
     SYSBENCH,
@@ -110,19 +110,6 @@ class Runner:
         return float(np.median([s.value for s in window])), time.perf_counter() - start
 
 
-def compare(label: str, arm: str, values: list[float], base: list[float]) -> str:
-    tost = stats.tost_log_ratio(values, base, MARGIN)
-    verdict = stats.verdict(tost.ratio, tost.ci_lo, tost.ci_hi, tost.lo, tost.hi, MARGIN,
-                            higher_is_better=True, tost_p=tost.p_value,
-                            diff_p=tost.diff_p)  # fmt: skip
-    return (
-        f"{label} {arm}/two runs {tost.ratio:.4f} [95%: {tost.ci_lo:.4f}, {tost.ci_hi:.4f}; "
-        f"90%: {tost.lo:.4f}, {tost.hi:.4f}], TOST p {tost.p_value:.3g} -> {verdict} "
-        f"(+-{MARGIN:.0%}); medians {np.median(values):,.2f} / {np.median(base):,.2f}, "
-        f"{tost.n_runs} rounds"
-    )
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="harness.sysbench_fold")
     parser.add_argument("--rounds", type=int, default=20, help="windows per variant and arm")
@@ -162,7 +149,10 @@ def main(argv: list[str]) -> int:
     for v in variants:
         label = ":".join(v)
         for arm in [a for a in arms if a != "two runs"]:
-            print(f"summary: {compare(label, arm, values[v, arm], values[v, 'two runs'])}")
+            mine, base = values[v, arm], values[v, "two runs"]
+            ratio = paired_ratio(mine, base, MARGIN, higher_is_better=True)
+            print(f"summary: {label} {arm}/two runs {ratio}; medians {np.median(mine):,.2f} / "
+                  f"{np.median(base):,.2f}")  # fmt: skip
         one, two = (np.median(walls[v, a]) for a in ARMS)
         print(f"summary: {label} wall per step: one run {one:.2f} s, two runs {two:.2f} s "
               f"({two - one:.2f} s, {1 - one / two:.0%} less)")
