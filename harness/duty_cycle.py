@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from pipeline.analysis.interference import COLLECTIONS  # noqa: E402
 from pipeline.benchmarks import BENCHMARKS  # noqa: E402
 from pipeline.benchmarks.base import Window  # noqa: E402
 
@@ -81,16 +82,29 @@ def ceiling(window_s: float, steps: int, benchmark: str) -> float | None:
 
 
 def report(raw_dir: Path, profile: dict | None) -> list[dict]:
+    """A row per campaign under ``raw_dir``: each benchmark's (``<benchmark>/<environment>``)
+    and the instrument check's and the WAN calibration's (deeper, named with their collection
+    as the interference table names them); earlier campaigns moved aside are not read."""
     rows = []
-    for dataset in sorted(p.parent for p in raw_dir.glob("*/*/runs.parquet")):
-        benchmark = dataset.parent.name
+    for runs in sorted(raw_dir.rglob("runs.parquet")):
+        dataset, parts = runs.parent, runs.parent.relative_to(raw_dir).parts
+        if "superseded" in parts or "parts" in parts:
+            continue
+        within = next((i for i, p in enumerate(parts) if p in COLLECTIONS), None)
+        name = benchmark = dataset.parent.name
+        if within is not None:  # e.g. wan_calibration/delay_20ms/latency/lab
+            benchmark = parts[-2]
+            where = [COLLECTIONS[parts[within]],
+                     *(p for p in parts[within + 1 : -2] if p != parts[-1])]  # not the env
+            name = f"{benchmark} ({', '.join(where)})"
         record = dataset / "campaign.json"
         if record.exists():
-            rows.append({"benchmark": benchmark, **from_record(record)})
-        elif profile is not None and benchmark in BENCHMARKS:
+            rows.append({"benchmark": name, "tool_of": benchmark, **from_record(record)})
+        elif profile is not None and benchmark in BENCHMARKS and within is None:
             section = profile.get(benchmark, {})
             flat = {"runs": profile["runs"], "reps": profile.get("reps", 1), **section}
-            rows.append({"benchmark": benchmark, **from_runs(dataset, benchmark, flat)})
+            rows.append({"benchmark": name, "tool_of": benchmark,
+                         **from_runs(dataset, benchmark, flat)})  # fmt: skip
     return rows
 
 
@@ -109,19 +123,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"duty cycle: no collected dataset under {args.raw_dir} (run `dvc repro` first)")
         return 0
     frame = pd.DataFrame(rows)
+    w = max(16, int(frame["benchmark"].str.len().max()))  # the name column's width
     print(f"duty cycle (goal >= {GOAL}): seconds inside load windows / wall seconds")
     for r in frame.to_dict("records"):
         print(
-            f"  {r['benchmark']:<16} {r['duty_cycle']:5.2f}  {r['window_s']:7.0f} s of "
+            f"  {r['benchmark']:<{w}} {r['duty_cycle']:5.2f}  {r['window_s']:7.0f} s of "
             f"{r['wall_s']:7.0f} s, {r['steps']:4d} measurements, "
             f"{r['per_step_overhead_s']:4.1f} s overhead each  [{r['source']}]"
         )
-        if pd.notna(r.get("client_s")):  # where the overhead went (recorded since 2026-11)
+        if pd.notna(r.get("client_s")):  # where the overhead went (older records lack it)
             steps = r["steps"]
             # the mean window per measurement that would reach the goal at this overhead
             needed = GOAL / (1 - GOAL) * (r["wall_s"] - r["window_s"]) / steps
             print(
-                f"  {'':<16}        servers {(r['deploy_s'] + r['stop_s']) / steps:4.2f} s, "
+                f"  {'':<{w}}        servers {(r['deploy_s'] + r['stop_s']) / steps:4.2f} s, "
                 f"client commands beyond their windows {r['client_overhead_s'] / steps:4.2f} s, "
                 f"other {r['other_s'] / steps:4.2f} s per measurement; goal needs windows of "
                 f"{needed:.1f} s (now {r['window_s'] / steps:.1f} s)"
@@ -130,19 +145,19 @@ def main(argv: list[str] | None = None) -> int:
             wall = r["wall_s"]
             share = r["harness_s"] / wall
             print(
-                f"  {'':<16}        split: kept windows {r['kept_s'] / wall:4.0%}, tool-fixed "
+                f"  {'':<{w}}        split: kept windows {r['kept_s'] / wall:4.0%}, tool-fixed "
                 f"{r['fixed_s'] / wall:4.0%} (warm-ups, omitted starts, the tool's own start-up), "
                 f"harness {share:4.0%} ({'meets' if share <= HARNESS_GOAL else 'ABOVE'} goal "
                 f"<= {HARNESS_GOAL:.0%})"
             )
-        if (cap := ceiling(r["window_s"], r["steps"], r["benchmark"])) is not None:
-            fixed = BENCHMARKS[r["benchmark"]].tool_fixed_seconds
+        if (cap := ceiling(r["window_s"], r["steps"], r["tool_of"])) is not None:
+            fixed = BENCHMARKS[r["tool_of"]].tool_fixed_seconds
             print(
-                f"  {'':<16}        ceiling {cap:.2f}: {BENCHMARKS[r['benchmark']].tool}'s own "
+                f"  {'':<{w}}        ceiling {cap:.2f}: {BENCHMARKS[r['tool_of']].tool}'s own "
                 f"{fixed:.2f} s per run outside its window, with no harness time at all"
             )
     total = frame["window_s"].sum() / frame["wall_s"].sum()
-    print(f"  {'all campaigns':<16} {total:5.2f}  {'meets' if total >= GOAL else 'BELOW'} goal")
+    print(f"  {'all campaigns':<{w}} {total:5.2f}  {'meets' if total >= GOAL else 'BELOW'} goal")
     each = ", ".join(f"{b} {d:.2f}" for b, d in zip(frame["benchmark"], frame["duty_cycle"],
                                                     strict=True))
     verdict = "meets" if total >= GOAL else "BELOW"

@@ -18,6 +18,13 @@ runs of each case, and prints:
   study profile's 3), each block one A/A comparison decided by the study's rule, and the share
   of them called a difference, both ways. Both cases together give the comparisons counted.
 
+``windows`` chooses the measured windows per run (the profiles' ``reps``) as Kalibera and
+Jones choose repetitions per level: ``--window-runs`` runs of ``--windows`` windows each of
+native, its A/A twin and docker-bridge in both cases; per comparison, the paired log ratio's
+variation between runs and between the windows of a run (``planning.windows_per_run``), what a
+run and a window cost in lab time (``costs``), and the windows per run that buy a given
+precision in the least lab time, with an interval for it over the runs resampled.
+
 ``planning`` measures the same modes plus docker-bridge and docker-nat, throughput only: a
 precision-planned campaign (the profile's 3 runs as its pilot, then rounds of the comparisons
 still wider than ``--target``, within ``--budget-min``), then a fixed campaign of as many
@@ -30,12 +37,14 @@ Traffic stays in the lab. Each step is bounded by the campaign's own timeouts.
 
     python -m harness.precision                          # both experiments
     python -m harness.precision --cases goal --runs 30
+    python -m harness.precision --cases windows --window-runs 10 --windows 3
     python -m harness.precision --report DIR             # re-read campaigns kept with --keep
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -52,7 +61,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness._lab import cases_on_the_lab, one_variant  # noqa: E402
 from pipeline import params  # noqa: E402
-from pipeline.analysis import interference, stats  # noqa: E402
+from pipeline.analysis import interference, schema, stats  # noqa: E402
 from pipeline.benchmarks.latency import Latency  # noqa: E402
 from pipeline.benchmarks.throughput import Throughput  # noqa: E402
 from pipeline.collect import planning  # noqa: E402
@@ -63,22 +72,25 @@ MARGIN = 0.05
 CONFIDENCE = 0.95
 GOAL_MODES = ["native", "native-aa", "docker-host"]
 PLANNING_MODES = ["native", "native-aa", "docker-host", "docker-bridge", "docker-nat"]
+WINDOWS_MODES = ["native", "native-aa", "docker-bridge"]
 # case -> benchmark, variant, the study profile's window at `runs` runs, higher is better
 CASES = {
     "throughput": (Throughput, "tcp", lambda runs: Profile(runs, 3.0, 1.0, 1.0), True),
     "latency": (Latency, "udp",
                 lambda runs: Profile(runs, 30.0, 0.0, 1.0, 1, 10_000, 1_000), False),
 }  # fmt: skip
-EXPERIMENTS = ("goal", "planning")
+EXPERIMENTS = ("goal", "planning", "windows")
 
 
 def campaign(case: str, inv, runs: int, out: Path, seed: int, modes: list[str],
-             plan: planning.Settings | None = None) -> float:  # fmt: skip
-    """One campaign of ``case`` on the dc path into ``out``; its wall time. A failed step stops
-    the bench: a comparison with a hole is no comparison."""
+             plan: planning.Settings | None = None, reps: int = 1) -> float:  # fmt: skip
+    """One campaign of ``case`` on the dc path into ``out`` (``reps`` measured windows per
+    step); its wall time. A failed step stops the bench: a comparison with a hole is no
+    comparison."""
     cls, variant, profile, _ = CASES[case]
     t0 = time.monotonic()
-    Campaign(one_variant(cls, variant), inv, profile(runs), out, seed, modes, lambda _: None,
+    chosen = dataclasses.replace(profile(runs), reps=reps)
+    Campaign(one_variant(cls, variant), inv, chosen, out, seed, modes, lambda _: None,
              ("dc",), placement="split", placer=cpus.place, planning=plan).run()  # fmt: skip
     return time.monotonic() - t0
 
@@ -214,6 +226,72 @@ def report_planning(work: Path) -> None:
     print(f"summary:   widest half-width: planned {worst_a * 100:.1f}%, fixed {worst_b * 100:.1f}%")
 
 
+def measure_windows(inv, runs: int, windows: int, seed: int, work: Path) -> None:
+    for case in CASES:
+        wall = campaign(case, inv, runs, work / f"windows-{case}", seed, WINDOWS_MODES,
+                        reps=windows)  # fmt: skip
+        print(f"summary: windows {case}: {runs} runs of {windows} windows of "
+              f"{', '.join(WINDOWS_MODES)} in {wall / 60:.1f} min")  # fmt: skip
+
+
+def window_values(out: Path, case: str) -> pd.DataFrame:
+    """Each measured window's headline (mode, run, rep, value): the median of its samples of
+    the benchmark's summary metric, as a step's headline is over its windows."""
+    cls, variant, _, _ = CASES[case]
+    metric = cls.summary_metric.format(variant=variant)
+    samples = schema.read_samples(out / "samples.parquet")
+    measured = samples[~samples["warmup"].astype(bool) & (samples["metric"] == metric)]
+    return measured.groupby(["mode", "run", "rep"])["value"].median().reset_index()
+
+
+def window_costs(out: Path) -> tuple[float, float]:
+    """(a run's lab seconds beyond its windows, a window's lab seconds) of a saved campaign
+    (``costs``)."""
+    watched = interference.windows(out)
+    starts = watched.groupby(["run", "mode", "rep"])["t_ns"].min().unstack("rep")
+    steps = pq.read_table(out / "runs.parquet").to_pandas()
+    return costs(starts, (steps["ended_at"] - steps["started_at"]).dt.total_seconds())
+
+
+def costs(starts: pd.DataFrame, step_s: pd.Series) -> tuple[float, float]:
+    """Medians over the steps. ``starts``: each step's (row) windows' first watch reading in ns,
+    a column per window; ``step_s``: each step's wall seconds. A window costs from its first
+    reading to the next window's, windows 2 on (the first may share its tool run with the
+    warm-up); a run, the step's wall time less its windows (deploying, the warm-up, removing)."""
+    later = starts[[c for c in sorted(starts.columns) if c >= 2]]
+    if later.shape[1] < 2:
+        raise RuntimeError("at least 3 windows per step are needed to time one")
+    window_s = float(np.nanmedian(later.diff(axis=1).iloc[:, 1:].to_numpy()) / 1e9)
+    return max(float(step_s.median()) - starts.shape[1] * window_s, 0.0), window_s
+
+
+def report_windows(work: Path, resamples: int = 2000, seed: int = 7) -> None:
+    """Per case and comparison: the two levels' SDs, the costs, the windows per run that buy a
+    precision in the least lab time (Kalibera and Jones) with the middle 80 % of that choice
+    over the runs resampled, and the lab time it saves against one window per run."""
+    rng = np.random.default_rng(seed)
+    for case in CASES:
+        out = work / f"windows-{case}"
+        flagged = int(per_run(out)["flagged"].sum())  # also: no failed step
+        values = window_values(out, case).pivot_table(index=["run", "rep"], columns="mode",
+                                                      values="value")  # fmt: skip
+        cost_run, cost_window = window_costs(out)
+        print(f"summary: windows {case}: a run {cost_run:.2f} s beyond its windows, a window "
+              f"{cost_window:.2f} s; {flagged} steps with a flagged window")  # fmt: skip
+        for mode in WINDOWS_MODES[1:]:
+            d = np.log(values[mode] / values["native"]).unstack("rep").dropna().to_numpy()
+            plan = planning.windows_per_run(d, cost_run, cost_window)
+            picks = [planning.windows_per_run(d[rng.integers(0, len(d), len(d))], cost_run,
+                                              cost_window).best for _ in range(resamples)]
+            lo, hi = np.percentile(picks, [10, 90])
+            optimum = "inf" if math.isinf(plan.optimum) else f"{plan.optimum:.2f}"
+            print(f"summary:   {mode}/native: {plan.runs} runs x {plan.windows} windows; SD of "
+                  f"the log ratio between runs {plan.sd_between:.4f}, between a run's windows "
+                  f"{plan.sd_within:.4f}; windows per run: {plan.best} (optimum {optimum}; "
+                  f"80% of resampled runs: {lo:.0f}-{hi:.0f}); lab time for a given precision "
+                  f"against 1 window per run: x{1 / plan.gain(plan.best):.2f}")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=",".join(EXPERIMENTS))
@@ -222,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", type=float, default=0.03, help="planning's half-width")
     parser.add_argument("--budget-min", type=float, default=8.0, help="planning's budget")
     parser.add_argument("--max-runs", type=int, default=15)
+    parser.add_argument("--windows", type=int, default=3, help="windows per run (>= 3)")
+    parser.add_argument("--window-runs", type=int, default=10, help="runs of the windows case")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", type=Path, help="keep the campaigns' data here")
     parser.add_argument("--report", type=Path, metavar="DIR",
@@ -229,16 +309,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.runs < 3 or args.block < 2 or args.runs < args.block:
         parser.error("--runs must be at least 3 and at least --block (at least 2)")
+    if args.windows < 3 or args.window_runs < 3:
+        parser.error("--windows and --window-runs must be at least 3 (a window's cost is timed "
+                     "from the second window on)")
     if args.report:
         chosen = args.cases.split(",")
         wanted = [args.report / f"goal-{c}" for c in CASES] if "goal" in chosen else []
         wanted += [args.report / n for n in ("planned", "fixed")] if "planning" in chosen else []
+        wanted += [args.report / f"windows-{c}" for c in CASES] if "windows" in chosen else []
         if missing := [str(d) for d in wanted if not (d / "runs.parquet").is_file()]:
             parser.error(f"no kept campaign in {', '.join(missing)} (measure with --keep DIR)")
         if "goal" in chosen:
             report_goal(args.report, args.block)
         if "planning" in chosen:
             report_planning(args.report)
+        if "windows" in chosen:
+            report_windows(args.report)
         return 0
     chosen, inv = cases_on_the_lab(parser, args.cases, dict.fromkeys(EXPERIMENTS))
     with tempfile.TemporaryDirectory(prefix="co-precision-") as tmp:
@@ -250,6 +336,9 @@ def main(argv: list[str] | None = None) -> int:
         if "planning" in chosen:
             measure_planning(inv, args.target, args.budget_min, args.max_runs, args.seed, work)
             report_planning(work)
+        if "windows" in chosen:
+            measure_windows(inv, args.window_runs, args.windows, args.seed, work)
+            report_windows(work)
     return 0
 
 

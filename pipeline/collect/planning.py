@@ -271,3 +271,60 @@ def record(
 
 def _finite(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
+
+
+@dataclass(frozen=True)
+class WindowsPerRun:
+    """Kalibera and Jones's choice of measured windows per run for one comparison, from a
+    campaign of ``runs`` runs of ``windows`` windows each.
+
+    The paired log ratio of window ``w`` of run ``r`` is ``mu + b_r + e_rw``: ``b_r`` what a run
+    (a deployment, a tool's process, the machine's state then) adds, SD ``sd_between``; ``e_rw``
+    what varies from window to window within a run, SD ``sd_within``. The mean over ``n`` runs
+    of ``k`` windows has variance ``(sd_between**2 + sd_within**2 / k) / n`` and costs
+    ``n * (cost_run_s + k * cost_window_s)`` of lab time; the ``k`` that makes the product least
+    is ``sqrt(cost_run_s / cost_window_s * sd_within**2 / sd_between**2)`` (their optimal
+    repetition count, rounded up). With no run component measurable (``sd_between`` 0) every
+    window is worth a run and costs less: ``best`` is then ``cap``."""
+
+    runs: int
+    windows: int
+    sd_within: float
+    sd_between: float
+    cost_run_s: float
+    cost_window_s: float
+    optimum: float  # the unrounded optimum (inf when sd_between is 0)
+    best: int  # windows per run: the optimum rounded up, within [1, cap]
+
+    def lab_seconds_per_precision(self, k: int) -> float:
+        """Lab seconds times the variance of the mean at ``k`` windows per run, per run: the
+        lab time a given precision costs, up to a constant (smaller is better)."""
+        var = self.sd_between**2 + self.sd_within**2 / k
+        return var * (self.cost_run_s + k * self.cost_window_s)
+
+    def gain(self, k: int, against: int = 1) -> float:
+        """How many times less lab time ``k`` windows per run need than ``against`` for the
+        same half-width."""
+        return self.lab_seconds_per_precision(against) / self.lab_seconds_per_precision(k)
+
+
+def windows_per_run(d: np.ndarray, cost_run_s: float, cost_window_s: float,
+                    cap: int = 20) -> WindowsPerRun:  # fmt: skip
+    """``d``: paired log ratios, one row per run and one column per window of that run (at
+    least 2 of each, no gaps). The components are the nested analysis of variance's: the
+    within-run variance is the mean of the runs' window variances, the run component the
+    variance of the run means less its windows' share (at least 0)."""
+    d = np.asarray(d, dtype=float)
+    if d.ndim != 2 or d.shape[0] < 2 or d.shape[1] < 2 or not np.isfinite(d).all():
+        raise ValueError(f"need at least 2 runs of at least 2 windows, no gaps; got {d.shape}")
+    if not (cost_run_s >= 0 and cost_window_s > 0):
+        raise ValueError(f"costs must be >= 0 (run) and > 0 (window): {cost_run_s}, "
+                         f"{cost_window_s}")
+    runs, k = d.shape
+    within = float(d.var(axis=1, ddof=1).mean())
+    between = max(float(d.mean(axis=1).var(ddof=1)) - within / k, 0.0)
+    optimum = (math.sqrt(cost_run_s / cost_window_s * within / between) if between > 0
+               else math.inf)  # fmt: skip
+    best = cap if not math.isfinite(optimum) else min(max(math.ceil(optimum), 1), cap)
+    return WindowsPerRun(runs, k, math.sqrt(within), math.sqrt(between), float(cost_run_s),
+                         float(cost_window_s), optimum, best)  # fmt: skip

@@ -1,5 +1,6 @@
 """The bench scripts' own logic: the duty cycle's ceiling, the lab benches' cases."""
 
+import json
 import math
 
 import pandas as pd
@@ -215,3 +216,30 @@ def test_precision_runs_for_the_margin_put_the_90_percent_interval_inside_half_t
     room = math.log1p(precision.MARGIN) / 2
     assert planning.half_width(sd, n, 0.90) <= room < planning.half_width(sd, n - 1, 0.90)
     assert precision.runs_for_margin(float("nan")) is None
+
+
+def test_precision_windows_cost_from_the_second_window_on_and_the_run_is_the_rest():
+    # two steps of 3 windows: window 1 starts with the warm-up (longer), windows 2 -> 3 take
+    # 4 s and 5 s; steps last 20 s and 22 s
+    starts = pd.DataFrame({1: [0.0, 0.0], 2: [9e9, 9e9], 3: [13e9, 14e9]})
+    run_s, window_s = precision.costs(starts, pd.Series([20.0, 22.0]))
+    assert window_s == pytest.approx(4.5)
+    assert run_s == pytest.approx(21.0 - 3 * 4.5)
+    with pytest.raises(RuntimeError, match="at least 3 windows"):
+        precision.costs(starts[[1, 2]], pd.Series([20.0, 22.0]))
+
+
+def test_duty_cycle_reports_every_campaign_named_as_the_interference_table_names_it(tmp_path):
+    record = {"wall_s": 10.0, "window_s": 8.0, "steps": 2, "per_step_overhead_s": 1.0,
+              "duty_cycle": 0.8}  # fmt: skip
+    for where in ("throughput/lab", "instrument/lab/throughput/lab",
+                  "wan_calibration/delay_20ms/latency/lab", "latency/lab/superseded/abc"):
+        (tmp_path / where).mkdir(parents=True)
+        (tmp_path / where / "runs.parquet").write_bytes(b"")
+        (tmp_path / where / "campaign.json").write_text(json.dumps(record))
+    rows = duty_cycle.report(tmp_path, None)
+    assert sorted((r["benchmark"], r["tool_of"]) for r in rows) == [
+        ("latency (WAN calibration, delay_20ms)", "latency"),
+        ("throughput", "throughput"),
+        ("throughput (instrument check)", "throughput"),
+    ]

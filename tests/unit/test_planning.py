@@ -213,3 +213,44 @@ def test_intervals_after_planned_stopping_cover_less_than_their_label_as_methods
     said = PLANNED_COVERAGE  # what the article's Methods states
     assert (said["pilot_runs"], said["max_runs"], said["label_pct"]) == (3, 15, 95)
     assert said["lo_pct"] - 0.5 <= 100 * coverage <= said["hi_pct"] + 0.5, coverage
+
+
+def test_windows_per_run_known_answer():
+    # within each run the windows differ by 0.1 (variance 0.005); the run means 0.05, 0.55,
+    # 1.05 (variance 0.25, of which 0.005 / 2 is the windows')
+    d = np.array([[0.0, 0.1], [0.5, 0.6], [1.0, 1.1]])
+    plan = planning.windows_per_run(d, cost_run_s=4.0, cost_window_s=1.0)
+    assert plan.sd_within == pytest.approx(math.sqrt(0.005))
+    assert plan.sd_between == pytest.approx(math.sqrt(0.2475))
+    assert plan.optimum == pytest.approx(math.sqrt(4.0 * 0.005 / 0.2475))
+    assert plan.best == 1  # runs differ far more than windows: one window per run
+    dear_runs = planning.windows_per_run(d, cost_run_s=100.0, cost_window_s=0.01)
+    assert dear_runs.optimum == pytest.approx(math.sqrt(1e4 * 0.005 / 0.2475))
+    assert dear_runs.best == 15  # ceil(14.2)
+
+
+def test_windows_per_run_recovers_simulated_components_and_minimises_lab_time():
+    rng = np.random.default_rng(3)
+    sd_between, sd_within, runs, k = 0.05, 0.10, 2000, 4
+    d = rng.normal(0, sd_between, (runs, 1)) + rng.normal(0, sd_within, (runs, k))
+    plan = planning.windows_per_run(d, cost_run_s=3.0, cost_window_s=1.0)
+    assert plan.sd_within == pytest.approx(sd_within, rel=0.05)
+    assert plan.sd_between == pytest.approx(sd_between, rel=0.1)
+    true_optimum = math.sqrt(3.0 * sd_within**2 / sd_between**2)  # 3.46
+    assert plan.optimum == pytest.approx(true_optimum, rel=0.2)
+    cost = {j: plan.lab_seconds_per_precision(j) for j in range(1, 21)}
+    assert min(cost, key=cost.get) in (math.floor(plan.optimum), math.ceil(plan.optimum))
+    assert plan.gain(plan.best) > 1.0 and plan.gain(1) == pytest.approx(1.0)
+
+
+def test_windows_per_run_with_no_run_component_takes_the_cap():
+    d = np.array([[0.0, 0.2], [0.2, 0.0], [0.1, 0.1]])  # run means equal: no run component
+    plan = planning.windows_per_run(d, cost_run_s=2.0, cost_window_s=1.0, cap=12)
+    assert plan.sd_between == 0.0 and math.isinf(plan.optimum) and plan.best == 12
+
+
+@pytest.mark.parametrize("d", [np.zeros((5, 1)), np.zeros((1, 3)), np.array([[0.0, np.nan],
+                                                                            [0.0, 0.1]])])
+def test_windows_per_run_needs_two_runs_of_two_windows(d):
+    with pytest.raises(ValueError, match="at least 2 runs"):
+        planning.windows_per_run(d, 1.0, 1.0)
