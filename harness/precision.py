@@ -25,17 +25,18 @@ variation between runs and between the windows of a run (``planning.windows_per_
 run and a window cost in lab time (``costs``), and the windows per run that buy a given
 precision in the least lab time, with an interval for it over the runs resampled.
 
-``planning`` measures the same modes plus docker-bridge and docker-nat, throughput only: a
-precision-planned campaign (the profile's 3 runs as its pilot, then rounds of the comparisons
-still wider than ``--target``, within ``--budget-min``), then a fixed campaign of as many
-steps (the same lab time), and prints each comparison's runs and half-width under both, side by
-side.
+``planning`` measures the same modes plus docker-bridge and docker-nat, throughput on the dc
+path: a precision-planned campaign (the profile's 3 runs as its pilot, then rounds of the
+comparisons still wider than ``--target``, within ``--budget-min``), then a fixed campaign of
+the same lab time (``same_lab_time_runs``), and prints each comparison's runs and half-width
+under both, side by side. ``planning-latency`` does the same for latency with native, its twin
+and docker-bridge on the dc and Internet paths, whose comparisons differ in noise.
 
 A benchmark of the study's method on this machine, not a timed test: it prints what it measured
 and passes no verdict of its own. Needs root and the embedded lab (brought up if it is down).
 Traffic stays in the lab. Each step is bounded by the campaign's own timeouts.
 
-    python -m harness.precision                          # both experiments
+    python -m harness.precision                          # every experiment
     python -m harness.precision --cases goal --runs 30
     python -m harness.precision --cases windows --window-runs 10 --windows 3
     python -m harness.precision --report DIR             # re-read campaigns kept with --keep
@@ -73,25 +74,32 @@ CONFIDENCE = 0.95
 GOAL_MODES = ["native", "native-aa", "docker-host"]
 PLANNING_MODES = ["native", "native-aa", "docker-host", "docker-bridge", "docker-nat"]
 WINDOWS_MODES = ["native", "native-aa", "docker-bridge"]
+# planning experiment -> case, paths, modes: throughput's comparisons have about equal noise;
+# latency's dc and Internet paths do not (the planner's allocation matters only then)
+PLANNING = {
+    "planning": ("throughput", ("dc",), PLANNING_MODES),
+    "planning-latency": ("latency", ("dc", "internet"), WINDOWS_MODES),
+}
 # case -> benchmark, variant, the study profile's window at `runs` runs, higher is better
 CASES = {
     "throughput": (Throughput, "tcp", lambda runs: Profile(runs, 3.0, 1.0, 1.0), True),
     "latency": (Latency, "udp",
                 lambda runs: Profile(runs, 30.0, 0.0, 1.0, 1, 10_000, 1_000), False),
 }  # fmt: skip
-EXPERIMENTS = ("goal", "planning", "windows")
+EXPERIMENTS = ("goal", *PLANNING, "windows")
 
 
 def campaign(case: str, inv, runs: int, out: Path, seed: int, modes: list[str],
-             plan: planning.Settings | None = None, reps: int = 1) -> float:  # fmt: skip
-    """One campaign of ``case`` on the dc path into ``out`` (``reps`` measured windows per
-    step); its wall time. A failed step stops the bench: a comparison with a hole is no
+             plan: planning.Settings | None = None, reps: int = 1,
+             paths: tuple[str, ...] = ("dc",)) -> float:  # fmt: skip
+    """One campaign of ``case`` on ``paths`` into ``out`` (``reps`` measured windows per step);
+    its wall time. A failed step stops the bench: a comparison with a hole is no
     comparison."""
     cls, variant, profile, _ = CASES[case]
     t0 = time.monotonic()
     chosen = dataclasses.replace(profile(runs), reps=reps)
     Campaign(one_variant(cls, variant), inv, chosen, out, seed, modes, lambda _: None,
-             ("dc",), placement="split", placer=cpus.place, planning=plan).run()  # fmt: skip
+             paths, placement="split", placer=cpus.place, planning=plan).run()  # fmt: skip
     return time.monotonic() - t0
 
 
@@ -108,11 +116,11 @@ def per_run(out: Path) -> pd.DataFrame:
     flags = interference.flagged_windows(interference.flag(
         interference.windows(out), limits["interference_cpus"], limits["interference_steal"],
         limits["interference_probe"]))  # fmt: skip
-    flagged = set(zip(flags.loc[flags["flagged"], "run"], flags.loc[flags["flagged"], "mode"],
-                      strict=True))  # fmt: skip
-    values = rows[["mode", "run", "headline"]].rename(columns={"headline": "value"})
-    values["flagged"] = [(r, m) in flagged for r, m in zip(values["run"], values["mode"],
-                                                           strict=True)]  # fmt: skip
+    hit = flags[flags["flagged"]]
+    flagged = set(zip(hit["run"], hit["mode"], hit["path"], strict=True))
+    values = rows[["mode", "path", "run", "headline"]].rename(columns={"headline": "value"})
+    values["flagged"] = [key in flagged for key in zip(values["run"], values["mode"],
+                                                       values["path"], strict=True)]  # fmt: skip
     return values
 
 
@@ -183,44 +191,65 @@ def report_goal(work: Path, block: int) -> None:
               f"({false} of {len(group)})")  # fmt: skip
 
 
-def half_widths(values: pd.DataFrame) -> dict[str, tuple[int, float]]:
-    """Each mode's (pairs, half-width of the 95 % interval of the mean log ratio to native)."""
+def half_widths(values: pd.DataFrame, modes: list[str]) -> dict[tuple[str, str], tuple[int, float]]:
+    """Each (mode, path)'s pairs and half-width of the 95 % interval of its mean log ratio to
+    native on that path."""
     out = {}
-    for mode in PLANNING_MODES[1:]:
-        x, y = paired(values, mode)
-        d = np.log(x / y)
-        sd = float(d.std(ddof=1)) if len(d) > 1 else math.nan
-        out[mode] = (len(d), planning.half_width(sd, len(d), CONFIDENCE))
+    for path, on_path in values.groupby("path", sort=True):
+        for mode in modes[1:]:
+            x, y = paired(on_path, mode)
+            d = np.log(x / y)
+            sd = float(d.std(ddof=1)) if len(d) > 1 else math.nan
+            out[(mode, path)] = (len(d), planning.half_width(sd, len(d), CONFIDENCE))
     return out
 
 
-def measure_planning(inv, target: float, budget_min: float, max_runs: int, seed: int,
+def same_lab_time_runs(out: Path) -> int:
+    """The runs of a fixed campaign of the same lab time as the campaign saved in ``out``: its
+    steps' seconds over a whole round's (each cell's mean step seconds, summed)."""
+    steps = pq.read_table(out / "runs.parquet").to_pandas()
+    seconds = (steps["ended_at"] - steps["started_at"]).dt.total_seconds()
+    per_round = seconds.groupby([steps["mode"], steps["path"], steps["variant"]]).mean().sum()
+    return max(3, round(float(seconds.sum()) / float(per_round)))
+
+
+def measure_planning(name: str, inv, target: float, budget_min: float, max_runs: int, seed: int,
                      work: Path) -> None:  # fmt: skip
-    """The planned campaign, then a fixed one of as many runs as fit in its lab time."""
+    """The planned campaign (the study profile's 3 runs as its pilot), then a fixed one of the
+    same lab time."""
+    case, paths, modes = PLANNING[name]
     settings = planning.Settings(target, budget_min * 60.0, max_runs, CONFIDENCE)
-    wall = campaign("throughput", inv, 3, work / "planned", seed, PLANNING_MODES, settings)
-    steps = len(per_run(work / "planned"))
-    fixed_runs = max(3, round(steps / len(PLANNING_MODES)))  # the same steps: the same lab time
-    print(f"summary: planning: planned campaign {wall / 60:.1f} min, {steps} steps; a fixed "
-          f"campaign of {fixed_runs} runs follows")  # fmt: skip
-    wall = campaign("throughput", inv, fixed_runs, work / "fixed", seed + 1, PLANNING_MODES)
-    print(f"summary: planning: fixed campaign {wall / 60:.1f} min")
+    planned, fixed = planning_dirs(work, name)
+    wall = campaign(case, inv, 3, planned, seed, modes, settings, paths=paths)
+    fixed_runs = same_lab_time_runs(planned)
+    print(f"summary: {name}: planned campaign {wall / 60:.1f} min, {len(per_run(planned))} "
+          f"steps; a fixed campaign of {fixed_runs} runs follows")  # fmt: skip
+    wall = campaign(case, inv, fixed_runs, fixed, seed + 1, modes, paths=paths)
+    print(f"summary: {name}: fixed campaign {wall / 60:.1f} min")
 
 
-def report_planning(work: Path) -> None:
-    planned, fixed = per_run(work / "planned"), per_run(work / "fixed")
-    record = json.loads((work / "planned" / "campaign.json").read_text()).get("planning", {})
+def planning_dirs(work: Path, name: str) -> tuple[Path, Path]:
+    suffix = name.removeprefix("planning")  # "" (throughput, as kept before) or "-latency"
+    return work / f"planned{suffix}", work / f"fixed{suffix}"
+
+
+def report_planning(name: str, work: Path) -> None:
+    case, paths, modes = PLANNING[name]
+    planned_dir, fixed_dir = planning_dirs(work, name)
+    planned, fixed = per_run(planned_dir), per_run(fixed_dir)
+    record = json.loads((planned_dir / "campaign.json").read_text()).get("planning", {})
     print(
-        f"summary: planning throughput (target +-{record.get('target_half_width', 0) * 100:g}%,"
-        f" budget {record.get('budget_s', 0) / 60:g} min, at most {record.get('max_runs')} "
-        f"runs): planned {len(planned)} steps, fixed {len(fixed)} steps; "
-        f"flagged windows {int(planned['flagged'].sum())} / {int(fixed['flagged'].sum())}"
+        f"summary: {name}: {case} on {', '.join(paths)} (target "
+        f"+-{record.get('target_half_width', 0) * 100:g}%, budget "
+        f"{record.get('budget_s', 0) / 60:g} min, at most {record.get('max_runs')} runs): planned "
+        f"{len(planned)} steps, fixed {len(fixed)} steps; flagged windows "
+        f"{int(planned['flagged'].sum())} / {int(fixed['flagged'].sum())}"
     )
-    a, b = half_widths(planned), half_widths(fixed)
-    for mode in PLANNING_MODES[1:]:
-        (na, ha), (nb, hb) = a[mode], b[mode]
-        print(f"summary:   {mode}/native: planned {na} runs, half-width {ha * 100:.1f}% | "
-              f"fixed {nb} runs, half-width {hb * 100:.1f}%")  # fmt: skip
+    a, b = half_widths(planned, modes), half_widths(fixed, modes)
+    for key in a:
+        (na, ha), (nb, hb) = a[key], b.get(key, (0, math.inf))
+        print(f"summary:   {key[0]}/native ({key[1]}): planned {na} runs, half-width "
+              f"{ha * 100:.1f}% | fixed {nb} runs, half-width {hb * 100:.1f}%")  # fmt: skip
     worst_a = max(h for _, h in a.values())
     worst_b = max(h for _, h in b.values())
     print(f"summary:   widest half-width: planned {worst_a * 100:.1f}%, fixed {worst_b * 100:.1f}%")
@@ -315,14 +344,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.report:
         chosen = args.cases.split(",")
         wanted = [args.report / f"goal-{c}" for c in CASES] if "goal" in chosen else []
-        wanted += [args.report / n for n in ("planned", "fixed")] if "planning" in chosen else []
+        for name in set(PLANNING) & set(chosen):
+            wanted += planning_dirs(args.report, name)
         wanted += [args.report / f"windows-{c}" for c in CASES] if "windows" in chosen else []
         if missing := [str(d) for d in wanted if not (d / "runs.parquet").is_file()]:
             parser.error(f"no kept campaign in {', '.join(missing)} (measure with --keep DIR)")
         if "goal" in chosen:
             report_goal(args.report, args.block)
-        if "planning" in chosen:
-            report_planning(args.report)
+        for name in (n for n in PLANNING if n in chosen):
+            report_planning(name, args.report)
         if "windows" in chosen:
             report_windows(args.report)
         return 0
@@ -333,9 +363,10 @@ def main(argv: list[str] | None = None) -> int:
         if "goal" in chosen:
             measure_goal(inv, args.runs, args.seed, work)
             report_goal(work, args.block)
-        if "planning" in chosen:
-            measure_planning(inv, args.target, args.budget_min, args.max_runs, args.seed, work)
-            report_planning(work)
+        for name in (n for n in PLANNING if n in chosen):
+            measure_planning(name, inv, args.target, args.budget_min, args.max_runs, args.seed,
+                             work)  # fmt: skip
+            report_planning(name, work)
         if "windows" in chosen:
             measure_windows(inv, args.window_runs, args.windows, args.seed, work)
             report_windows(work)

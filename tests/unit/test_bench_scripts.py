@@ -3,6 +3,7 @@
 import json
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -243,3 +244,29 @@ def test_duty_cycle_reports_every_campaign_named_as_the_interference_table_names
         ("throughput", "throughput"),
         ("throughput (instrument check)", "throughput"),
     ]
+
+
+def test_precision_fixed_campaign_of_the_same_lab_time(tmp_path):
+    # a planned campaign: the cheap dc cell 6 runs of 10 s, the dear Internet one 3 of 30 s;
+    # a whole round costs 40 s, so 150 s buy a fixed campaign of 4 runs (3.75)
+    t0 = pd.Timestamp("2026-01-01", tz="UTC")
+    rows = [("native", "dc", 10.0)] * 6 + [("native", "internet", 30.0)] * 3
+    frame = pd.DataFrame({"mode": [r[0] for r in rows], "path": [r[1] for r in rows],
+                          "variant": "udp", "started_at": t0,
+                          "ended_at": [t0 + pd.Timedelta(seconds=r[2]) for r in rows]})  # fmt: skip
+    frame.to_parquet(tmp_path / "runs.parquet")
+    assert precision.same_lab_time_runs(tmp_path) == 4
+
+
+def test_precision_half_widths_pair_within_each_path():
+    values = pd.DataFrame({
+        "mode": ["native", "native-aa"] * 6,
+        "path": ["dc"] * 6 + ["internet"] * 6,
+        "run": [1, 1, 2, 2, 3, 3] * 2,
+        "value": [10.0, 10.0, 10.0, 11.0, 10.0, 12.0, 40.0, 40.0, 40.0, 40.0, 40.0, 40.0],
+    })  # fmt: skip
+    out = precision.half_widths(values, ["native", "native-aa"])
+    d = np.log([1.0, 1.1, 1.2])
+    assert out[("native-aa", "dc")] == (3, pytest.approx(planning.half_width(
+        float(d.std(ddof=1)), 3, precision.CONFIDENCE)))  # fmt: skip
+    assert out[("native-aa", "internet")] == (3, 0.0)
