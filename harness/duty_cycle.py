@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 from pipeline.analysis.interference import COLLECTIONS  # noqa: E402
 from pipeline.benchmarks import BENCHMARKS  # noqa: E402
 from pipeline.benchmarks.base import Window  # noqa: E402
+from pipeline.collect.campaign import Profile  # noqa: E402
 
 GOAL = 0.85
 HARNESS_GOAL = 0.05  # the harness's share of a campaign's wall time, at most
@@ -48,7 +49,8 @@ def from_runs(dataset: Path, benchmark: str, profile: dict) -> dict:
     p = profile
     warm = Window(p.get("warmup_seconds", 0.0), 0.0, p.get("warmup_count"), warmup=True)
     measured = Window(p["seconds"], p.get("omit_seconds", 0.0), p.get("count"))
-    warms_up = warm.seconds > 0 or bool(warm.count)
+    warms_up = Profile(p["runs"], measured.seconds, measured.omit_seconds, warm.seconds,
+                       count=measured.count, warmup_count=warm.count).warms_up  # fmt: skip
     window_s = 0.0
     for row in runs[runs["status"] == "ok"].itertuples():
         folded = bench.folded(row.variant, warm, measured) if warms_up else None
