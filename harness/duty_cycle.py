@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.analysis.interference import COLLECTIONS  # noqa: E402
+from pipeline.analysis import interference  # noqa: E402
 from pipeline.benchmarks import BENCHMARKS  # noqa: E402
 from pipeline.benchmarks.base import Window  # noqa: E402
 from pipeline.collect.campaign import Profile  # noqa: E402
@@ -88,21 +88,14 @@ def report(raw_dir: Path, profile: dict | None) -> list[dict]:
     and the instrument check's and the WAN calibration's (deeper, named with their collection
     as the interference table names them); earlier campaigns moved aside are not read."""
     rows = []
-    for runs in sorted(raw_dir.rglob("runs.parquet")):
-        dataset, parts = runs.parent, runs.parent.relative_to(raw_dir).parts
-        if "superseded" in parts or "parts" in parts:
-            continue
-        within = next((i for i, p in enumerate(parts) if p in COLLECTIONS), None)
-        name = benchmark = dataset.parent.name
-        if within is not None:  # e.g. wan_calibration/delay_20ms/latency/lab
-            benchmark = parts[-2]
-            where = [COLLECTIONS[parts[within]],
-                     *(p for p in parts[within + 1 : -2] if p != parts[-1])]  # not the env
-            name = f"{benchmark} ({', '.join(where)})"
+    for runs, parts in interference.campaigns(raw_dir):
+        dataset = runs.parent
+        benchmark, environment = parts[-3], parts[-2]  # <...>/<benchmark>/<env>/runs.parquet
+        name = interference.campaign_label(benchmark, parts, environment)
         record = dataset / "campaign.json"
         if record.exists():
             rows.append({"benchmark": name, "tool_of": benchmark, **from_record(record)})
-        elif profile is not None and benchmark in BENCHMARKS and within is None:
+        elif profile is not None and benchmark in BENCHMARKS and name == benchmark:
             section = profile.get(benchmark, {})
             flat = {"runs": profile["runs"], "reps": profile.get("reps", 1), **section}
             rows.append({"benchmark": name, "tool_of": benchmark,

@@ -44,24 +44,37 @@ CAPTION = (
 COLLECTIONS = {"instrument": "instrument check", "wan_calibration": "WAN calibration"}
 
 
+def campaigns(raw_dir: Path | str) -> list[tuple[Path, tuple[str, ...]]]:
+    """Every campaign's ``runs.parquet`` under ``raw_dir`` with its path parts below it; earlier
+    campaigns moved aside (``superseded``) and session parts are not read."""
+    raw = Path(raw_dir)
+    found = ((base, base.relative_to(raw).parts) for base in sorted(raw.rglob("runs.parquet")))
+    return [(base, parts) for base, parts in found
+            if "superseded" not in parts and "parts" not in parts]  # fmt: skip
+
+
+def campaign_label(benchmark: str, parts: tuple[str, ...], environment: str) -> str:
+    """``benchmark``, or for a campaign of a collection beside the study's own its name with
+    the collection's, e.g. "latency (WAN calibration, delay_20ms)"; ``parts``: the campaign's
+    path parts under the raw directory."""
+    within = next((i for i, p in enumerate(parts) if p in COLLECTIONS), None)
+    if within is None:
+        return benchmark
+    name = [COLLECTIONS[parts[within]]]
+    name += [parts[within + 1]] if parts[within + 1] != environment else []
+    return f"{benchmark} ({', '.join(name)})"
+
+
 def windows(raw_dir: Path | str) -> pd.DataFrame:
     """Every watched window and host of every campaign collected under ``raw_dir``: the
     benchmarks' own and those of the instrument check and the WAN calibration (their
-    benchmark named with the collection); earlier campaigns moved aside are not read."""
+    benchmark named with the collection, ``campaign_label``)."""
     rows = []
-    raw = Path(raw_dir)
-    for base in sorted(raw.rglob("runs.parquet")):
-        parts = base.relative_to(raw).parts
-        if "superseded" in parts or "parts" in parts:
-            continue
-        within = next((i for i, p in enumerate(parts) if p in COLLECTIONS), None)
+    for base, parts in campaigns(raw_dir):
         runs = schema.read_table(base, "runs").to_pandas()
         for r in runs.loc[runs["watch"].notna()].itertuples():
             keys = {k: getattr(r, k) for k in WINDOW if k != "rep"}
-            if within is not None:  # e.g. "latency (WAN calibration, delay_20ms)"
-                name = [COLLECTIONS[parts[within]]]
-                name += [parts[within + 1]] if parts[within + 1] != r.environment else []
-                keys["benchmark"] = f"{r.benchmark} ({', '.join(name)})"
+            keys["benchmark"] = campaign_label(r.benchmark, parts, r.environment)
             rows += [{**keys, **entry} for entry in json.loads(r.watch)]
     frame = pd.DataFrame(rows)
     for column in COLUMNS:
