@@ -63,7 +63,7 @@ NOTEBOOKS: dict[str, tuple[Path, Path, dict]] = {
     "internet_vs_dc": (
         ROOT / "notebooks" / "analysis" / "23-compare-internet-datacenter.ipynb",
         ROOT / "tests" / "notebooks" / "23-compare-internet-datacenter.fixture.ipynb",
-        _fixture_parameters("internet_vs_dc", n_sim=100, seed=20261121),
+        _fixture_parameters("internet_vs_dc", n_sim=40, seed=20261121),
     ),
     # One notebook for every host benchmark, parameterised by `benchmark`.
     **{

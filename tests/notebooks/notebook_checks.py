@@ -1,12 +1,14 @@
 """What every analysis-notebook test checks the same way, imported explicitly by each test file.
 
 - ``executed_fixture``: a module-scoped fixture that runs a notebook with papermill on the
-  committed fixture (tests/fixtures/raw) into a temporary directory;
+  committed fixture, with its executed copy's parameters, into a temporary directory;
 - ``assert_source_clean_and_thin``: the source notebook is committed without outputs, holds no
   logic and has a literal-only ``parameters`` cell;
 - ``assert_copy_matches_source``, ``headline_text``, ``run_nbval``: the executed fixture copy
   (committed WITH outputs, see make_executed.py) has not drifted, its ``# NBVAL_CHECK_OUTPUT``
-  cells are there, and nbval reproduces them.
+  cells are there, and nbval reproduces them;
+- ``assert_reproduces_copy``: the fixture's own run reproduces those cells (one execution per
+  notebook; test_nbval_fixture.py runs nbval itself, on the throughput copy).
 """
 
 from __future__ import annotations
@@ -39,32 +41,43 @@ IPVS_REASON = (
 INJECTED = "injected-parameters"
 
 
-def executed_fixture(notebook: Path, name: str, **parameters) -> Callable:
-    """A module-scoped fixture ``executed``: {"notebook", "processed", "figures", "tables"}.
+def executed_fixture(name: str, fixture_name: str = "executed", **expected) -> Callable:
+    """A module-scoped fixture ``executed``: {"notebook", "copy", "processed", "figures", "tables"}.
 
-    ``parameters`` are the notebook's own (confidence, margin, multiplicity, ...); the data and output
-    directories are filled in here.
+    It runs make_executed.NOTEBOOKS[name]: the notebook with the parameters of its committed
+    executed copy, its outputs (the parameters under ``reports/executed/fixture/``) redirected to a
+    temporary directory. ``expected`` are the parameters the test's own arithmetic rests on
+    (confidence, margin, ...): a copy made with other values fails here, by name.
     """
+    source, copy, parameters = make_executed().NOTEBOOKS[name]
+    differ = {k: (v, parameters.get(k)) for k, v in expected.items() if parameters.get(k) != v}
+    assert not differ, f"{name}: the test expects (value, copy's) {differ}; make them agree"
 
-    @pytest.fixture(scope="module", name="executed")
+    @pytest.fixture(scope="module", name=fixture_name)
     def _executed(tmp_path_factory) -> dict[str, Path]:
         out = tmp_path_factory.mktemp(name)
-        dirs = {d: out / d for d in OUTPUT_DIRS}
+        redirected = {k: _redirect(v, out) for k, v in parameters.items()}
         papermill.execute_notebook(
-            str(notebook),
+            str(source),
             str(out / "executed.ipynb"),
-            parameters={
-                "raw_dir": str(FIXTURE),
-                **{f"{d}_dir": str(path) for d, path in dirs.items()},
-                **parameters,
-            },
+            parameters=redirected,
             kernel_name="python3",
             cwd=str(ROOT),
             progress_bar=False,
         )
-        return {"notebook": out / "executed.ipynb", **dirs}
+        dirs = {d: Path(redirected[f"{d}_dir"]) for d in OUTPUT_DIRS if f"{d}_dir" in redirected}
+        return {"notebook": out / "executed.ipynb", "copy": copy, **dirs}
 
     return _executed
+
+
+def _redirect(value, out: Path):
+    """``reports/executed/fixture/<name>/<rest>`` (where make_executed writes) -> ``out/<rest>``."""
+    prefix = "reports/executed/fixture/"
+    if not (isinstance(value, str) and value.startswith(prefix)):
+        return value
+    rest = value.removeprefix(prefix).partition("/")[2]
+    return str(out / rest)
 
 
 def assert_source_clean_and_thin(notebook: Path, parameter_names: set[str]) -> None:
@@ -121,6 +134,30 @@ def headline_text(executed: Path, n_cells: int | None = 2) -> str:
     checked = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith(CHECKED)]
     assert n_cells is None or len(checked) == n_cells
     return "".join(o.get("text", "") for c in checked for o in c.outputs)
+
+
+def checked_outputs(notebook: Path) -> list[list[tuple]]:
+    """The outputs of the ``# NBVAL_CHECK_OUTPUT`` cells, as nbval --nbval-lax compares them:
+    per cell, (output type, stream name, text) of every stream and text/plain result."""
+    nb = nbformat.read(notebook, as_version=4)
+    return [
+        [
+            (o.output_type, o.get("name"), o.get("text", o.get("data", {}).get("text/plain")))
+            for o in c.outputs
+        ]
+        for c in nb.cells
+        if c.cell_type == "code" and c.source.startswith(CHECKED)
+    ]
+
+
+def assert_reproduces_copy(executed: dict[str, Path]) -> None:
+    """The fixture's fresh run prints what the committed copy stores in its checked cells: the
+    copy has not drifted from the code (what nbval checks, without a second execution)."""
+    fresh, stored = checked_outputs(executed["notebook"]), checked_outputs(executed["copy"])
+    assert stored and all(stored), f"{executed['copy'].name}: no checked outputs stored"
+    hint = "regenerate it: python tests/notebooks/make_executed.py (then review the diff)"
+    for i, (got, want) in enumerate(zip(fresh, stored, strict=True)):
+        assert got == want, f"{executed['copy'].name}: checked cell {i} differs, {hint}"
 
 
 def run_nbval(path: Path) -> subprocess.CompletedProcess:

@@ -1,6 +1,7 @@
 """Run notebooks/analysis/29-check-instrument.ipynb with papermill on the committed instrument
 fixture (tests/fixtures/make_fixture_instrument.py: controls whose truth is set there) and check
-its outputs against that truth; then nbval on the executed copy (29-check-instrument.fixture)."""
+its outputs against that truth; then that this run reproduces the checked cells of the executed copy
+(29-check-instrument.fixture.ipynb)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,8 @@ NOTEBOOK = nc.ANALYSIS / "29-check-instrument.ipynb"
 COPY = nc.HERE / "29-check-instrument.fixture.ipynb"
 RAW = nc.FIXTURE / "instrument"
 
-executed = nc.executed_fixture(
-    NOTEBOOK, "check-instrument", raw_dir=str(RAW), wan_raw_dir=str(RAW / "no-wan-data"),
-    confidence=0.95,
-)  # fmt: skip
+executed = nc.executed_fixture("instrument", raw_dir="tests/fixtures/raw/instrument",
+                               confidence=0.95)  # fmt: skip
 
 
 def test_no_false_difference_and_every_injection_recovered(executed):
@@ -53,5 +52,5 @@ def test_executed_copy_has_checked_headline_outputs():
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
-def test_nbval_reproduces_headline_cells():
-    nc.assert_nbval_passes(COPY)
+def test_a_fresh_run_reproduces_the_copys_checked_cells(executed):
+    nc.assert_reproduces_copy(executed)

@@ -1,7 +1,7 @@
 """Run notebooks/analysis/23-compare-internet-datacenter.ipynb with papermill on the committed
 fixture and check the decomposition against a mixed model fitted here, independently, with
-statsmodels' formula interface on per-run values computed from the parquet files; then nbval on
-the executed copy (23-compare-internet-datacenter.fixture.ipynb)."""
+statsmodels' formula interface on per-run values computed from the parquet files; then that
+this run reproduces the checked cells of the executed copy (23-compare-internet-datacenter.fixture.ipynb)."""
 
 from __future__ import annotations
 
@@ -25,9 +25,7 @@ RUN_OFFSETS = {
 }
 
 
-executed = nc.executed_fixture(
-    NOTEBOOK, "compare-internet-dc", confidence=CONFIDENCE, n_sim=N_SIM, seed=SEED
-)
+executed = nc.executed_fixture("internet_vs_dc", confidence=CONFIDENCE, n_sim=N_SIM, seed=SEED)
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +128,7 @@ def test_source_notebook_is_clean_and_thin():
     nc.assert_source_clean_and_thin(NOTEBOOK, {*nc.DIR_PARAMETERS, "confidence", "n_sim", "seed"})
 
 
-# --- nbval on the executed copy ------------------------------------------------------------
+# --- the executed copy (nbval) ------------------------------------------------------------
 
 
 def test_executed_copy_matches_source():
@@ -144,5 +142,5 @@ def test_executed_copy_has_checked_headline_outputs():
     assert "on the Internet path the run-to-run variation of the p99 (SD 1.48 ms" in text
 
 
-def test_nbval_reproduces_headline_cells():
-    nc.assert_nbval_passes(EXECUTED)
+def test_a_fresh_run_reproduces_the_copys_checked_cells(executed):
+    nc.assert_reproduces_copy(executed)

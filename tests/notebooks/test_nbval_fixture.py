@@ -7,6 +7,8 @@ must reproduce their stored output exactly. The copy must not drift from the sou
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nbformat
 import notebook_checks as nc
 import pytest
@@ -34,8 +36,8 @@ def test_nbval_reproduces_headline_cells():
     nc.assert_nbval_passes(EXECUTED)
 
 
-def test_nbval_catches_a_changed_number(tmp_path):
-    # Negative control: the check must fail when a stored headline number is wrong.
+def _tampered(tmp_path) -> Path:
+    """The copy with one stored headline number changed (8.200 Gbit/s -> 8.201)."""
     nb = nbformat.read(EXECUTED, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.source.startswith(nc.CHECKED):
@@ -50,6 +52,19 @@ def test_nbval_catches_a_changed_number(tmp_path):
         pytest.fail("headline cell with the docker-bridge median not found")
     tampered = tmp_path / EXECUTED.name
     nbformat.write(nb, tampered)
-    result = nc.run_nbval(tampered)
+    return tampered
+
+
+def test_nbval_catches_a_changed_number(tmp_path):
+    # Negative control: the check must fail when a stored headline number is wrong.
+    result = nc.run_nbval(_tampered(tmp_path))
     assert result.returncode != 0
     assert "8.201" in result.stdout
+
+
+def test_the_fresh_run_comparison_catches_a_changed_number(tmp_path):
+    """The other notebooks' tests compare their fixture's run with the copy
+    (nc.assert_reproduces_copy): equal outputs pass, one changed digit fails."""
+    nc.assert_reproduces_copy({"notebook": EXECUTED, "copy": EXECUTED})
+    with pytest.raises(AssertionError, match="checked cell 0 differs"):
+        nc.assert_reproduces_copy({"notebook": EXECUTED, "copy": _tampered(tmp_path)})

@@ -1,10 +1,10 @@
 """Run notebooks/analysis/25-replicate-articles.ipynb with papermill on the committed processed
-fixture and check specific verdicts against numbers computed here from the fixture files; then
-nbval on the executed copy (25-replicate-articles.fixture.ipynb).
+fixture and check specific verdicts against numbers computed here from the fixture files; then that
+this run reproduces the checked cells of the executed copy (25-replicate-articles.fixture.ipynb).
 
 The notebook reads what the summarise stages write, not raw data. Its fixture,
 tests/fixtures/processed/<benchmark>/, is the output of notebooks 20-22 on the committed raw
-fixture (tests/fixtures/make_processed.py), committed so that this test and the nbval copy do
+fixture (tests/fixtures/make_processed.py), committed so that this test and the executed copy do
 not depend on other tests having run. ``test_processed_fixture_is_current`` recomputes the
 columns the replication reads from the raw fixture and fails when the committed files are stale.
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 import notebook_checks as nc
 import numpy as np
 import pandas as pd
-import papermill
 import pytest
 
 from pipeline.analysis import coldstart as coldstart_analysis, footprint as footprint_analysis, host as host_analysis, latency as latency_analysis, lb as lb_analysis, orchestration as orchestration_analysis, schema, throughput as throughput_analysis
@@ -28,23 +27,10 @@ PARAMETERS = {"published_csv", "processed_dir", "tables_dir", "confidence"}
 REGENERATE = "regenerate it: python tests/fixtures/make_processed.py"
 
 
-@pytest.fixture(scope="module")
-def executed(tmp_path_factory) -> dict:
-    out = tmp_path_factory.mktemp("replicate-articles")
-    papermill.execute_notebook(
-        str(NOTEBOOK),
-        str(out / "executed.ipynb"),
-        parameters={
-            "published_csv": str(PUBLISHED),
-            "processed_dir": str(PROCESSED),
-            "tables_dir": str(out / "tables"),
-            "confidence": CONFIDENCE,
-        },
-        kernel_name="python3",
-        cwd=str(nc.ROOT),
-        progress_bar=False,
-    )
-    return {"notebook": out / "executed.ipynb", "tables": out / "tables"}
+executed = nc.executed_fixture(
+    "replication", published_csv="data/reference/published.csv",
+    processed_dir="tests/fixtures/processed", confidence=CONFIDENCE,
+)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -244,7 +230,7 @@ def test_source_notebook_is_clean_and_thin():
     nc.assert_source_clean_and_thin(NOTEBOOK, PARAMETERS)
 
 
-# --- nbval on the executed copy ------------------------------------------------------------
+# --- the executed copy (nbval) ------------------------------------------------------------
 
 
 def test_executed_copy_matches_source():
@@ -270,5 +256,5 @@ def test_executed_copy_has_checked_headline_outputs():
     assert "| 000-tcp-overlay-ingress | Swarm overlay (ingress) |" in text
 
 
-def test_nbval_reproduces_headline_cells():
-    nc.assert_nbval_passes(EXECUTED)
+def test_a_fresh_run_reproduces_the_copys_checked_cells(executed):
+    nc.assert_reproduces_copy(executed)

@@ -1,6 +1,6 @@
 """Run notebooks/analysis/28-summarise-footprint.ipynb with papermill on the committed footprint
 and density fixture (tests/fixtures/make_fixture_scaling.py) and check its outputs against the
-lines the fixture was built from; then nbval on the executed copy
+lines the fixture was built from; then that this run reproduces the checked cells of the executed copy
 (28-summarise-footprint.fixture.ipynb)."""
 
 from __future__ import annotations
@@ -20,9 +20,7 @@ NOTEBOOK = nc.ANALYSIS / "28-summarise-footprint.ipynb"
 COPY = nc.HERE / "28-summarise-footprint.fixture.ipynb"
 MIB = 1024.0
 
-executed = nc.executed_fixture(
-    NOTEBOOK, "summarise-footprint", confidence=0.95, predict_at=100
-)
+executed = nc.executed_fixture("footprint", confidence=0.95, predict_at=100)
 
 
 @pytest.fixture(scope="module")
@@ -143,8 +141,8 @@ def test_executed_copy_has_checked_headline_outputs():
     assert "| Rootless Podman | n/a | n/a | n/a | n/a | n/a | n/a | 0 of 4 |" in text
 
 
-def test_nbval_reproduces_headline_cells():
-    nc.assert_nbval_passes(COPY)
+def test_a_fresh_run_reproduces_the_copys_checked_cells(executed):
+    nc.assert_reproduces_copy(executed)
 
 
 def test_smoke_sized_data_gives_na_with_reasons_not_errors(tmp_path):

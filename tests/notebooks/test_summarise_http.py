@@ -1,6 +1,6 @@
 """Run notebooks/analysis/22-summarise-http.ipynb with papermill on the committed fixture and
-check its outputs against numbers computed here, independently, from the fixture files; then
-nbval on the executed copy (22-summarise-http.fixture.ipynb)."""
+check its outputs against numbers computed here, independently, from the fixture files; then that
+this run reproduces the checked cells of the executed copy (22-summarise-http.fixture.ipynb)."""
 
 from __future__ import annotations
 
@@ -25,11 +25,7 @@ SHIFTS = {
 
 
 executed = nc.executed_fixture(
-    NOTEBOOK,
-    "summarise-http",
-    confidence=CONFIDENCE,
-    margin=MARGIN,
-    multiplicity="holm",
+    "http", confidence=CONFIDENCE, margin=MARGIN, multiplicity="holm"
 )
 
 
@@ -136,7 +132,7 @@ def test_source_notebook_is_clean_and_thin():
     )
 
 
-# --- nbval on the executed copy ------------------------------------------------------------
+# --- the executed copy (nbval) ------------------------------------------------------------
 
 
 def test_executed_copy_matches_source():
@@ -152,5 +148,5 @@ def test_executed_copy_has_checked_headline_outputs():
     assert "p50 verdict overhead" in text
 
 
-def test_nbval_reproduces_headline_cells():
-    nc.assert_nbval_passes(EXECUTED)
+def test_a_fresh_run_reproduces_the_copys_checked_cells(executed):
+    nc.assert_reproduces_copy(executed)

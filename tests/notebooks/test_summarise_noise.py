@@ -1,6 +1,6 @@
 """Run notebooks/analysis/32-summarise-noise.ipynb with papermill on the committed raw fixture
-and check the noise table against the fixture's construction; then nbval on the executed copy
-(32-summarise-noise.fixture.ipynb)."""
+and check the noise table against the fixture's construction; then that
+this run reproduces the checked cells of the executed copy (32-summarise-noise.fixture.ipynb)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 NOTEBOOK = nc.ANALYSIS / "32-summarise-noise.ipynb"
 COPY = nc.HERE / "32-summarise-noise.fixture.ipynb"
 
-executed = nc.executed_fixture(NOTEBOOK, "summarise-noise", confidence=0.95, n_sim=20)
+executed = nc.executed_fixture("noise", confidence=0.95, n_sim=20)
 
 
 def test_every_benchmark_with_native_is_decomposed(executed):
@@ -57,5 +57,5 @@ def test_executed_copy_has_checked_headline_outputs():
     assert "stress-ng" in text
 
 
-def test_nbval_reproduces_headline_cells():
-    nc.assert_nbval_passes(COPY)
+def test_a_fresh_run_reproduces_the_copys_checked_cells(executed):
+    nc.assert_reproduces_copy(executed)

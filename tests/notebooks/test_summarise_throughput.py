@@ -43,12 +43,7 @@ KNOWN_VERDICTS = {
 
 
 executed = nc.executed_fixture(
-    NOTEBOOK,
-    "summarise-throughput",
-    confidence=CONFIDENCE,
-    margin=MARGIN,
-    multiplicity="holm",
-    udp_loss_margin=0.005,
+    "throughput", confidence=CONFIDENCE, margin=MARGIN, multiplicity="holm", udp_loss_margin=0.005
 )
 
 
