@@ -9,7 +9,10 @@ itself needs beyond them (warm-ups, omitted starts, its own fixed start-up such 
 start-up sleep), which no harness can remove; and the harness (SSH, deploying and removing modes,
 image checks, host facts, waits), whose share of each campaign's wall time should stay under 5 %.
 A scenario benchmark's (cold start, orchestration, footprint, density, lb) timed spans count as
-kept and the rest of its time as harness, untimed removals included.
+kept; the untimed steps it needs between them and measures itself (`Outcome.fixed_s`: cold
+start's removals between starts, orchestration's removals, scale-backs and settling and its
+teardown, footprint's and density's warm-up and final removal) as the tool's own time; the rest
+as harness.
 
 Datasets collected before that record existed are estimated from their run rows instead (each
 row's start and end, windows from the profile's lengths); such lines are marked `estimated`

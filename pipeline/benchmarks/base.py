@@ -74,6 +74,9 @@ class Outcome:
     raw: str = ""  # the step's own log (commands and their output), kept compressed
     command: str = ""  # what was run, for the runs table
     window_s: float = 0.0  # seconds spent measuring (the duty cycle's numerator)
+    # Seconds of untimed steps the scenario itself needs between its timed spans (a removal
+    # between two starts), as the scenario measured them: the tool-fixed part of the split.
+    fixed_s: float = 0.0
     notes: dict[str, str] = field(default_factory=dict)
 
 

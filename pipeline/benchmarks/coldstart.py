@@ -82,11 +82,21 @@ class ColdstartLog:
     warmup: list[Sample] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
     cli_s: list[float | None] = field(default_factory=list)  # when `run -d` returned
+    at_ns: list[int] = field(default_factory=list)  # every start's launch, in the timer's clock
 
     @property
     def timed_s(self) -> float:
         """Seconds inside the timed part of every start (warm-up included)."""
         return sum(s.value for s in (*self.warmup, *self.samples))
+
+    @property
+    def untimed_s(self) -> float:
+        """Seconds between one start's answer and the next start's launch: the untimed removal
+        and the wait for the port to close, which the scenario needs between its starts (the
+        last start's removal has no later launch to bound it and is not counted)."""
+        ready = [s.value for s in (*self.warmup, *self.samples)]
+        gaps = (b - a for a, b in zip(self.at_ns, self.at_ns[1:], strict=False))
+        return sum(max(0.0, gap / 1e9 - r) for gap, r in zip(gaps, ready, strict=False))
 
 
 def parse_coldstart(raw: str) -> ColdstartLog:
@@ -125,6 +135,7 @@ def parse_coldstart(raw: str) -> ColdstartLog:
             raise ToolOutputError(f"coldstart start {index} out of order")
         first = firsts.setdefault(warmup, at_ns)
         group.append(Sample("coldstart_s", "s", len(group), ready_ns / 1e9, at_ns - first))
+        log.at_ns.append(at_ns)
         cli_ns = int(extra["cli_ns"])
         log.cli_s.append(cli_ns / 1e9 if cli_ns >= 0 else None)  # native: no run command
     if not ended:
@@ -255,6 +266,7 @@ class Coldstart(Benchmark):
             raw=raw,
             command=f"{host.name}$ {command}",
             window_s=log.timed_s,
+            fixed_s=log.untimed_s,
             notes=notes,
         )
 

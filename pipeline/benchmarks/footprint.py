@@ -401,6 +401,7 @@ class Ramp:
     stopped: str = ""
     unsettled: int = 0
     window_s: float = 0.0
+    warmup_s: float = 0.0  # the warm-up: its reading and one container started and removed
 
 
 class ContainerRamp(Benchmark):
@@ -442,6 +443,7 @@ class ContainerRamp(Benchmark):
         every name a start was tried for (the caller removes them)."""
         o = self.options
         step, limit, settle = int(o["step"]), int(self.limit()), float(o["settle_seconds"])
+        began = time.monotonic()
         ramp = Ramp(warmup=handle.read([]))
         warm = f"{scenario.prefix}-warm"
         attempted.append(warm)
@@ -451,6 +453,7 @@ class ContainerRamp(Benchmark):
         if handle.remove([warm]):
             raise ToolOutputError(f"{warm} could not be removed")
         t0 = time.monotonic()
+        ramp.warmup_s = t0 - began
         names: list[str] = []
 
         def read() -> None:
@@ -488,7 +491,9 @@ class ContainerRamp(Benchmark):
         try:
             ramp = self.ramp(scenario, handle, attempted)
         finally:
+            removing = time.monotonic()
             left = handle.remove(attempted)
+            removal_s = time.monotonic() - removing
         if left:  # a next run would find the names taken
             raise ToolOutputError(f"{len(left)} containers could not be removed: {left[:3]}")
         return Outcome(
@@ -497,6 +502,7 @@ class ContainerRamp(Benchmark):
             raw="\n".join(handle.log),
             command=f"{scenario.host.name}$ {handle.run_command(scenario.prefix + '-NNN')}",
             window_s=ramp.window_s,
+            fixed_s=ramp.warmup_s + removal_s,  # the warm-up and the removal the ramp needs
             notes=self.notes(ramp),
         )
 

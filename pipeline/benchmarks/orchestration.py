@@ -35,6 +35,8 @@ import re
 import shlex
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -181,7 +183,8 @@ class Orchestration(Benchmark):
         except RemoteError as exc:
             raise ToolOutputError(f"{step.what} step failed: {exc}") from exc
         finally:
-            step.teardown()
+            with step.untimed():
+                step.teardown()
         samples = []
         for i, r in enumerate(results):
             samples.append(Sample(METRIC, "s", i, r.seconds))
@@ -202,6 +205,7 @@ class Orchestration(Benchmark):
             raw="\n".join(step.log),
             command=step.timed_command,
             window_s=sum(r.seconds for r in results),
+            fixed_s=step.untimed_s,
             notes=notes,
         )
 
@@ -213,6 +217,16 @@ class _Commands:
     session: Any
     t0: float
     log: list[str]
+    untimed_s: float = 0.0  # the removals and settling the scenario needs between timed spans
+
+    @contextmanager
+    def untimed(self) -> Iterator[None]:
+        """Count what runs inside as the scenario's untimed steps (the split's tool-fixed time)."""
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.untimed_s += time.monotonic() - started
 
     def run(
         self, argv: list[str] | str, timeout: float = 60, check: bool = True,
@@ -270,7 +284,8 @@ class _Commands:
             name = f"{self.s.prefix}-c{rep}"
             results.append(self.probe_run(name, want, PORT, self.create_command(name, 1, PORT)))
             self.record_placement(name)
-            self.remove(name)
+            with self.untimed():
+                self.remove(name)
         return results
 
     def scale(self, want: int, repeats: int) -> list[ProbeResult]:
@@ -281,9 +296,10 @@ class _Commands:
             results.append(self.probe_run(name, want, PORT, self.scale_command(name, want)))
             self.record_placement(name)
             if rep < repeats:  # back to one replica, the others gone
-                self.run(self.scale_command(name, 1))
-                self.scaled_to(name, 1)
-                self.probe_run(name, 1, PORT, [], mode="settle")
+                with self.untimed():
+                    self.run(self.scale_command(name, 1))
+                    self.scaled_to(name, 1)
+                    self.probe_run(name, 1, PORT, [], mode="settle")
         return results
 
     def update(self, want: int, repeats: int) -> list[ProbeResult]:
@@ -295,7 +311,8 @@ class _Commands:
             results.append(self.probe_run(name, want, port, self.update_command(name, port)))
             self.record_placement(name)
             # the old replicas out of the address list before the next repetition
-            self.probe_run(name, want, port, [], mode="settle")
+            with self.untimed():
+                self.probe_run(name, want, port, [], mode="settle")
         return results
 
 class _Step(_Commands):

@@ -1384,8 +1384,9 @@ class Campaign:
         row["command"] = outcome.command
         row["watch"] = self._watch_record()
         row["window_s"] = outcome.window_s
-        if self._clock is not None:  # a scenario's timed spans are all kept
+        if self._clock is not None:  # timed spans kept; untimed steps it needs: the tool's
             self._clock.kept_s += outcome.window_s
+            self._clock.fixed_s += outcome.fixed_s
         if outcome.notes or self.meta:
             row["notes"] = json.dumps({**self.meta, **outcome.notes}, sort_keys=True)
         samples = self._records(step, 0, outcome.warmup) + self._records(step, 1, outcome.samples)

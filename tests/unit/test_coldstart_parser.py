@@ -15,7 +15,7 @@ import yaml
 from pipeline.benchmarks import BENCHMARKS, ToolOutputError
 from pipeline.benchmarks.coldstart import SCRIPT, Coldstart, parse_coldstart
 from pipeline.collect import inventory
-from pipeline.collect.campaign import Campaign, Profile, Step, plan
+from pipeline.collect.campaign import Campaign, Profile, Step, _SessionClock, plan
 from pipeline.collect.images import ToolImage
 from pipeline.collect.modes import MODES, STUDY_MODES, Context
 from pipeline.collect.modes.base import LABEL, PID_DIR
@@ -74,6 +74,20 @@ def test_docker_starts_are_the_samples_and_the_first_is_a_flagged_warmup():
     assert json.loads(log.stop_cmd) == ["docker", "rm", "--force", "@NAME@"]
     # the run command returned before the answer came (probes start after it)
     assert all(0 < c <= s.value for c, s in zip(log.cli_s[1:], log.samples, strict=True))
+
+
+def test_the_untimed_removals_between_starts_are_the_scenarios_fixed_time():
+    """Between one start's answer and the next start's launch the timer removes the container
+    and waits for the port to close: untimed, and the tool-fixed part of the duty-cycle split."""
+    raw = _data("coldstart-docker-bridge-5.txt")
+    found = re.findall(r"^start \d+ [01] ok (\d+) at_ns=(\d+) ", raw, re.MULTILINE)
+    ready, at = [int(r) for r, _ in found], [int(a) for _, a in found]
+    expected = sum((at[i + 1] - at[i] - ready[i]) / 1e9 for i in range(len(at) - 1))
+    log = parse_coldstart(raw)
+    assert log.untimed_s == pytest.approx(expected) and 5 * 0.05 < log.untimed_s < 5 * 30
+    # one start: nothing after it bounds its removal
+    one = re.sub(r"starts=5", "starts=0", raw.split("\nstart 1 ")[0]) + "\nend ok 1\n"
+    assert parse_coldstart(one).untimed_s == 0.0
 
 
 def test_native_starts_have_no_run_command_and_take_milliseconds():
@@ -186,8 +200,12 @@ def _option(argv: list[str], name: str) -> str:
 def test_a_docker_step_runs_labelled_named_published_containers_and_cleans_up(tmp_path):
     report = _data("coldstart-docker-bridge-5.txt")
     campaign, ctx, session = _campaign(tmp_path, "docker-bridge", report)
+    clock = campaign._clock = _SessionClock()
     samples, row = campaign._measure(ctx, Step(1, 0, "docker-bridge", "host", "nginx"))
     assert row["status"] == "ok", row["reason"]
+    # the split: the timed starts are kept, the removals between them the scenario's own time
+    log = parse_coldstart(report)
+    assert (clock.kept_s, clock.fixed_s) == (log.timed_s, log.untimed_s) and clock.fixed_s > 0
     argv = _timer_argv(session)
     prefix = f"co-{campaign.id[:10]}-coldstart-docker-bridge"
     assert _option(argv, "--name-prefix") == prefix

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipeline.benchmarks import BENCHMARKS, ToolOutputError
+from pipeline.benchmarks import BENCHMARKS, ToolOutputError, footprint
 from pipeline.benchmarks.footprint import (
     KINDS,
     Density,
@@ -237,6 +237,28 @@ def test_footprint_reads_at_each_step_and_removes_every_container():
     assert handle.running == [f"co-x-footprint-docker-bridge-{i:03d}" for i in range(6)]
     pss = [s.value for s in bench.samples(ramp) if s.metric == "footprint_pss_kib_total"]
     assert pss == [60000, 72000, 78000]
+
+
+def test_the_warm_up_and_the_final_removal_are_the_scenarios_own_time(monkeypatch):
+    """Every engine call takes 1 s of a fake clock: the ramp's span is kept (window_s), its
+    warm-up (a reading, one container started and removed) and the removal of every container
+    at the end are the scenario's own time (fixed_s), the split's tool-fixed part."""
+    clock = [0.0]
+    monkeypatch.setattr(footprint.time, "monotonic", lambda: clock[0])
+
+    class Timed(FakeHandle):
+        def __getattribute__(self, name):
+            attr = super().__getattribute__(name)
+            if name in ("read", "start", "remove"):
+                clock[0] += 1.0
+            return attr
+
+    bench = Footprint()
+    bench.configure({"max_containers": 6, "step": 4})
+    outcome = _measure(bench, Timed())
+    # kept: the idle reading, two batches and a reading after each (read() via settled())
+    assert outcome.window_s == 5.0
+    assert outcome.fixed_s == 3.0 + 1.0  # warm-up reading, start, removal; the final removal
 
 
 def test_a_failed_start_fails_footprint_but_ends_density_with_the_reason():

@@ -5,11 +5,18 @@ commands are failures, not numbers."""
 
 import struct
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from pipeline.benchmarks import BENCHMARKS, ToolOutputError
-from pipeline.benchmarks.orchestration import parse_probe, placement, replicas
+from pipeline.benchmarks import BENCHMARKS, ToolOutputError, orchestration
+from pipeline.benchmarks.orchestration import (
+    ProbeResult,
+    _Commands,
+    parse_probe,
+    placement,
+    replicas,
+)
 from pipeline.collect.host_scripts import orchestration_probe as probe
 
 DATA = Path(__file__).parent / "data"
@@ -159,3 +166,57 @@ def test_watch_source_times_the_command_until_the_watched_addresses_accept(tmp_p
     assert result.records == 2  # the deleted pod is not counted
     assert 0.3 < result.seconds < 5
     assert "name=watch" in out.stdout.splitlines()[0]
+
+
+class _Timeline(_Commands):
+    """The variants' loops over an orchestrator whose every call takes ``cost`` seconds of a
+    fake clock: timed operations report theirs, the steps between them advance the clock."""
+
+    def __init__(self, cost: float):
+        self.s, self.cost, self.calls = SimpleNamespace(prefix="co-x"), cost, []
+
+    def _spend(self, what: str) -> None:
+        self.calls.append(what)
+        _CLOCK[0] += self.cost
+
+    def run(self, argv, **_):
+        self._spend("run")
+
+    def create_command(self, name, count, port):
+        return ["create"]
+
+    def scale_command(self, name, count):
+        return ["scale"]
+
+    def update_command(self, name, port):
+        return ["update"]
+
+    def remove(self, name):
+        self._spend("remove")
+
+    def record_placement(self, name):
+        pass
+
+    def probe_run(self, name, want, port, command, mode="accept"):
+        self._spend(mode)
+        return ProbeResult(self.cost, want, want, want, 1, [])
+
+
+_CLOCK = [0.0]
+
+
+@pytest.mark.parametrize(("variant", "untimed"), [
+    ("create", ["remove"] * 3),  # each service removed before the next create
+    ("scale", ["run", "settle"] * 2),  # back to one replica between repetitions
+    ("update", ["settle"] * 3),  # the old replicas out of the addresses
+])  # fmt: skip
+def test_the_steps_between_timed_operations_are_the_scenarios_own_time(monkeypatch, variant,
+                                                                        untimed):  # fmt: skip
+    monkeypatch.setattr(orchestration.time, "monotonic", lambda: _CLOCK[0])
+    step = _Timeline(cost=2.0)
+    results = getattr(step, variant)(10, 3)
+    assert [r.seconds for r in results] == [2.0] * 3  # the timed spans, kept
+    assert step.untimed_s == pytest.approx(2.0 * len(untimed))
+    with step.untimed():  # the teardown is counted the same way (Orchestration.measure)
+        step.remove("co-x-c1")
+    assert step.untimed_s == pytest.approx(2.0 * (len(untimed) + 1))
