@@ -230,7 +230,7 @@ def test_source_notebook_is_clean_and_thin():
     nc.assert_source_clean_and_thin(NOTEBOOK, PARAMETERS)
 
 
-# --- the executed copy (nbval) ------------------------------------------------------------
+# --- the executed copy ------------------------------------------------------------------
 
 
 def test_executed_copy_matches_source():

@@ -106,7 +106,7 @@ def test_source_notebook_is_clean_and_thin():
     )
 
 
-# --- the executed copies (nbval) ------------------------------------------------------------
+# --- the executed copies ------------------------------------------------------------------
 
 COPIES = {b: nc.HERE / f"26-summarise-host-{b}.fixture.ipynb" for b in ("cpu", "memory")}
 

@@ -283,7 +283,7 @@ def test_source_notebook_is_clean_and_thin():
     )
 
 
-# --- the executed copy (nbval) ------------------------------------------------------------
+# --- the executed copy ------------------------------------------------------------------
 
 
 def test_executed_copy_matches_source():
