@@ -173,11 +173,11 @@ class _Timeline(_Commands):
     fake clock: timed operations report theirs, the steps between them advance the clock."""
 
     def __init__(self, cost: float):
-        self.s, self.cost, self.calls = SimpleNamespace(prefix="co-x"), cost, []
+        self.s, self.cost, self.calls, self.clock = SimpleNamespace(prefix="co-x"), cost, [], 0.0
 
     def _spend(self, what: str) -> None:
         self.calls.append(what)
-        _CLOCK[0] += self.cost
+        self.clock += self.cost
 
     def run(self, argv, **_):
         self._spend("run")
@@ -202,9 +202,6 @@ class _Timeline(_Commands):
         return ProbeResult(self.cost, want, want, want, 1, [])
 
 
-_CLOCK = [0.0]
-
-
 @pytest.mark.parametrize(("variant", "untimed"), [
     ("create", ["remove"] * 3),  # each service removed before the next create
     ("scale", ["run", "settle"] * 2),  # back to one replica between repetitions
@@ -212,10 +209,11 @@ _CLOCK = [0.0]
 ])  # fmt: skip
 def test_the_steps_between_timed_operations_are_the_scenarios_own_time(monkeypatch, variant,
                                                                         untimed):  # fmt: skip
-    monkeypatch.setattr(orchestration.time, "monotonic", lambda: _CLOCK[0])
     step = _Timeline(cost=2.0)
+    monkeypatch.setattr(orchestration.time, "monotonic", lambda: step.clock)
     results = getattr(step, variant)(10, 3)
     assert [r.seconds for r in results] == [2.0] * 3  # the timed spans, kept
+    assert [c for c in step.calls if c != "accept"] == untimed  # what ran between them
     assert step.untimed_s == pytest.approx(2.0 * len(untimed))
     with step.untimed():  # the teardown is counted the same way (Orchestration.measure)
         step.remove("co-x-c1")
