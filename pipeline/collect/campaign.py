@@ -757,18 +757,23 @@ class Campaign:
         log: Callable[[str], None] = print,
         paths: tuple[str, ...] | None = None,
         meta: dict | None = None,
-        placement: str = "shared",
+        placement: str | None = None,
         placer: Callable[[str], dict] | None = None,
         variants: tuple[str, ...] | None = None,
         planning: planner.Settings | None = None,
     ) -> None:
-        """``placer`` is the environment's CPU placement (the embedded lab has one; separate
-        machines do not share CPUs): called with "split" or "shared", it returns what it did.
+        """``placement``: where a network campaign's hosts run on a machine they share
+        ("colocated", "split" or "shared"; by default the benchmark's ``placement`` option, else
+        "shared"). ``placer`` applies it (the embedded lab has one; separate machines do not
+        share CPUs): called with the placement, it returns what it did.
         ``planning``: precision planning (``pipeline.collect.planning``): the profile's runs
         are the pilot, then rounds of the cells whose comparisons are still too wide. Not part
         of the campaign's identity: a bigger budget resumes the campaign and adds runs."""
-        if placement not in ("split", "shared"):
-            raise CampaignError(f"placement must be 'split' or 'shared', got {placement!r}")
+        placement = placement or benchmark.options.get("placement", "shared")
+        if placement not in ("colocated", "split", "shared"):
+            raise CampaignError(
+                f"placement must be 'colocated', 'split' or 'shared', got {placement!r}"
+            )
         selected = selected_modes(inv, modes)
         unknown = [m for m in selected if m not in MODES]
         if unknown:
@@ -789,14 +794,13 @@ class Campaign:
         self.meta = dict(meta or {})
         if "internet" not in {p for _, p, _ in self.triples}:
             self.meta.pop("wan", None)  # the WAN path is not measured: its profile is irrelevant
-        # The lab's CPU placement (pipeline/lab/cpus.py): "shared" (every host on every CPU, the
-        # default) or, for a network benchmark, "split" (the server's host and the clients'
-        # hosts on disjoint CPUs; not yet the default: see the README's CPU placement notes).
+        # The lab's CPU placement (pipeline/lab/cpus.py) of a network campaign: part of its
+        # identity and of every run's notes, as it decides which latency level a run measures.
         self.placer = placer
         network = placer is not None and benchmark.kind == "network"
         self.placement = placement if network else "shared"
-        if self.placement == "split":
-            self.meta["placement"] = "split"
+        if network:
+            self.meta["placement"] = self.placement
         # Shared deployments change how the servers were run: part of the campaign's identity.
         groups = {t: self._server_group(*t) for t in self.triples}
         shared = len(set(groups.values())) < len(groups)
@@ -1093,14 +1097,20 @@ class Campaign:
         placed = self.placer(self.placement)
         if placed["placement"] == "unavailable":
             self.log(f"  CPU placement {self.placement!r} not applied: {placed['reason']}")
+            applied = f"not applied: {placed['reason']}"
         else:
             self.log(f"  CPU placement {placed['placement']}: {placed['cpus']}")
+            applied = placed["cpus"]
+        if "placement" in self.meta:
+            # What this session applied (host -> CPUs) goes into every run's notes with the
+            # placement asked for; the campaign's id was fixed before, from the placement alone.
+            self.meta["placement_cpus"] = applied
         return placed
 
     def _unplace(self) -> None:
-        """After a split campaign, every host gets every CPU again (a person exploring the lab,
-        and whatever runs next without a placement of its own)."""
-        if self.placer is not None and self.placement == "split":
+        """After a placed campaign, every host gets every CPU again (a person exploring the
+        lab, and whatever runs next without a placement of its own)."""
+        if self.placer is not None and self.placement != "shared":
             self.placer("shared")
 
     def _prepare(self, ctx: Context) -> None:

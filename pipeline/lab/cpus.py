@@ -1,14 +1,22 @@
 """Which CPUs the lab's hosts run on: cpuset cgroups (cgroup v1).
 
 The lab's hosts share this machine's CPUs. Left to the scheduler, a network benchmark's client
-and server now and then land on one CPU, and that measurement differs from the rest (sockperf
-p50 ~6 us instead of ~60, iperf3 ~9.4 instead of ~18 Gbit/s on 2 cores): a few such runs decide
-a comparison. Placement "split" (a network campaign's option, `Campaign(placement=...)`) gives
-the server's host (node1) and the clients' hosts (dc-client, inet-client, and node2, where the
-overlay modes run their client container) disjoint CPUs, like separate machines. "shared", the
-default and every non-network campaign's, gives every host every CPU, so a host benchmark's
-allthreads variant and a scenario's engines see them all. The local path's client runs on the
-server's host, so in "split" it shares the server's CPUs (one, on 2 cores).
+and server run on one CPU in some windows and on two in others, and the two cases measure
+different things: a sockperf round trip whose wake-ups stay on one CPU is a fraction of one that
+crosses CPUs (docs/validation.md, "CPU placement: the two latency levels", measures both), and
+iperf3 on one CPU moves about half of what it moves on two. A run's value then depends on the
+mix the scheduler chose. A network campaign's placement (`Campaign(placement=...)`, from the
+benchmark's ``placement`` option, which the profiles set) fixes it:
+
+- "colocated": every lab host on the machine's last CPU, so a client and its server always
+  wake each other on one CPU;
+- "split": the server's host (node1) and the clients' hosts (dc-client, inet-client, and
+  node2, where the overlay modes run their client container) on disjoint CPUs, like separate
+  machines (on 2 cores: node1 on CPU 0, the others on CPU 1);
+- "shared": every host on every CPU (the scheduler decides); every non-network campaign's, so a
+  host benchmark's allthreads variant and a scenario's engines see all CPUs.
+
+The local path's client runs on the server's host, so in "split" it shares the server's CPUs.
 
 Each SSH host's processes (its sshd and what SSH sessions start, a node's dockerd, containerd
 and shims, the rootless dockerd) live in the cpuset cgroup ``<CGROUP_PARENT>/<host>``. A rootful
@@ -22,6 +30,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from pipeline.lab import processes
@@ -36,7 +46,7 @@ PODMAN_PARENT = CPUSET / "libpod_parent"  # rootful podman's parent cgroup with 
 # inet-client, node2 (the overlay modes' client container) and node1 itself (the local path).
 SERVER_SIDE = (MANAGER,)
 CLIENT_SIDE = tuple(h for h in SSH_HOSTS if h not in SERVER_SIDE)
-PLACEMENTS = ("split", "shared")
+PLACEMENTS = ("colocated", "split", "shared")
 
 
 def parse(text: str) -> list[int]:
@@ -66,7 +76,7 @@ def unavailable() -> str | None:
     if not (CPUSET / "cpuset.cpus").is_file():
         return f"no cgroup v1 cpuset hierarchy at {CPUSET} (cgroup v2 is not supported)"
     if len(machine_cpus()) < 2:
-        return "one CPU: nothing to split"
+        return "one CPU: nothing to place"
     return None
 
 
@@ -159,14 +169,17 @@ def ensure() -> str | None:
 
 
 def plan(placement: str) -> dict[str, list[int]]:
-    """Host name -> CPUs for a placement: "split" puts the server's host on the first half of
-    the machine's CPUs and every other host on the rest; "shared" gives every host all of
-    them."""
+    """Host name -> CPUs for a placement: "colocated" puts every host on the machine's last CPU
+    (the first tends to take more of the machine's interrupts); "split" puts the server's host
+    on the first half of the machine's CPUs and every other host on the rest; "shared" gives
+    every host all of them."""
     if placement not in PLACEMENTS:
         raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
     every = machine_cpus()
     if placement == "shared":
         return {h.name: every for h in SSH_HOSTS}
+    if placement == "colocated":
+        return {h.name: every[-1:] for h in SSH_HOSTS}
     half = len(every) // 2
     cpus = {h.name: every[:half] for h in SERVER_SIDE}
     cpus |= {h.name: every[half:] for h in CLIENT_SIDE}
@@ -184,7 +197,7 @@ def place(placement: str) -> dict:
     cpus = plan(placement)
     for host in SSH_HOSTS:
         _set_tree(group(host), cpus[host.name])
-    if PODMAN_PARENT.is_dir() or placement == "split":
+    if PODMAN_PARENT.is_dir() or placement != "shared":
         _make(PODMAN_PARENT)
         _set_tree(PODMAN_PARENT, cpus[MANAGER.name])
     return {"placement": placement, "cpus": {name: fmt(c) for name, c in cpus.items()}}
@@ -201,3 +214,66 @@ def join(host) -> None:
     on the host had started it."""
     if unavailable() is None:
         (group(host) / "cgroup.procs").write_text(str(os.getpid()))
+
+
+def _host_of(cpuset: str) -> str:
+    """The lab host a process's cpuset cgroup belongs to ("" outside the lab's groups); rootful
+    podman's containers are node1's."""
+    parts = cpuset.strip("/").split("/")
+    if parts[0] == CGROUP_PARENT and len(parts) > 1:
+        return parts[1]
+    return MANAGER.name if parts[0] == PODMAN_PARENT.name else ""
+
+
+def running(names: Collection[str]) -> list[tuple[str, str, int]]:
+    """(lab host, command, CPU) of every thread of the processes named ``names`` (the kernel's
+    15-character names): the CPU each thread last ran on, /proc's ``stat`` field 39. The lab's
+    hosts share this machine's /proc, containers' processes included."""
+    seen = []
+    for pid in processes.all_pids():
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            if comm not in names:
+                continue
+            host = _host_of(Path(f"/proc/{pid}/cpuset").read_text())
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                stat = (task / "stat").read_text()
+                fields = stat[stat.rindex(")") + 2 :].split()
+                seen.append((host, comm, int(fields[36])))  # field 39 counts from pid's 1
+        except (OSError, ValueError, IndexError):
+            continue  # the process ended meanwhile
+    return seen
+
+
+class Watch:
+    """Where the named tools actually run, sampled in a thread every ``interval_s`` while the
+    context is open: ``ran`` maps (lab host, command) to the CPUs its threads were seen on."""
+
+    def __init__(self, names: Collection[str], interval_s: float = 0.05) -> None:
+        self.names = frozenset(names)
+        self.interval_s = interval_s
+        self.ran: dict[tuple[str, str], set[int]] = {}
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            for host, comm, cpu in running(self.names):
+                self.ran.setdefault((host, comm), set()).add(cpu)
+            self.samples += 1
+
+    def __enter__(self) -> Watch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@contextlib.contextmanager
+def watching(names: Collection[str], interval_s: float = 0.05) -> Iterator[Watch]:
+    """``Watch`` as a context: the CPUs the named tools ran on while it was open."""
+    with Watch(names, interval_s) as watch:
+        yield watch
