@@ -56,7 +56,7 @@ PANEL_KEYS = ["benchmark", "path", "metric"]
 COLUMNS = [
     "benchmark", "metric", "variant", "statistic", "path", "environment", "reference", "mode",
     "isolation", "privilege", "runtime_recorded", "rank", "ratio", "lo", "hi", "verdict",
-    "n_runs", "n_runs_reference", "higher_is_better", "confidence", "source",
+    "n_runs", "n_runs_reference", "higher_is_better", "confidence", "margin", "source",
 ]  # fmt: skip
 MISSING_COLUMNS = ["benchmark", "environment", "mode", "status", "reason"]
 
@@ -66,10 +66,12 @@ def _comparison_frame(found) -> pd.DataFrame:
              "path": c.path, "variant": c.variant, "statistic": c.statistic, "metric": c.key,
              "ratio": c.ratio, "lo": c.lo, "hi": c.hi, "verdict": c.verdict,
              "n_runs": c.n_runs, "higher_is_better": c.higher_is_better,
-             "confidence": c.confidence, "source": str(c.source)} for c in found]  # fmt: skip
+             "confidence": c.confidence, "margin": c.margin,
+             "source": str(c.source)} for c in found]  # fmt: skip
     return pd.DataFrame(rows, columns=["benchmark", "environment", "mode", "path", "variant",
                                        "statistic", "metric", "ratio", "lo", "hi", "verdict",
-                                       "n_runs", "higher_is_better", "confidence", "source"])
+                                       "n_runs", "higher_is_better", "confidence", "margin",
+                                       "source"])
 
 
 def load(processed_dir: Path | str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
@@ -166,8 +168,9 @@ def spectrum(
                 "ratio": r["ratio"], "lo": r["lo"], "hi": r["hi"], "verdict": r["verdict"],
                 "n_runs": r["n_environment"], "n_runs_reference": r["n_reference"],
                 "higher_is_better": bool(r["higher_is_better"]),
-                "confidence": r.get("confidence"), "source": r.get("source"),
-                "isolation": VM, "privilege": None, "runtime_recorded": None,
+                "confidence": r.get("confidence"), "margin": r.get("margin"),
+                "source": r.get("source"), "isolation": VM, "privilege": None,
+                "runtime_recorded": None,
             })  # fmt: skip
         vm = pd.DataFrame(vm_rows)
     if reference is None:
@@ -200,6 +203,7 @@ def spectrum(
         _p=out["path"].map(lambda p: paths.index(p) if p in paths else len(paths)),
     ).sort_values(["_b", "benchmark", "_p", "metric", "rank"], kind="stable")
     out["n_runs"] = pd.to_numeric(out["n_runs"], errors="coerce")
+    out["margin"] = pd.to_numeric(out.get("margin"), errors="coerce")
     return out[COLUMNS].reset_index(drop=True)
 
 
@@ -267,46 +271,88 @@ def figure_rows(table: pd.DataFrame) -> pd.DataFrame:
     return table[keep].reset_index(drop=True)
 
 
-def figure(table: pd.DataFrame, columns: int = 3) -> alt.FacetChart:
-    """Small multiples, one per benchmark and statistic: each spectrum mode's ratio to native
-    (point) with its interval (bar), in spectrum order from the top, a dashed line at 1
-    (native); rootless modes as open points, the VM a diamond. Each panel has its own scale."""
+FIGURE_WIDTH = 520
+
+
+def _num(value: float) -> str:
+    return f"{value:.3f}" if abs(value) < 10 else f"{value:.2f}"
+
+
+def _figure_frame(table: pd.DataFrame) -> pd.DataFrame:
     rows = figure_rows(table)
     reference = reference_environment(table)
-    frame = rows.assign(
-        position=[position(r, reference) for r in rows.to_dict("records")],
-        panel=[panel(r) for r in rows.to_dict("records")],
+    records = rows.to_dict("records")
+    return rows.assign(
+        position=[position(r, reference) for r in records],
+        panel=[panel(r) for r in records],
         colour=[VM if i == VM else m for i, m in zip(rows["isolation"], rows["mode"],
                                                    strict=True)],  # fmt: skip
         privilege=rows["privilege"].fillna("VM"),
         verdict=rows["verdict"].fillna("none"),
-    )[["position", "panel", "colour", "privilege", "ratio", "lo", "hi", "verdict", "n_runs",
-       "rank"]]  # fmt: skip
+        estimate=[f"{v:.3f}×" for v in rows["ratio"]],
+        interval=figures.interval_text(rows["lo"], rows["hi"]),
+        runs=["n/a" if pd.isna(n) else str(int(n)) for n in rows["n_runs"]],
+        label=[f"{_num(v)}× [{_num(a)}, {_num(b)}]" if not (pd.isna(a) or pd.isna(b))
+               else f"{_num(v)}×" for v, a, b in zip(rows["ratio"], rows["lo"], rows["hi"],
+                                                     strict=True)],  # fmt: skip
+        # The band of the equivalence margin, where the verdict is on this ratio (the Internet
+        # path's is on the added microseconds, cold start's has no margin).
+        margin_lo=1.0 - rows["margin"],
+        margin_hi=1.0 + rows["margin"],
+    )
+
+
+def figure(table: pd.DataFrame) -> alt.FacetChart:
+    """One forest plot on one log axis of the ratio to native: a row per benchmark and
+    statistic (the summaries' one ratio or p50), in it one line per spectrum mode in spectrum
+    order, coloured by mode. The interval is a rule, the estimate a point (rootless open, the VM
+    a diamond), native the dashed line at 1×, the grey band the equivalence margin where the
+    verdict is on this ratio. The estimate and interval are printed at the right; hovering a
+    point (the HTML) shows mode, estimate, interval, runs and verdict."""
+    frame = _figure_frame(table)[[
+        "position", "panel", "colour", "privilege", "ratio", "lo", "hi", "verdict", "runs",
+        "rank", "estimate", "interval", "label", "margin_lo", "margin_hi",
+    ]]  # fmt: skip
     positions = list(dict.fromkeys(frame.sort_values("rank", kind="stable")["position"]))
     panels = list(dict.fromkeys(frame["panel"]))
     colours = list(dict.fromkeys(frame.sort_values("rank", kind="stable")["colour"]))
     scale = alt.Scale(domain=colours, range=[VM_COLOR if c == VM else figures.MODE_COLORS.get(
         c, figures.UNKNOWN_COLOR) for c in colours])  # fmt: skip
+    domain = figures.log_domain([*frame["lo"], *frame["hi"], *frame["ratio"], 1.0,
+                                 *frame["margin_lo"], *frame["margin_hi"]], pad=0.03)  # fmt: skip
+    x = figures.ratio_x("ratio:Q", domain, FIGURE_WIDTH,
+                        title="ratio to native (log scale; native = 1×)")  # fmt: skip
+    xs = figures.log_scale(domain)
     y = alt.Y("position:N", title=None, sort=positions)
     colour = alt.Color("colour:N", scale=scale, legend=None)
-    base = alt.Chart().properties(width=220, height=alt.Step(16))
-    bar = base.mark_rule(strokeWidth=2).encode(
-        x=alt.X("lo:Q", title="ratio to native (interval)", scale=alt.Scale(zero=False)),
-        x2="hi:Q", y=y, color=colour)  # fmt: skip
-    tooltip = ["position", "ratio", "lo", "hi", "verdict", "n_runs"]
-    rootful = base.mark_point(size=60, filled=True).encode(
-        x="ratio:Q", y=y, color=colour, tooltip=tooltip,
+    tooltip = [alt.Tooltip("position:N", title="mode"), alt.Tooltip("panel:N", title="measure"),
+               "estimate:N", "interval:N", "runs:N", "verdict:N"]  # fmt: skip
+    base = alt.Chart().properties(width=FIGURE_WIDTH, height=alt.Step(17))
+    band = base.mark_rect(color="#e3e3e3").encode(
+        x=alt.X("margin_lo:Q", scale=xs), x2="margin_hi:Q",
+    ).transform_filter("isValid(datum.margin_lo)").transform_aggregate(
+        margin_lo="min(margin_lo)", margin_hi="max(margin_hi)")  # fmt: skip
+    one = base.mark_rule(strokeDash=[4, 4], color="#222222").encode(
+        x=alt.datum(1.0, scale=xs))  # fmt: skip
+    bar = base.mark_rule(strokeWidth=2.5).encode(
+        x=alt.X("lo:Q", scale=xs), x2="hi:Q", y=y, color=colour, tooltip=tooltip)
+    rootful = base.mark_point(size=60, filled=True, opacity=1).encode(
+        x=x, y=y, color=colour, tooltip=tooltip,
         shape=alt.condition(alt.datum.privilege == "VM", alt.value("diamond"), alt.value("circle")),
     ).transform_filter(alt.datum.privilege != "rootless")  # fmt: skip
-    rootless = base.mark_point(size=60, filled=False, strokeWidth=2).encode(
-        x="ratio:Q", y=y, color=colour, tooltip=tooltip,
+    rootless = base.mark_point(size=60, filled=False, strokeWidth=2, opacity=1).encode(
+        x=x, y=y, color=colour, tooltip=tooltip,
     ).transform_filter(alt.datum.privilege == "rootless")  # fmt: skip
-    one = base.mark_rule(strokeDash=[4, 4], color="#222222").encode(x=alt.datum(1.0))
-    return alt.layer(one, bar, rootful, rootless, data=frame).facet(
-        facet=alt.Facet("panel:N", title=None, sort=panels,
-                        header=alt.Header(labelFontSize=11, labelLimit=300)),
-        columns=columns,
-    ).resolve_scale(x="independent", y="independent")  # fmt: skip
+    numbers = base.mark_text(align="left", dx=10, fontSize=11, color="#333333").encode(
+        x=alt.datum(domain[1], scale=xs), y=y, text="label:N")  # fmt: skip
+    return alt.layer(band, one, bar, rootful, rootless, numbers, data=frame).facet(
+        row=alt.Row("panel:N", title=None, sort=panels,
+                    header=alt.Header(labelAngle=0, labelOrient="left", labelAlign="left",
+                                      labelFontSize=12, labelFontWeight="bold", labelLimit=330,
+                                      labelPadding=8)),
+        spacing=6,
+    ).resolve_scale(y="independent").properties(
+        title="The isolation spectrum: ratio to native, per benchmark and statistic")  # fmt: skip
 
 
 def _labels(modes) -> str:

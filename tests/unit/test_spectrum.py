@@ -147,22 +147,69 @@ def test_the_vm_slots_in_after_the_containers_and_its_modes_follow(found, vm):
                                  has_vm=True)["mode"].ne(spectrum.VM).all()  # fmt: skip
 
 
-def test_figure_draws_one_panel_per_benchmark_and_statistic(found, vm):
-    table = spectrum.spectrum(found, vm)
+def _layers(spec: dict) -> dict[str, dict]:
+    """The forest plot's layers by what they draw."""
+    out = {}
+    for layer in spec["spec"]["layer"]:
+        mark = layer["mark"]["type"]
+        enc = layer["encoding"]
+        if mark == "rect":
+            out["band"] = layer
+        elif mark == "rule":
+            out["interval" if "x2" in enc else "one"] = layer
+        elif mark == "point":
+            out["rootless" if layer["mark"].get("filled") is False else "rootful"] = layer
+        elif mark == "text":
+            out["numbers"] = layer
+    return out
+
+
+def test_figure_is_one_forest_plot_on_a_shared_log_axis(found, vm):
+    table = spectrum.spectrum(found.assign(margin=[0.02] * 7 + [0.05] * 3), vm)
     rows = spectrum.figure_rows(table)
     assert set(rows["metric"]) == {"1thread", "tcp_p50"}  # the p99 stays in the table only
     spec = spectrum.figure(table).to_dict()
     data = spec["datasets"][next(iter(spec["datasets"]))]
     assert len(data) == len(rows) == 9  # latency: bridge, VM; cpu: six modes, VM
-    panels = spec["facet"]["sort"]
-    assert panels == ["round trip p50 (tcp), datacenter: time", "CPU (1thread), on the host: rate"]
+    assert spec["facet"]["row"]["sort"] == [
+        "round trip p50 (tcp), datacenter: time", "CPU (1thread), on the host: rate"]
+    # one x scale for every row: only y (the modes present in a row) is resolved per row
+    assert spec["resolve"]["scale"] == {"y": "independent"}
+    layers = _layers(spec)
+    x = layers["rootful"]["encoding"]["x"]
+    assert x["scale"]["type"] == "log"
+    lo, hi = x["scale"]["domain"]
+    assert lo < 0.45 and hi > 1.4  # gVisor's interval and the VM's latency
+    ticks = x["axis"]["values"]
+    assert 1.0 in ticks and 0.5 in ticks and all(lo <= t <= hi for t in ticks)
+    assert "'×'" in x["axis"]["labelExpr"]
+    assert layers["interval"]["encoding"]["x"]["field"] == "lo"
+    assert layers["interval"]["encoding"]["x2"]["field"] == "hi"
+    assert layers["one"]["encoding"]["x"]["datum"] == 1.0
     gvisor = next(d for d in data if d["colour"] == "docker-gvisor")
     assert (gvisor["ratio"], gvisor["lo"], gvisor["hi"]) == (0.5, 0.45, 0.55)
-    scale = spec["spec"]["layer"][1]["encoding"]["color"]["scale"]
+    assert gvisor["label"] == "0.500× [0.450, 0.550]" and gvisor["runs"] == "4"
+    # the margin band: the row's own margin where the verdict is on the ratio
+    bands = {(d["panel"], d["margin_lo"], d["margin_hi"]) for d in data if d["colour"] != "VM"}
+    assert bands == {("CPU (1thread), on the host: rate", 0.98, 1.02),
+                     ("round trip p50 (tcp), datacenter: time", 0.95, 1.05)}  # fmt: skip
+    tips = {t.get("title", t["field"]) for t in layers["rootful"]["encoding"]["tooltip"]}
+    assert {"mode", "estimate", "interval", "runs"} <= tips
+    scale = layers["interval"]["encoding"]["color"]["scale"]
     assert dict(zip(scale["domain"], scale["range"], strict=True))["docker-gvisor"] == \
         figures.MODE_COLORS["docker-gvisor"]  # fmt: skip
     assert dict(zip(scale["domain"], scale["range"], strict=True))[spectrum.VM] == \
         spectrum.VM_COLOR  # fmt: skip
+
+
+def test_no_margin_band_where_the_verdict_is_not_on_the_ratio(found):
+    """The Internet path's verdict is on the added microseconds and cold start has no margin:
+    their rows get no band (NaN in the data, filtered out by the band's layer)."""
+    internet = found.assign(path="internet", margin=np.nan)
+    frame = spectrum._figure_frame(spectrum.spectrum(internet))
+    assert frame["margin_lo"].isna().all() and frame["margin_hi"].isna().all()
+    band = _layers(spectrum.figure(spectrum.spectrum(internet)).to_dict())["band"]
+    assert band["transform"][0] == {"filter": "isValid(datum.margin_lo)"}
 
 
 def test_an_empty_input_gives_an_empty_table():

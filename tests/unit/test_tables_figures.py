@@ -111,15 +111,56 @@ def test_save_writes_svg_png_spec_and_caption(tmp_path):
         .properties(width=200, height=80)
     )
     paths = figures.save(chart, tmp_path / "f", "demo", caption="Points: medians.")
-    assert [p.name for p in paths] == ["demo.svg", "demo.png", "demo.vl.json", "demo.caption.md"]
+    assert [p.name for p in paths] == [
+        "demo.svg", "demo.png", "demo.html", "demo.vl.json", "demo.caption.md"]  # fmt: skip
     svg = paths[0].read_text()
     assert svg.startswith("<svg") and "docker-bridge" in svg
     width = float(svg.split('width="', 1)[1].split('"', 1)[0])
     png_w, _ = _png_size(paths[1].read_bytes())
     assert png_w == pytest.approx(2 * width, abs=2)  # rendered at scale 2
-    spec = json.loads(paths[2].read_text())
+    html = paths[2].read_text()
+    # the interactive page embeds the same spec (its data, its theme) and renders it with
+    # vega-embed, whose tooltip handler shows a mark's tooltip fields on hover
+    assert "vegaEmbed" in html and '"docker-bridge"' in html and figures.FONT in html
+    spec = json.loads(paths[3].read_text())
     assert spec["config"]["font"] == figures.FONT  # the project theme is in the spec
-    assert paths[3].read_text() == "Points: medians.\n"
+    assert paths[4].read_text() == "Points: medians.\n"
+
+
+@pytest.mark.parametrize("lo,hi,width", [
+    (0.85, 15.0, 520), (0.95, 1.05, 240), (0.008, 4000.0, 300), (0.1, 1.05, 260),
+    (0.5, 60.0, 400), (0.97, 1.03, 200), (1.0e-3, 2.0, 150), (0.9, 1.3, 600)])  # fmt: skip
+def test_log_ticks_never_collide_and_keep_one(lo, hi, width):
+    ticks = figures.log_ticks(lo, hi, width)
+    px = [width * np.log(t / lo) / np.log(hi / lo) for t in ticks]
+    assert ticks == sorted(ticks) and all(lo <= t <= hi for t in ticks)
+    assert min(np.diff(px), default=np.inf) >= figures.MIN_TICK_GAP_PX
+    assert len(ticks) >= 2
+    if lo <= 1 <= hi:
+        assert 1.0 in ticks  # native's ratio is always labelled
+
+
+def test_log_ticks_known_answers():
+    assert figures.log_ticks(0.5, 60.0, 400) == [0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0]
+    assert figures.log_ticks(0.95, 1.05, 240) == [0.95, 0.98, 1.0, 1.02, 1.05]
+    assert figures.log_ticks(0.008, 4000.0, 300) == [0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]
+    with pytest.raises(ValueError):
+        figures.log_ticks(0.0, 1.0, 100)
+
+
+def test_log_domain_pads_symmetrically_in_log_units():
+    lo, hi = figures.log_domain([0.5, 2.0, np.nan, None, -1.0], pad=0.1)
+    assert lo == pytest.approx(0.5 / 4**0.1) and hi == pytest.approx(2.0 * 4**0.1)
+
+
+def test_outside_interval_finds_an_estimate_outside_its_bar():
+    frame = pd.DataFrame({"name": ["in", "below", "above", "edge", "no interval"],
+                          "v": [1.0, 0.5, 3.0, 2.0, 1.0], "lo": [0.9, 0.6, 1.0, 2.0, np.nan],
+                          "hi": [1.1, 0.7, 2.5, 2.5, np.nan]})  # fmt: skip
+    assert figures.outside_interval(frame, "v", "lo", "hi")["name"].tolist() == ["below", "above"]
+    text = figures.outside_text(frame, "v", "lo", "hi", lambda r: r["name"])
+    assert "below: 0.5 outside [0.6, 0.7]; above: 3 outside [1, 2.5]" in text
+    assert figures.outside_text(frame.iloc[[0, 3]], "v", "lo", "hi", str) == ""
 
 
 # --- throughput table/figure builders on edge cases ----------------------------------------
