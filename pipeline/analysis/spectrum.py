@@ -367,15 +367,23 @@ def caption(table: pd.DataFrame, missing: pd.DataFrame) -> str:
     text = (
         "The isolation spectrum: each container mode that differs from Docker's bridge only in "
         "its OCI runtime (runc, crun, gVisor's runsc) or its privilege (rootful, rootless), as "
-        "its benchmark's summary states it: the ratio to native (dashed line at 1) with its "
+        "its benchmark's summary states it: the ratio to native (dashed line at 1×) with its "
         f"{level} interval (the geometric mean of the per-run ratios over the runs both "
-        "measured, paired t interval), ordered from native to the VM; rootless modes are open "
-        "points. A rate (throughput, CPU and memory rates) below 1, or a time (latency, HTTP, "
-        "cold start, compile time) above 1, costs. The figure shows each summary's one ratio or "
+        "measured, paired t interval; the numbers at the right), ordered from native to the VM; "
+        "rootless modes are open points. Every row shares one logarithmic axis, so 0.5× and 2× "
+        "are as far from native. The grey band is the benchmark's equivalence margin where its "
+        "verdict is on this ratio (none on the Internet path, where latency and HTTP are judged "
+        "on the added microseconds (Methods), nor for cold start, which has no margin). A rate "
+        "(throughput, CPU and memory rates) below 1, or a time (latency, HTTP, cold start, "
+        "compile time) above 1, costs. The figure "
+        "shows each summary's one ratio or "
         "its p50, the table p99 too. A mode's runtime is the one its runs' notes record, else "
-        "its declared one (Podman's default: crun where installed). On the Internet path a latency "
-        "or HTTP verdict is on the added microseconds, not the ratio (Methods)."
+        "its declared one (Podman's default: crun where installed)."
     )
+    reference = reference_environment(table)
+    text += figures.outside_text(
+        figure_rows(table), "ratio", "lo", "hi",
+        lambda r: f"{position(r, reference)}, {panel(r)}")  # fmt: skip
     if (table["isolation"] == VM).any():
         text += (" VM: a second environment's native against the reference's (Welch interval "
                  "over the two campaigns' runs); the modes measured inside it follow, each "
