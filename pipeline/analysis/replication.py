@@ -1,24 +1,32 @@
-"""Replicate the five published articles: each headline number beside the study's own figure.
+"""Replicate the five published articles: every claim, the relation it makes, and a verdict
+that can go either way.
 
-``data/reference/published.csv`` holds every headline number of the articles in
-``shared/seeds/``, typed once with a verbatim quote. Only raw numbers are typed there; the
-comparison each one implies (a ratio to the article's baseline, or a difference in
-microseconds) is derived here, and so is its range: a published number stands for every value
-that rounds to it (half a unit of its last typed digit), and a ratio of two rounded numbers
-spans the ratios of their ranges.
+``data/reference/published.csv`` holds every claim of the articles in ``shared/seeds/``, typed
+once with a verbatim quote (its README says what each column means). Each row states the
+relation the claim makes (``relation``):
 
-Absolute numbers are never compared (the articles ran on other hardware); only the ratio or the
-difference the article implies is set beside the study's same comparison and its interval, read
-from what the summarise stages write under ``<processed_dir>/<benchmark>/``.
+- ``=``: the value, within a stated ``tolerance`` on the comparison's own scale (the study's
+  equivalence margin for a ratio, microseconds for a difference);
+- ``within``: a range ("18-25%", "2-3x") or a bound around parity ("within 10%");
+- ``<`` / ``>``: a one-sided bound ("under 2%" on a slowdown is a ratio ``>`` 0.98), or, with
+  the unit ``ordering``, an ordering of two study cells ("HAProxy below Swarm's balancer":
+  their ratio ``<`` 1).
 
-Verdict rule (one rule, no extra tolerance):
+A printed number stands for every value that rounds to it, so each region also covers its
+rounding; the region is on the scale that carries over between machines: added microseconds
+for latency (a percentage of the article's own native round trip is turned into microseconds
+with the article's own baseline), ratios where both sides are bound by the same resource.
 
-- **consistent**: the published comparison (a point with its rounding range, a range "18-25%",
-  or a bound "within 10%") overlaps the study's interval;
-- **not consistent**: it lies wholly outside the study's interval;
-- **not measurable here**: with the reason (the article gives no baseline, the benchmark or mode
-  is not in the study's data, the mode was skipped, the study's summary has no such statistic,
-  the article's baseline is not a study mode).
+Verdicts, from the study's 95% interval against the claim's region:
+
+- **reproduced**: the interval lies inside the region;
+- **contradicted**: the interval lies entirely outside it;
+- **not resolved**: it straddles a boundary; a wider interval (fewer runs) can only move a
+  row here, never into reproduced;
+- **not transferable here**: the row's ``not_transferable`` names the mechanism that differs
+  (a NIC-bound native in the article against the lab's CPU-bound veth native);
+- **not measured**: the row's ``why_not`` says why no profile can measure it, or the data at
+  hand lack the cell (the reason, and the ``profile`` that measures it).
 
 A new benchmark joins by one entry in ``SOURCES``: where its summary is and which columns hold
 its ratio (and difference) to native with their interval.
@@ -36,10 +44,14 @@ import pandas as pd
 from pipeline.analysis import stats
 
 BASELINE = "native"
-CONSISTENT = "consistent"
-NOT_CONSISTENT = "not consistent"
-NOT_MEASURABLE = "not measurable here"
-VERDICTS = (CONSISTENT, NOT_CONSISTENT, NOT_MEASURABLE)
+REPRODUCED = "reproduced"
+CONTRADICTED = "contradicted"
+NOT_RESOLVED = "not resolved"
+NOT_TRANSFERABLE = "not transferable here"
+NOT_MEASURED = "not measured"
+VERDICTS = (REPRODUCED, CONTRADICTED, NOT_RESOLVED, NOT_TRANSFERABLE, NOT_MEASURED)
+# Verdicts the study's interval decided.
+DECIDED = (REPRODUCED, CONTRADICTED, NOT_RESOLVED)
 
 COLUMNS = [
     "id",
@@ -54,22 +66,30 @@ COLUMNS = [
     "statistic",
     "comparison",
     "relation",
+    "tolerance",
     "value",
     "value_high",
     "unit",
     "baseline_value",
+    "baseline_unit",
     "baseline_configuration",
     "baseline_mode",
     "baseline_path",
+    "baseline_variant",
     "stated",
     "stated_unit",
     "quote",
     "baseline_quote",
+    "headline",
+    "profile",
+    "not_transferable",
+    "why_not",
     "note",
 ]
-NUMERIC = ("value", "value_high", "baseline_value", "stated")
+NUMERIC = ("tolerance", "value", "value_high", "baseline_value", "stated")
 COMPARISONS = ("ratio", "delta", "")
-RELATIONS = ("=", "within")
+RELATIONS = ("=", "within", "<", ">")
+PROFILES = ("demo", "study", "publication")
 # Units that already express the comparison: value -> ratio to the baseline.
 RATIO_UNITS = {
     "% of baseline": lambda v: v / 100.0,
@@ -84,9 +104,11 @@ DELTA_UNITS = {"ms above baseline": 1000.0, "us above baseline": 1.0}
 BOUND_UNITS = {"% difference": ("ratio", 0.01), "us difference": ("delta", 1.0)}
 # Absolute time units a difference can be formed from, in microseconds.
 TIME_UNITS = {"s": 1e6, "ms": 1000.0, "us": 1.0}
+# An ordering of two study cells: no number, the relation against parity.
+ORDERING = "ordering"
 
 
-# --- the published numbers -----------------------------------------------------------------
+# --- the published claims ------------------------------------------------------------------
 
 
 def load_published(path: Path | str) -> pd.DataFrame:
@@ -115,19 +137,41 @@ def _row_problems(r) -> list[str]:
         out.append(f"comparison {r.comparison!r} is not one of {COMPARISONS}")
     if r.relation not in RELATIONS:
         out.append(f"relation {r.relation!r} is not one of {RELATIONS}")
-    if r.comparison and not _knows_unit(r.unit, bool(r.baseline_value), r.comparison):
+    if r.headline not in ("", "yes"):
+        out.append(f"headline {r.headline!r} is not 'yes' or empty")
+    if r.profile not in ("", *PROFILES):
+        out.append(f"profile {r.profile!r} is not one of {PROFILES}")
+    if r.why_not and r.not_transferable:
+        out.append("a row is either not measurable (why_not) or not transferable, not both")
+    if r.why_not:
+        return out  # never compared: nothing else needs to be interpretable
+    if not r.comparison:
+        out.append("no comparison and no why_not: say why the row can never get a verdict")
+        return out
+    if r.unit == ORDERING:
+        if r.relation not in ("<", ">") or r.value:
+            out.append("an ordering is '<' or '>' against parity, with no value")
+    elif not r.value and not r.not_transferable:
+        out.append("no value to compare")
+    elif r.value and not _knows_unit(r.unit, bool(r.baseline_value), r.comparison):
         out.append(f"unit {r.unit!r} cannot give a {r.comparison} (baseline {r.baseline_value!r})")
+    if r.relation == "=" and r.value and not r.tolerance:
+        out.append("'=' needs a tolerance")
+    if r.comparison == "delta" and r.unit in RATIO_UNITS and r.baseline_unit not in TIME_UNITS:
+        out.append("a percentage as a difference needs the baseline's time unit")
     if r.stated and r.stated_unit not in RATIO_UNITS:
         out.append(f"stated_unit {r.stated_unit!r} is not one of {list(RATIO_UNITS)}")
+    if not r.profile:
+        out.append("no profile: name the profile that measures it, or say why_not")
     return out
 
 
 def _knows_unit(unit: str, has_baseline: bool, comparison: str) -> bool:
     if unit in BOUND_UNITS:
-        return BOUND_UNITS[unit][0] == comparison
+        return BOUND_UNITS[unit][0] == comparison or (comparison == "delta" and has_baseline)
     if comparison == "ratio":
         return unit in RATIO_UNITS or has_baseline
-    return unit in DELTA_UNITS or (has_baseline and unit in TIME_UNITS)
+    return unit in DELTA_UNITS or (has_baseline and (unit in TIME_UNITS or unit in RATIO_UNITS))
 
 
 def half_unit(text: str) -> float:
@@ -151,13 +195,18 @@ def implied(row: pd.Series) -> tuple[float, float, float]:
     to the baseline, or a difference in microseconds); NaN when it implies none.
 
     ``point`` is the value as typed (the middle of a range, NaN for a bound); ``lo``/``hi`` also
-    cover rounding: every value that rounds to what the article printed.
+    cover rounding: every value that rounds to what the article printed. A percentage asked as
+    a difference (``comparison`` delta) is that share of the article's own baseline, in
+    microseconds.
     """
     nan = (math.nan, math.nan, math.nan)
-    if not row["comparison"]:
+    if not row["comparison"] or not row["value"] or row["unit"] == ORDERING:
         return nan
     low_text, high_text = row["value"], row["value_high"] or row["value"]
     unit = row["unit"]
+    as_share = row["comparison"] == "delta" and unit in {**RATIO_UNITS, **BOUND_UNITS}
+    if as_share:
+        return _share_as_delta(row)
     if unit in BOUND_UNITS:
         scale = BOUND_UNITS[unit][1]
         centre = 1.0 if row["comparison"] == "ratio" else 0.0
@@ -183,6 +232,44 @@ def implied(row: pd.Series) -> tuple[float, float, float]:
     return point, lo, hi
 
 
+def _share_as_delta(row: pd.Series) -> tuple[float, float, float]:
+    """A percentage of the article's baseline time as microseconds: "+58% at p50" of 0.12 ms."""
+    scale = TIME_UNITS[row["baseline_unit"]]
+    base = float(row["baseline_value"])
+    b_lo, b_hi = _span(row["baseline_value"])
+    low_text, high_text = row["value"], row["value_high"] or row["value"]
+    if row["unit"] in BOUND_UNITS:
+        width = (float(low_text) + half_unit(low_text)) / 100.0 * b_hi * scale
+        return math.nan, -width, width
+    convert = RATIO_UNITS[row["unit"]]
+    shares = [convert(v) - 1.0 for t in (low_text, high_text) for v in _span(t)]
+    ends = [s * b * scale for s in shares for b in (b_lo, b_hi)]
+    point = (convert((float(low_text) + float(high_text)) / 2.0) - 1.0) * base * scale
+    return point, min(ends), max(ends)
+
+
+def claim_region(row: pd.Series) -> tuple[float, float]:
+    """``(lo, hi)``: the values of the study's comparison the claim allows (infinite on the
+    open side of ``<`` and ``>``); NaN when the row states no comparison."""
+    if not row["comparison"] or row["why_not"]:
+        return math.nan, math.nan
+    parity = 1.0 if row["comparison"] == "ratio" else 0.0
+    relation = row["relation"]
+    if row["unit"] == ORDERING:
+        return (-math.inf, parity) if relation == "<" else (parity, math.inf)
+    _, lo, hi = implied(row)
+    if math.isnan(lo):
+        return math.nan, math.nan
+    if relation == "=":
+        tol = float(row["tolerance"] or 0.0)
+        return lo - tol, hi + tol
+    if relation == "<":
+        return -math.inf, hi
+    if relation == ">":
+        return lo, math.inf
+    return lo, hi
+
+
 def stated_ratio(row: pd.Series) -> tuple[float, float, float]:
     """``(point, lo, hi)`` of the ratio the article itself prints beside the raw numbers."""
     if not row["stated"]:
@@ -193,31 +280,36 @@ def stated_ratio(row: pd.Series) -> tuple[float, float, float]:
 
 
 def derive(published: pd.DataFrame) -> pd.DataFrame:
-    """``published`` with the implied comparison and the article's own arithmetic check.
+    """``published`` with the implied comparison, the claim's region and the article's own
+    arithmetic check.
 
     Adds ``implied_ratio`` or ``implied_delta_us`` (the point), ``implied_lo``/``implied_hi``
-    (its range, rounding included), ``stated_ratio`` and ``arithmetic``: "" when the article
-    prints no ratio of its own, "agrees" when it matches its raw numbers within rounding, else
-    "differs".
+    (its range, rounding included), ``claim_lo``/``claim_hi`` (the region the relation allows),
+    ``stated_ratio`` and ``arithmetic``: "" when the article prints no ratio of its own,
+    "agrees" when it matches its raw numbers within rounding, else "differs".
     """
     out = published.copy()
-    points, los, his, stated, checks = [], [], [], [], []
+    points, los, his, c_los, c_his, stated, checks = [], [], [], [], [], [], []
     for _, row in out.iterrows():
         point, lo, hi = implied(row)
+        c_lo, c_hi = claim_region(row)
         s_point, s_lo, s_hi = stated_ratio(row)
         points.append(point)
         los.append(lo)
         his.append(hi)
+        c_los.append(c_lo)
+        c_his.append(c_hi)
         stated.append(s_point)
-        if math.isnan(s_point):
+        if math.isnan(s_point) or math.isnan(lo):
             checks.append("")
         else:
             checks.append("agrees" if s_lo <= hi and lo <= s_hi else "differs")
-    is_ratio = out["comparison"] == "ratio"
-    out["implied_ratio"] = np.where(is_ratio, points, np.nan)
+    out["implied_ratio"] = np.where(out["comparison"] == "ratio", points, np.nan)
     out["implied_delta_us"] = np.where(out["comparison"] == "delta", points, np.nan)
     out["implied_lo"] = los
     out["implied_hi"] = his
+    out["claim_lo"] = c_los
+    out["claim_hi"] = c_his
     out["stated_ratio"] = stated
     out["arithmetic"] = checks
     return out
@@ -250,7 +342,8 @@ class Source:
     variant, read from the summary's own ``variant`` column). ``ratio``/``delta_us``: statistic
     -> (point, lo, hi) columns of the ratio / difference to native on the same path.
     ``per_run``: variant -> (file stem, value column) of per-run values, which let a ratio
-    between any two cells of a run (another baseline, another path) be compared here.
+    between any two cells of a run (another mode, path or variant) be compared here, for the
+    statistics ``per_run_statistics`` (what one run's value summarises).
     ``defaults``: what an empty ``path``, ``variant`` or ``statistic`` of a published row means
     for this benchmark (the host benchmarks have the one path "host"; an article that names no
     statistic of a sysbench rate reports a median of runs).
@@ -261,11 +354,32 @@ class Source:
     n_runs: str
     delta_us: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     per_run: dict[str, tuple[str, str]] = field(default_factory=dict)
+    per_run_statistics: tuple[str, ...] = ("median",)
     defaults: dict[str, str] = field(default_factory=dict)
     other_baseline: OtherBaseline | None = None
     # the directory under <processed_dir> its files are in, when a stage of another name
     # writes them (density: summarise-footprint writes data/processed/footprint)
     directory: str = ""
+
+    def statistics(self, comparison: str) -> set[str]:
+        """Every statistic a row of this benchmark can be compared at."""
+        named = set(self.ratio if comparison == "ratio" else self.delta_us)
+        if self.other_baseline and comparison == "ratio":
+            named |= set(self.other_baseline.ratio)
+        if self.per_run and comparison == "ratio":
+            named |= set(self.per_run_statistics)
+        return named
+
+    def columns(self) -> set[str]:
+        """Every summary column this entry reads."""
+        groups = [self.ratio, self.delta_us]
+        if self.other_baseline:
+            groups.append(self.other_baseline.ratio)
+        cols = {c for g in groups for triple in g.values() for c in triple}
+        cols.add(self.n_runs)
+        if self.other_baseline:
+            cols |= {self.other_baseline.mode_column, self.other_baseline.n_runs}
+        return cols
 
 
 def _quantile_columns(kind: str, labels=("p50", "p99")) -> dict[str, tuple[str, str, str]]:
@@ -334,11 +448,15 @@ SOURCES: dict[str, Source] = {
         ),
     ),
     # notebook 31 (pipeline.analysis.lb): mode swarm-overlay, variants <balancer>-r<N>, each
-    # compared with direct-r1 (no native): the median rate over runs, and the mean (ab's figure).
+    # compared with direct-r1 (no native): the median rate over runs, and the mean (ab's figure);
+    # two balancers with each other through the per-run rates.
     "lb": Source(
         files={"*": "lb_summary"},
         ratio={},
         n_runs="ratio_n_runs",
+        # one wrk run's rate per (run, variant): an ordering of two balancers is their ratio
+        per_run={"*": ("lb_per_run", "rps")},
+        per_run_statistics=("mean", "median"),
         other_baseline=OtherBaseline(
             "baseline_mode",
             {
@@ -474,17 +592,17 @@ def study_figure(
 ) -> Figure:
     """The study's comparison for one published row (``reason`` set when there is none).
 
-    Checks, in order: the article implies a comparison; the benchmark is in the study and its
-    summary exists; the configuration maps to a study mode that was measured and not skipped;
-    the article's baseline is native on the same path (else, for ratios with per-run values,
-    the ratio between the two cells is taken over their common runs); the summary has
-    the statistic; the interval exists.
+    Checks, in order: the row can be measured at all (no ``why_not``) and states a
+    comparison; the benchmark is in the study and its summary exists; the configuration maps to
+    a study mode that was measured and not skipped; the article's baseline is native on the
+    same path or the summary's own other baseline (else, for ratios with per-run values, the
+    ratio between the two cells is taken over their common runs); the summary has the
+    statistic; the interval exists.
     """
+    if row["why_not"]:
+        return Figure(reason=row["why_not"])
     if not row["comparison"]:
-        return Figure(
-            reason="the article gives no baseline to compare with (an absolute figure; "
-            "absolute numbers are not compared across hardware)"
-        )
+        return Figure(reason="the article states no comparison")
     benchmark = row["benchmark"]
     source = sources.get(benchmark)
     if source is None:
@@ -514,17 +632,19 @@ def study_figure(
             reason=f"the article's baseline ({row['baseline_configuration']}) is not a study mode"
         )
     base_path = row["baseline_path"] or path
+    base_variant = row["baseline_variant"] or variant
     ratio, delta, n_runs_column = source.ratio, source.delta_us, source.n_runs
     other = source.other_baseline
-    if other and base_path == path and row["baseline_mode"] == _text(cell.get(other.mode_column)):
+    same_cell_kind = base_path == path and base_variant == variant
+    if other and same_cell_kind and row["baseline_mode"] == _text(cell.get(other.mode_column)):
         ratio, delta, n_runs_column = other.ratio, {}, other.n_runs
-    elif other and base_path == path and not source.ratio and not source.per_run:
+    elif other and same_cell_kind and not source.ratio and not source.per_run:
         # the summary's ratios are to the other baseline only, and this row names it, but
         # the cell holds none: the baseline did not run beside it
         base = _cell(summary, env, row["baseline_mode"], path, variant)
         why = _not_ok(base, row["baseline_mode"], path, benchmark) or "no run measured both"
         return Figure(reason=f"the article compares with {row['baseline_mode']}: {why}")
-    elif (row["baseline_mode"], base_path) != (BASELINE, path):
+    elif (row["baseline_mode"], base_path, base_variant) != (BASELINE, path, variant):
         return _cross_ratio(row, study, source, env, (key, variant), confidence)
     columns = (ratio if row["comparison"] == "ratio" else delta).get(row["statistic"])
     if columns is None:
@@ -586,41 +706,79 @@ def _cross_ratio(
     variant_key: tuple[str, str],
     confidence: float,
 ) -> Figure:
-    """Ratio between the row's cell and the article's baseline cell (another mode or another
-    path): the geometric mean of the per-run ratios over the runs both have, paired t interval."""
+    """Ratio between the row's cell and the article's baseline cell (another mode, path or
+    variant): the geometric mean of the per-run ratios over the runs both have, paired t
+    interval."""
     key, variant = variant_key
     benchmark, mode, path = row["benchmark"], row["mode"], row["path"]
     base_mode, base_path = row["baseline_mode"], row["baseline_path"] or row["path"]
-    said = f"the article compares with {base_mode} on the {base_path} path"
+    base_variant = row["baseline_variant"] or variant
+    where = base_path if base_variant == variant else f"{base_path} path, {base_variant}"
+    said = f"the article compares with {base_mode} on the {where} path".replace(
+        "path, " + base_variant + " path", "path, " + base_variant
+    )
     per_run = study.per_run.get((benchmark, key))
-    if row["comparison"] != "ratio" or per_run is None or row["statistic"] not in source.ratio:
+    usable = row["statistic"] in source.per_run_statistics
+    if row["comparison"] != "ratio" or per_run is None or not usable:
         return Figure(
             reason=f"{said}; the study's {benchmark} summary holds only comparisons "
             "with native on the same path"
         )
-    base_cell = _cell(study.summaries[(benchmark, key)], env, base_mode, base_path, variant)
+    base_cell = _cell(study.summaries[(benchmark, key)], env, base_mode, base_path, base_variant)
     if why := _not_ok(base_cell, base_mode, base_path, benchmark):
         return Figure(reason=f"{said}: {why}")
     env_rows = per_run[per_run["environment"].astype(str) == env]
     pairs = []
-    for label, (m, p) in (("cell", (mode, path)), ("base", (base_mode, base_path))):
+    for label, (m, p, v) in (
+        ("cell", (mode, path, variant)),
+        ("base", (base_mode, base_path, base_variant)),
+    ):
         sel = env_rows[(env_rows["mode"] == m) & (env_rows["path"] == p)]
+        if "variant" in sel.columns:
+            sel = sel[sel["variant"].astype(str) == v]
         pairs.append(sel[["run", "value"]].assign(mode=label))
     r = stats.ratio_ci(pd.concat(pairs), "cell", "base", confidence)
     if not r.n_runs:
         return Figure(reason=f"{said}: no run measured both")
     how = (
-        f"{benchmark} per-run values: ratio to {base_mode} ({base_path}), geometric mean "
-        "over common runs, paired t interval"
+        f"{benchmark} per-run values: ratio to {base_mode} ({base_path}"
+        f"{', ' + base_variant if base_variant != variant else ''}), geometric mean over "
+        "common runs, paired t interval"
     )
     return Figure(r.ratio, r.lo, r.hi, r.n_runs, "", how)
 
 
-def verdict(pub_lo: float, pub_hi: float, figure: Figure) -> str:
-    """consistent / not consistent / not measurable here (see the module docstring)."""
-    if figure.reason or math.isnan(figure.lo) or math.isnan(pub_lo):
-        return NOT_MEASURABLE
-    return CONSISTENT if pub_lo <= figure.hi and figure.lo <= pub_hi else NOT_CONSISTENT
+def verdict(claim_lo: float, claim_hi: float, figure: Figure, not_transferable: str = "") -> str:
+    """The verdict of one row (see the module docstring): the region the claim allows,
+    ``[claim_lo, claim_hi]``, against the study's interval ``[figure.lo, figure.hi]``.
+
+    Reproduced needs the whole interval inside the region, so widening the interval around the
+    same estimate can turn reproduced or contradicted into not resolved, never the reverse.
+    """
+    if not_transferable:
+        return NOT_TRANSFERABLE
+    if figure.reason or math.isnan(figure.lo) or math.isnan(figure.hi) or math.isnan(claim_lo):
+        return NOT_MEASURED
+    if claim_lo <= figure.lo and figure.hi <= claim_hi:
+        return REPRODUCED
+    if figure.hi < claim_lo or figure.lo > claim_hi:
+        return CONTRADICTED
+    return NOT_RESOLVED
+
+
+def _why(row: pd.Series, figure: Figure, decided: str) -> str:
+    """Why a row has no decided verdict: the mechanism that differs, or what is missing and
+    the profile that measures it."""
+    if decided == NOT_TRANSFERABLE:
+        return row["not_transferable"]
+    if decided != NOT_MEASURED:
+        return ""
+    reason = figure.reason or "no interval"
+    if row["why_not"] or not row["profile"]:
+        return reason
+    missing = ("was not measured" in reason or "is not reported" in reason
+               or reason.startswith("no "))  # fmt: skip
+    return f"{reason}; the {row['profile']} profile measures it" if missing else reason
 
 
 def replicate(
@@ -629,28 +787,37 @@ def replicate(
     sources: dict[str, Source] = SOURCES,
     confidence: float = 0.95,
 ) -> pd.DataFrame:
-    """One row per published number (and environment of the study): the implied comparison,
-    the study's figure with its interval, the verdict and its reason."""
+    """One row per published claim (and environment of the study): the claim's region, the
+    study's figure with its interval, the verdict and why."""
     derived = derive(published)
     rows = []
     for env in study.environments():
         for _, typed in derived.iterrows():
             # The cell as the study reads it (a benchmark's defaults filled in), shown as such.
             source = sources.get(typed["benchmark"])
-            row = _with_defaults(typed, source) if source else typed
+            row = _with_defaults(typed, source) if source and not typed["why_not"] else typed
             fig = study_figure(row, study, env, sources, confidence)
+            decided = verdict(row["claim_lo"], row["claim_hi"], fig, row["not_transferable"])
             rows.append(
                 {
                     "environment": env,
-                    **{c: row[c] for c in ("id", "article", "section", "configuration")},
+                    **{c: row[c] for c in ("id", "article", "section", "metric")},
+                    "configuration": row["configuration"],
                     **{c: row[c] for c in ("mode", "path", "benchmark", "variant", "statistic")},
                     **{c: row[c] for c in ("value", "value_high", "unit", "baseline_value")},
+                    "baseline_mode": row["baseline_mode"],
+                    "baseline_variant": row["baseline_variant"],
                     "comparison": row["comparison"],
                     "relation": row["relation"],
+                    "tolerance": row["tolerance"],
+                    "headline": row["headline"] == "yes",
+                    "quote": row["quote"],
                     "implied_ratio": row["implied_ratio"],
                     "implied_delta_us": row["implied_delta_us"],
                     "implied_lo": row["implied_lo"],
                     "implied_hi": row["implied_hi"],
+                    "claim_lo": row["claim_lo"],
+                    "claim_hi": row["claim_hi"],
                     "arithmetic": row["arithmetic"],
                     "stated_ratio": row["stated_ratio"],
                     "study_point": fig.point,
@@ -658,8 +825,8 @@ def replicate(
                     "study_hi": fig.hi,
                     "study_n_runs": fig.n_runs,
                     "study_source": fig.how,
-                    "verdict": verdict(row["implied_lo"], row["implied_hi"], fig),
-                    "reason": fig.reason,
+                    "verdict": decided,
+                    "reason": _why(row, fig, decided),
                 }
             )
     return pd.DataFrame(rows)
@@ -675,20 +842,36 @@ def _fmt(value: float, comparison: str) -> str:
 
 
 def published_text(r) -> str:
-    """What the article implies, in the study's terms: "0.763", "1.18 to 1.25", "within ±10%"."""
-    if not r.comparison:
+    """The claim as a region of the study's comparison: "= 0.763 ±0.05 (0.708 to 0.818)",
+    "within 1.175 to 1.255", "> 0.975", "< 1 (an ordering)"."""
+    if not r.comparison or math.isnan(r.claim_lo):
         return ""
+    c = r.comparison
+    if r.unit == ORDERING:
+        return f"{r.relation} {'1' if c == 'ratio' else '0 us'} (an ordering)"
+    if r.relation == "<":
+        return f"< {_fmt(r.claim_hi, c)}"
+    if r.relation == ">":
+        return f"> {_fmt(r.claim_lo, c)}"
+    span = f"{_fmt(r.claim_lo, c)} to {_fmt(r.claim_hi, c)}"
     if r.relation == "within":
-        return f"within ±{r.value}{'%' if r.unit.startswith('%') else ' us'}"
-    point = r.implied_ratio if r.comparison == "ratio" else r.implied_delta_us
-    span = f"{_fmt(r.implied_lo, r.comparison)} to {_fmt(r.implied_hi, r.comparison)}"
-    if r.value_high:
-        return span
-    # A ratio of two short numbers (0.14 / 0.12) is less precise than its digits suggest: show
-    # the range the verdict used whenever it is wider than +-0.25%.
-    if (r.implied_hi - r.implied_lo) > 0.005 * max(abs(point), 1e-9):
-        return f"{_fmt(point, r.comparison)} (rounding: {span})"
-    return _fmt(point, r.comparison)
+        return f"within {span}"
+    point = r.implied_ratio if c == "ratio" else r.implied_delta_us
+    tol = f"{float(r.tolerance):g}" + ("" if c == "ratio" else " us")
+    return f"= {_fmt(point, c)} ±{tol} ({span})"
+
+
+def region_text(r) -> str:
+    """The claim's region alone, as prose reads it: "0.940 to 1.060", "above 0.975"."""
+    if not r.comparison or math.isnan(r.claim_lo):
+        return ""
+    if math.isinf(r.claim_lo) and math.isinf(r.claim_hi):
+        return "any value"
+    if math.isinf(r.claim_lo):
+        return f"below {_fmt(r.claim_hi, r.comparison)}"
+    if math.isinf(r.claim_hi):
+        return f"above {_fmt(r.claim_lo, r.comparison)}"
+    return f"{_fmt(r.claim_lo, r.comparison)} to {_fmt(r.claim_hi, r.comparison)}"
 
 
 def study_text(r) -> str:
@@ -710,6 +893,9 @@ def _where(r) -> str:
         parts.append(r.variant)
     if r.statistic:
         parts.append(r.statistic)
+    if r.baseline_mode and r.comparison:
+        against = r.baseline_mode + (f" {r.baseline_variant}" if r.baseline_variant else "")
+        parts.append(f"vs {against}")
     return ", ".join(parts)
 
 
@@ -724,24 +910,25 @@ def _note(r) -> str:
 
 
 def article_table(result: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
-    """ID | Configuration | Study cell | Comparison | Published | Study [CI] | Runs | Verdict |
-    Note: one row per published number (and environment); the ID starts with the article's
+    """ID | Headline | Configuration | Study cell | Scale | Claim | Study [CI] | Runs | Verdict |
+    Why: one row per published claim (and environment); the ID starts with the article's
     number and is the row's id in published.csv."""
     conf = f"{confidence:.0%}"
     table = pd.DataFrame(
         {
             "ID": result["id"],
+            "Headline": np.where(result["headline"], "yes", ""),
             "Configuration (article's words)": result["configuration"],
-            "Study mode, path, variant, statistic": [_where(r) for r in result.itertuples()],
-            "Comparison": [
-                {"ratio": "ratio", "delta": "difference"}.get(c, "none")
+            "Study cell": [_where(r) for r in result.itertuples()],
+            "Scale": [
+                {"ratio": "ratio", "delta": "added us"}.get(c, "none")
                 for c in result["comparison"]
             ],
-            "Published": [published_text(r) for r in result.itertuples()],
+            "Claim": [published_text(r) for r in result.itertuples()],
             f"Study [{conf} CI]": [study_text(r) for r in result.itertuples()],
             "Runs": [str(n) if n else "" for n in result["study_n_runs"]],
             "Verdict": result["verdict"],
-            "Note": [_note(r) for r in result.itertuples()],
+            "Why": [_note(r) for r in result.itertuples()],
         }
     )
     if result["environment"].nunique() > 1:
@@ -753,15 +940,16 @@ def table_caption(result: pd.DataFrame, confidence: float = 0.95) -> str:
     counts = result["verdict"].value_counts()
     tally = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in VERDICTS)
     return (
-        "Every headline number of the five published articles (data/reference/published.csv, "
-        "each with a verbatim quote) beside this study's figure. Absolute numbers are not "
-        "compared, because the hardware differs: only the comparison each article implies, a "
-        "ratio to its baseline or a difference in microseconds, derived from its raw numbers. "
-        "Published: that comparison; a printed number stands for every value that rounds to it. "
-        f"Study: the same comparison from this study's summaries with its {confidence:.0%} "
-        "interval (t over runs). Verdict: consistent when the "
-        "published comparison overlaps the study's interval, not consistent when it lies "
-        f"outside it, not measurable here with the reason. {tally}."
+        "Every claim of the five published articles (data/reference/published.csv, each with a "
+        "verbatim quote) as the relation it makes, beside this study's figure. Scale: latency "
+        "as added microseconds, other comparisons as ratios; absolute numbers are never "
+        "compared. Claim: the region the claim allows (= within its stated tolerance, a range, "
+        "or a bound), rounding of the printed numbers included. "
+        f"Study: the same comparison with its {confidence:.0%} interval (t over runs). "
+        "Verdict: reproduced when the interval lies inside the region, contradicted when it "
+        "lies outside it, not resolved when it straddles a boundary; not transferable here "
+        "names the mechanism that differs between the article's machine and this one; not "
+        f"measured says why. {tally}."
     )
 
 
@@ -774,38 +962,34 @@ def counts(result: pd.DataFrame, by: str = "article") -> pd.DataFrame:
 
 
 def headline(result: pd.DataFrame) -> str:
-    """Deterministic digest (checked by nbval): the tally, then every measurable row."""
+    """Deterministic digest (checked by nbval): the tally, then every decided row."""
     tally = result["verdict"].value_counts()
     lines = [", ".join(f"{v}: {int(tally.get(v, 0))}" for v in VERDICTS)]
     for r in result.itertuples():
-        if r.verdict == NOT_MEASURABLE:
+        if r.verdict not in DECIDED:
             continue
         env = f"{r.environment} " if r.environment else ""
         lines.append(
-            f"{env}{r.id}: published {published_text(r)}, study {study_text(r)} "
+            f"{env}{r.id}: claim {published_text(r)}, study {study_text(r)} "
             f"({r.study_n_runs} runs): {r.verdict}"
         )
     return "\n".join(lines)
 
 
 def findings(result: pd.DataFrame) -> str:
-    """Markdown: the tally and what is not measurable here, grouped by reason."""
+    """Markdown: the tally, each decided row against its claim, and why the rest have none,
+    grouped by reason."""
     tally = result["verdict"].value_counts()
-    out = [
-        f"- **{int(tally.get(CONSISTENT, 0))}** published comparisons are consistent with this "
-        f"study, **{int(tally.get(NOT_CONSISTENT, 0))}** are not, and "
-        f"**{int(tally.get(NOT_MEASURABLE, 0))}** are not measurable here."
-    ]
-    off = result[result["verdict"] == NOT_CONSISTENT]
-    for r in off.itertuples():
-        side = "above" if r.implied_lo > r.study_hi else "below"
+    out = ["- " + ", ".join(f"**{int(tally.get(v, 0))}** {v}" for v in VERDICTS) + "."]
+    for r in result[result["verdict"].isin(DECIDED)].itertuples():
         out.append(
-            f"- {r.id} ({r.configuration}): the article's {published_text(r)} lies {side} the "
-            f"study's interval {study_text(r)}."
+            f"- {r.id} ({r.configuration}): claim {published_text(r)}, study "
+            f"{study_text(r)}: {r.verdict}."
         )
-    why = result.loc[result["verdict"] == NOT_MEASURABLE, "reason"].map(_reason_group)
-    for reason, n in why.value_counts().sort_index().items():
-        out.append(f"- not measurable, {n} x: {reason}")
+    for verdict_ in (NOT_TRANSFERABLE, NOT_MEASURED):
+        why = result.loc[result["verdict"] == verdict_, "reason"].map(_reason_group)
+        for reason, n in why.value_counts().sort_index().items():
+            out.append(f"- {verdict_}, {n} x: {reason}")
     return "\n".join(out)
 
 
