@@ -150,8 +150,8 @@ def test_figures_are_numbered_in_reading_order(md):
     numbers = [int(n) for n in re.findall(r"^\*\*Figure (\d+)[.*]", md, re.M)]
     assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) == 2
     summary = _section(md, "Summary")
-    # the syscall overhead's finding points to the syscall figure
-    line = next(x for x in summary.splitlines() if x.startswith("- System calls"))
+    # the syscall answer points to the syscall figure
+    line = next(x for x in summary.splitlines() if x.startswith("- **System calls"))
     assert "(Figure [1](#figure-syscall-syscall))" in line
 
 

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.analysis.article import answers
 from pipeline.analysis.article.comparisons import Comparison, comparisons, metrics, metrics_json
 from pipeline.analysis.article.html import data_uri, to_html
 from pipeline.analysis.article.inputs import (
@@ -102,25 +103,39 @@ class Article:
     metrics: dict = field(default_factory=dict)
 
 
-def _appendix(inputs: Inputs, numbers: Numbers) -> str:
-    """The full tables, under the heading of the section that points to them, then every
-    generated table and figure nothing else claimed, so nothing generated is lost."""
-    blocks = ["## Appendix: tables", "Every table the sections and Methods point to, verbatim."]
-    for heading, tables in inputs.appendix:
-        blocks += [f"### Tables: {heading}", *tables]
+def _appendix(inputs: Inputs, numbers: Numbers, found: list[Comparison]) -> str:
+    """Every comparison with native answered, then the full tables under the heading of the
+    section that points to them, then every generated table and figure nothing else claimed,
+    so nothing generated is lost."""
+    blocks = ["## Appendix: tables"]
+    if answers.answerable(found):
+        conf = numbers.add(
+            "methods.confidence_pct", round(100 * inputs.confidence, 9), "%", "parameters"
+        )
+        blocks += [
+            "### Findings: every comparison with native",
+            "Each container mode against native on the same path, test and runs: the ratio, "
+            "the difference (container minus native), and what the verdict lets a reader say.",
+            answers.table(numbers, found, conf, len({c.environment for c in found})),
+        ]
+    tables = []
+    for heading, included in inputs.appendix:
+        tables += [f"### Tables: {heading}", *included]
     stems = [p.stem for p in sorted(inputs.tables.glob("*.md")) if p.name not in inputs.used_tables]
     others = table_blocks(inputs, stems)
     if others:
-        blocks += ["### Other generated tables", *others]
+        tables += ["### Other generated tables", *others]
     figures = []
     if inputs.figures.is_dir():
         for d in sorted(p for p in inputs.figures.iterdir() if p.is_dir()):
             if not set(figure_files(d)) & inputs.used_figures:
                 figures += figure_blocks(inputs, numbers, d.name)
     if figures:
-        blocks += ["### Other generated figures", *figures]
-    if len(blocks) == 2:
-        blocks[1] = "No table was generated."
+        tables += ["### Other generated figures", *figures]
+    if tables:
+        blocks += ["Every table the sections and Methods point to, verbatim.", *tables]
+    elif len(blocks) == 1:
+        blocks.append("No table was generated.")
     return "\n\n".join(blocks)
 
 
@@ -152,7 +167,7 @@ def assemble(
     )
     numbers = Numbers(root)
     benchmarks = inputs.raw_benchmarks()
-    found = comparisons(inputs.processed)
+    found = comparisons(inputs.processed, inputs.raw)
     body, not_measured = [], []
     for section in [*SECTIONS.values(), *map(generic_section, discovered(inputs))]:
         text, measured = render(section, inputs, numbers)
@@ -162,14 +177,15 @@ def assemble(
     tail = [
         methods(inputs, numbers, benchmarks),
         limitations(inputs, numbers, benchmarks, not_measured, profile, leaves_out),
-        _appendix(inputs, numbers),
+        _appendix(inputs, numbers, found),
     ]
     # Written last, placed first: it points to figures the body has placed and numbered.
     provenance = PROVENANCE
     if profile:
         scope = " (fewer modes and paths; see Limitations)" if leaves_out else ""
         provenance += f" Profile: {profile}{scope}."
-    parts = [TITLE, provenance, summary(inputs, numbers, found), *body, *tail]
+    first = summary(inputs, numbers, found, benchmarks, profile)
+    parts = [TITLE, provenance, first, *body, *tail]
     markdown = "\n\n".join(p for p in parts if p).rstrip() + "\n"
     return Article(
         markdown,

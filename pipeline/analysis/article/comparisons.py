@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
 
+from pipeline.analysis import schema
 from pipeline.analysis.article.inputs import BASELINE, missing
 
 STATISTICS = ("p50", "p95", "p99")
@@ -62,6 +64,16 @@ class Comparison:
     resolvable: float | None = None  # smallest relative difference the runs could resolve
     n_runs: int | None = None  # runs both measured
     margin_us: float | None = None  # a verdict on the added microseconds (the Internet path)
+    # The same comparison as an absolute difference (container minus native) in ``diff_unit``:
+    # the summary's own paired difference where it has one, else native's median times
+    # (ratio - 1), its interval from the ratio's (native's median held fixed).
+    diff: float | None = None
+    diff_lo: float | None = None
+    diff_hi: float | None = None
+    diff_unit: str | None = None
+    # Why the setup fixes this metric, so that no test of it can fail (a UDP rate at a fixed
+    # offered load), or None
+    pinned: str | None = None
 
     @property
     def size(self) -> float:
@@ -98,6 +110,71 @@ def _float(value) -> float | None:
         return None
     value = float(value)
     return value if math.isfinite(value) else None
+
+
+# Absolute differences the summaries carry: column suffix -> (scale to the unit shown, unit).
+DIFF_COLUMNS = {"_us": (1.0, "us"), "_s": (1000.0, "ms")}
+# Native's own value, where a summary has no paired difference: column -> unit (None: the
+# row's ``unit`` column).
+BASELINE_VALUES = {"median_gbps": "Gbit/s", "received_gbps": "Gbit/s", "median": None}
+
+
+def _difference(frame: pd.DataFrame, r: dict, suffix: str, ratio: float, lo, hi) -> dict:
+    """``diff``, ``diff_lo``, ``diff_hi`` and ``diff_unit`` of one comparison, or {}."""
+    for end, (scale, unit) in DIFF_COLUMNS.items():
+        names = [f"d{suffix}{e}{end}" for e in ("", "_lo", "_hi")]
+        if names[0] in frame.columns and _float(r.get(names[0])) is not None:
+            values = [_float(r.get(n)) for n in names]
+            return {"diff": scale * values[0], "diff_unit": unit,
+                    "diff_lo": None if values[1] is None else scale * values[1],
+                    "diff_hi": None if values[2] is None else scale * values[2]}  # fmt: skip
+    if suffix:
+        return {}
+    base = frame[frame["mode"] == BASELINE]
+    for key in ("environment", "path", "variant", "metric"):
+        if key in frame.columns and not missing(r.get(key)):
+            base = base[base[key] == r[key]]
+    for column, unit in BASELINE_VALUES.items():
+        if column in frame.columns and len(base) == 1:
+            native = _float(base.iloc[0][column])
+            unit = unit or (str(base.iloc[0]["unit"]) if "unit" in base.columns else None)
+            if native is None or unit is None:
+                return {}
+            return {"diff": native * (ratio - 1), "diff_unit": unit,
+                    "diff_lo": None if lo is None else native * (lo - 1),
+                    "diff_hi": None if hi is None else native * (hi - 1)}  # fmt: skip
+    return {}
+
+
+_OFFERED = re.compile(r"(?:^|\s)(?:-b|--bitrate)[ =](\S+)")
+
+
+def offered_rate(command) -> str | None:
+    """The fixed offered load a recorded client command declares (iperf3's ``-b`` or
+    ``--bitrate``), or None."""
+    if missing(command):
+        return None
+    found = _OFFERED.search(str(command))
+    return found.group(1) if found else None
+
+
+def _pinned(raw: Path | None, benchmark: str, c: dict) -> str | None:
+    """Why the setup fixes this comparison's metric, read from the runs' recorded commands:
+    a rate measured at a fixed offered load cannot come out higher than that load, and any
+    mode that carries it ties native, so an equivalence there cannot fail."""
+    if raw is None or c["statistic"] is not None or not c["higher_is_better"]:
+        return None
+    try:
+        runs = schema.read_dataset(raw, benchmark, "runs")
+    except FileNotFoundError:
+        return None
+    cell = runs[(runs["path"] == c["path"]) & runs["mode"].isin([c["mode"], BASELINE])]
+    if c["variant"] is not None and "variant" in cell.columns:
+        cell = cell[cell["variant"] == c["variant"]]
+    if "environment" in cell.columns and c["environment"]:
+        cell = cell[cell["environment"] == c["environment"]]
+    rates = {r for r in map(offered_rate, cell.get("command", [])) if r}
+    return f"offered rate fixed at {', '.join(sorted(rates))}" if rates else None
 
 
 def _from_summary(directory: str, stem: str, path: Path) -> list[Comparison]:
@@ -152,6 +229,8 @@ def _from_summary(directory: str, stem: str, path: Path) -> list[Comparison]:
                     resolvable=_float(r.get(f"resolvable{suffix}")),
                     n_runs=_runs(r),
                     margin_us=_float(r.get("margin_us")),
+                    **_difference(frame, r, suffix, ratio, _float(r.get(f"ratio{suffix}_lo")),
+                                  _float(r.get(f"ratio{suffix}_hi"))),
                 )
             )
     return out
@@ -167,12 +246,16 @@ def _runs(row: dict) -> int | None:
     return None
 
 
-def comparisons(processed: Path | str) -> list[Comparison]:
-    """Every comparison with native in the summaries under ``processed``."""
+def comparisons(processed: Path | str, raw: Path | str | None = None) -> list[Comparison]:
+    """Every comparison with native in the summaries under ``processed``; with ``raw`` (the
+    runs tables), those whose metric the setup fixes carry why (``pinned``)."""
     out = []
     for directory, stem, path in summary_files(Path(processed)):
         out += _from_summary(directory, stem, path)
-    return out
+    if raw is None:
+        return out
+    raw = Path(raw)
+    return [replace(c, pinned=_pinned(raw, c.benchmark, c.__dict__)) for c in out]
 
 
 def metrics(found: list[Comparison]) -> dict:

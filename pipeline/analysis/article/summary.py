@@ -1,218 +1,198 @@
-"""The article's first page: the question, then what the verdicts in the summaries say.
+"""The article's first page: what was measured on what, then one answer per benchmark.
 
-Findings are generated from the comparisons with native (``comparisons.py``), in three parts:
-the largest cost each benchmark found (overhead verdicts, biggest first, by |log ratio| so a
-halved rate and a doubled time weigh the same), what was shown equivalent and within which
-margin, and what this run could not resolve with the interval width a verdict would need. Each
-finding points to the figures of its section. Every number is registered like the body's.
+The setup is read from what the campaigns recorded: the hosts facts (cores, CPU, memory,
+kernel, and the virtualisation where a campaign recorded it), the runs' notes (the lab's
+emulated wide-area path, which only an embedded-lab campaign records) and the profile. Each
+benchmark measured then gets one sentence about one comparison (``answers.headline``: the
+median, the datacenter path, Docker's default mode first) with its ratio to native and its
+absolute difference, and what the verdict lets a reader say (``answers``). What a lab on one
+small machine cannot tell is said once. Every other comparison is in the findings table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
 
-from pipeline.analysis import figures
+import pandas as pd
+
+from pipeline.analysis.article import answers
 from pipeline.analysis.article.comparisons import MEASURES, Comparison
-from pipeline.analysis.article.inputs import Inputs, figure_refs, label, on_path
-from pipeline.analysis.article.numbers import Numbers
-from pipeline.analysis.article.sections import SECTIONS, comparison_number
+from pipeline.analysis.article.inputs import Inputs, figure_refs, missing
+from pipeline.analysis.article.numbers import Number, Numbers
+from pipeline.analysis.article.sections import SECTIONS
 
-QUESTION = (
-    "What does running a service in a container cost, against the same binary run natively on "
-    "the same hosts, in each execution mode and on each network path?"
-)
-# Lists longer than this are counted, not spelt out: the summary stays one page.
-MAX_LISTED = 6
+# Profiles that check the pipeline rather than measure the answers (conf/profiles/).
+CHECK_PROFILES = {"demo", "smoke"}
+FACTS = ["kernel", "cpu_model", "cpu_count", "mem_total_bytes"]
+VIRTUALISATION = ("virtualization", "virtualisation", "virt")
 
 
-def _where(c: Comparison, environments: set[str]) -> str:
-    where = on_path(c.path)
-    return where + (f" in `{c.environment}`" if len(environments) > 1 else "")
-
-
-def _modes(modes: Iterable[str]) -> str:
-    names = [label(m) for m in sorted(set(modes), key=lambda m: (figures.mode_rank(m), m))]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
-def _levels(inputs: Inputs, numbers: Numbers):
-    """The intervals' level and the equivalence interval's, as Methods registers them."""
-    conf = numbers.add(
+def _level(inputs: Inputs, numbers: Numbers) -> Number:
+    return numbers.add(
         "methods.confidence_pct", round(100 * inputs.confidence, 9), "%", "parameters"
     )
-    level = round(100 * (2 * inputs.confidence - 1), 9)  # 89.99999999999999 is 90
-    return conf, numbers.add("methods.equivalence_level_pct", level, "%", "parameters")
 
 
-def _costs(inputs: Inputs, numbers: Numbers, found: list[Comparison], total) -> list[str]:
-    overheads = [c for c in found if c.verdict == "overhead"]
-    if not overheads:
-        return [f"**Largest costs.** None of the {total.text()} comparisons found an overhead."]
-    n = numbers.add("summary.overhead.comparisons", len(overheads), "comparisons",
-                    inputs.processed)  # fmt: skip
-    largest: dict[str, Comparison] = {}
-    for c in overheads:
-        if c.benchmark not in largest or c.size > largest[c.benchmark].size:
-            largest[c.benchmark] = c
-    envs = {c.environment for c in found}
-    lines = [
-        f"**Largest costs.** {n.text()} of the {total.text()} comparisons found an overhead; the "
-        "largest in each benchmark, biggest first:",
-        "",
-    ]
-    for c in sorted(largest.values(), key=lambda c: -c.size):
-        pct = comparison_number(numbers, c, "summary.largest")
-        what = "rate" if c.higher_is_better else "time"
-        lines.append(
-            f"- {c.what[0].upper()}{c.what[1:]}, {label(c.mode)} `{c.mode}` {_where(c, envs)}: "
-            f"{pct.with_ci('%')} of native's {what}"
-            f"{figure_refs(inputs, [c.section])}."
-        )
-    return ["\n".join(lines)]
+def _hosts(inputs: Inputs, benchmarks: list[str]) -> pd.DataFrame:
+    frames = [f for b in benchmarks if (f := inputs.raw_table(b, "hosts")) is not None]
+    if not frames:
+        return pd.DataFrame()
+    hosts = pd.concat(frames, ignore_index=True)
+    hosts["cpu_count"] = pd.to_numeric(hosts.get("cpu_count"), errors="coerce")
+    hosts["mem_total_bytes"] = pd.to_numeric(hosts.get("mem_total_bytes"), errors="coerce")
+    return hosts
 
 
-def _equivalent(inputs: Inputs, numbers: Numbers, found: list[Comparison]) -> list[str]:
-    equivalent = [c for c in found if c.verdict == "equivalent"]
-    if not equivalent:
-        return ["**Shown equivalent.** No comparison put a container mode within its margin of "
-                "native."]  # fmt: skip
-    n = numbers.add("summary.equivalent.comparisons", len(equivalent), "comparisons",
-                    inputs.processed)  # fmt: skip
-    eq_level = _levels(inputs, numbers)[1]
-    lines = [
-        f"**Shown equivalent.** {n.text()} comparisons put the container mode within the margin "
-        f"of native (its {eq_level.text()}% interval inside the margin, a paired TOST agreeing). "
-        "By benchmark, the modes equivalent in every comparison made on a path:",
-        "",
-    ]
-    for benchmark in dict.fromkeys(c.benchmark for c in equivalent):
-        mine = [c for c in found if c.benchmark == benchmark]
-        eq = [c for c in mine if c.verdict == "equivalent"]
-        margins = sorted({c.margin for c in eq if c.margin is not None})
-        within = ""
-        if margins:
-            key = f"summary.equivalent.{benchmark}.margin"
-            pcts = [numbers.add(f"{key}_pct", 100 * margins[-1], "%", eq[0].source, decimals=0)]
-            if len(margins) > 1:  # one margin per benchmark, unless the summaries disagree
-                low = numbers.add(f"{key}_min_pct", 100 * margins[0], "%", eq[0].source, decimals=0)
-                pcts.insert(0, low)
-            within = " within ±" + " to ±".join(f"{p.text()}%" for p in pcts)
-        shifts = sorted({c.margin_us for c in eq if c.margin_us is not None})
-        if shifts:
-            us = numbers.add(f"summary.equivalent.{benchmark}.margin_us", shifts[-1], "us",
-                             eq[0].source, decimals=0)  # fmt: skip
-            within += f" ({'' if margins else 'within '}±{us.text()} us on the Internet path)"
-        cells: dict[tuple[str, str], list[Comparison]] = {}
-        for c in mine:
-            cells.setdefault((c.environment, c.path), []).append(c)
+def _wan(inputs: Inputs, benchmarks: list[str]) -> tuple[dict, str] | None:
+    """The emulated wide-area path as a lab campaign recorded it in its runs' notes, with the
+    benchmark it was read from."""
+    for b in benchmarks:
+        runs = inputs.raw_table(b, "runs")
+        if runs is None or "notes" not in runs.columns:
+            continue
+        for text in runs["notes"].dropna():
+            try:
+                wan = json.loads(text).get("wan")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(wan, dict) and "delay_ms" in wan:
+                return wan, b
+    return None
+
+
+def _machine(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> tuple[list[str], bool]:
+    """Sentences on the hosts and whether they are one machine (the embedded lab)."""
+    hosts = _hosts(inputs, benchmarks)
+    if hosts.empty:
+        return ["No campaign recorded its hosts."], False
+    wan = _wan(inputs, benchmarks)
+    source = inputs.raw
+    said = []
+    for env, rows in hosts.groupby("environment", sort=True):
+        names = rows["host"].nunique()
+        facts = rows[FACTS].drop_duplicates()
+        one = len(facts) == 1 and (wan is not None or env == "lab")
+        n = numbers.add(f"summary.setup.{env}.hosts", names, "hosts", source)
+        f = facts.iloc[0]
         parts = []
-        for cs in cells.values():
-            modes = {c.mode for c in cs}
-            every = [m for m in modes if all(c.verdict == "equivalent" for c in cs if c.mode == m)]
-            if every:
-                parts.append(f"{_modes(every)} {_where(cs[0], {c.environment for c in found})}")
-        if parts:
-            said = "; ".join(parts)
-        else:
-            k = numbers.add(f"summary.equivalent.{benchmark}.comparisons", len(eq),
-                            "comparisons", eq[0].source)  # fmt: skip
-            said = f"{k.text()} comparisons, but no mode in every comparison on a path"
-        what = MEASURES.get(benchmark, benchmark)
-        lines.append(f"- {what[0].upper()}{what[1:]}{within}: {said}"
-                     f"{figure_refs(inputs, [eq[0].section])}.")  # fmt: skip
-    return ["\n".join(lines)]
-
-
-def _rank(benchmark: str) -> tuple[int, str]:
-    """A benchmark's place in the article's reading order (``SECTIONS``)."""
-    order = list(SECTIONS)
-    return (order.index(benchmark) if benchmark in order else len(order), benchmark)
-
-
-def _range(numbers: Numbers, key: str, values: list[float], unit: str, source, decimals: int):
-    lo = numbers.add(f"{key}_min", min(values), unit, source, decimals=decimals)
-    hi = numbers.add(f"{key}_max", max(values), unit, source, decimals=decimals)
-    return lo.text() if lo.text() == hi.text() else f"{lo.text()} to {hi.text()}"
-
-
-def _unresolved(inputs: Inputs, numbers: Numbers, found: list[Comparison], total) -> list[str]:
-    unresolved = [c for c in found if c.verdict == "inconclusive"]
-    if not unresolved:
-        return [f"**Not resolved.** None: each of the {total.text()} comparisons reached a "
-                "verdict."]  # fmt: skip
-    n = numbers.add("summary.inconclusive.comparisons", len(unresolved), "comparisons",
-                    inputs.processed)  # fmt: skip
-    text = (
-        f"**Not resolved by this run.** {n.text()} of the {total.text()} comparisons are "
-        "inconclusive"
-    )
-    groups: dict[tuple[str, str, str], list[Comparison]] = {}
-    for c in unresolved:
-        groups.setdefault((c.what, c.environment, c.path), []).append(c)
-    envs = {c.environment for c in found}
-    if len(groups) <= MAX_LISTED:
-        said = [f"{what}: {_modes(c.mode for c in cs)} {_where(cs[0], envs)}"
-                f"{figure_refs(inputs, [cs[0].section])}"
-                for (what, _, _), cs in groups.items()]  # fmt: skip
-        text += " (" + "; ".join(said) + ")"
-    else:
-        sections = list(dict.fromkeys(c.section for c in unresolved))
-        text += figure_refs(inputs, sections)
-    text += "."
-    sized = [c for c in unresolved if c.resolvable is not None and c.n_runs]
-    if sized:
-        source, key = inputs.processed, "summary.inconclusive"
-        ratios = [100 * c.resolvable for c in sized if c.margin_us is None]
-        shifts = [c.resolvable for c in sized if c.margin_us is not None]
-        runs = _range(numbers, f"{key}.runs", [c.n_runs for c in sized], "runs", source, 0)
-        said = []
-        if ratios:
-            pct = _range(numbers, f"{key}.resolvable_pct", ratios, "%", source, 1)
-            said.append(f"a difference under {pct}%")
-        if shifts:
-            us = _range(numbers, f"{key}.resolvable_us", shifts, "us", source, 0)
-            said.append(f"{'on the Internet path ' if ratios else ''}a shift under {us} us")
-        text += (
-            f" With the {runs} runs they rest on, {' and '.join(said)} cannot be resolved here "
-            "(the smallest a paired t test at the intervals' level finds four times in five, at "
-            "the run-to-run spread measured)"
-        )
-        alone = [c for c in sized if c.lo is not None and c.hi is not None
-                 and (c.hi < 1.0 or c.lo > 1.0)]  # fmt: skip
-        if alone:
-            k = numbers.add(f"{key}.withheld", len(alone), "comparisons", source)
-            text += (
-                f". {k.text()} of them would be called a difference on their own interval; the "
-                "table's multiplicity adjustment withholds it"
+        if not missing(f["cpu_count"]):
+            cores = numbers.add(f"summary.setup.{env}.cores", f["cpu_count"], "cores", source,
+                                decimals=0)  # fmt: skip
+            parts.append(f"{cores.text()} cores")
+        if not missing(f["mem_total_bytes"]):
+            mem = numbers.add(f"summary.setup.{env}.memory_gib", f["mem_total_bytes"] / 2**30,
+                              "GiB", source, decimals=1)  # fmt: skip
+            parts.append(f"{mem.text()} GiB")
+        if not missing(f["cpu_model"]):
+            parts.append(f"CPU `{f['cpu_model']}`")
+        if not missing(f["kernel"]):
+            parts.append(f"kernel `{f['kernel']}`")
+        virt = next((c for c in VIRTUALISATION if c in rows.columns), None)
+        kinds = sorted(set(rows[virt].dropna().astype(str))) if virt else []
+        parts.append(f"virtualisation `{', '.join(kinds)}`" if kinds
+                     else "virtualisation not recorded in the hosts facts")  # fmt: skip
+        where = f" in `{env}`" if hosts["environment"].nunique() > 1 else ""
+        if one:
+            said.append(
+                f"Measured{where} on {n.text()} hosts that are network namespaces of one "
+                f"machine (the embedded lab: each its own sshd and dockerd, linked by virtual "
+                f"Ethernet, no physical NIC): {', '.join(parts)}."
             )
-        text += "."
-    return [text]
+        else:
+            said.append(f"Measured{where} on {n.text()} hosts: " + ", ".join(parts) + ".")
+        if one and wan is not None:
+            said.append(_wan_text(inputs, numbers, wan))
+    return said, any(len(r[FACTS].drop_duplicates()) == 1 for _, r in hosts.groupby("environment"))
 
 
-def summary(inputs: Inputs, numbers: Numbers, found: list[Comparison]) -> str:
-    """The Summary section, from the comparisons with native and the figures already placed."""
-    blocks = ["## Summary", f"**Question.** {QUESTION}", "### Findings"]
-    decided = sorted((c for c in found if c.verdict), key=lambda c: _rank(c.benchmark))
-    if not decided:
+def _wan_text(inputs: Inputs, numbers: Numbers, found: tuple[dict, str]) -> str:
+    wan, benchmark = found
+    source = inputs.raw / benchmark
+    delay = numbers.add("summary.setup.wan.delay_ms", wan["delay_ms"], "ms", source)
+    rtt = numbers.add("summary.setup.wan.added_rtt_ms", 2 * float(wan["delay_ms"]), "ms", source)
+    text = (
+        f"Its \"Internet\" path is emulated on the same machine: {delay.text()} ms added each "
+        f"way ({rtt.text()} ms per round trip)"
+    )
+    if float(wan.get("jitter_ms") or 0):
+        jitter = numbers.add("summary.setup.wan.jitter_ms", wan["jitter_ms"], "ms", source)
+        text += f", {jitter.text()} ms jitter ({wan.get('jitter_dist', 'normal')})"
+    if float(wan.get("loss_pct") or 0):
+        loss = numbers.add("summary.setup.wan.loss_pct", wan["loss_pct"], "%", source)
+        text += f", {loss.text()}% loss"
+    return text + "."
+
+
+def _profile(profile: str | None) -> str:
+    if not profile:
+        return ""
+    if profile in CHECK_PROFILES:
+        return (
+            f"This is a **{profile}**-profile run: a check that the pipeline works end to end, "
+            "with few runs and modes, **not a result**; the study profile measures the answers."
+        )
+    return f"Profile: **{profile}**."
+
+
+def _cannot_tell(inputs: Inputs, numbers: Numbers) -> str:
+    cores = [n for k, n in numbers.entries.items() if k.startswith("summary.setup.")
+             and k.endswith(".cores")]  # fmt: skip
+    on = f"{cores[0].text()} cores of " if cores else ""
+    return (
+        f"**What this lab cannot tell.** Clients, servers, daemons and the emulated path share "
+        f"the {on}one machine, and every packet stays in its kernel: costs that need a physical "
+        "NIC, more cores or several machines to show up (or to vanish) are not measured here."
+    )
+
+
+def summary(
+    inputs: Inputs,
+    numbers: Numbers,
+    found: list[Comparison],
+    benchmarks: list[str] | None = None,
+    profile: str | None = None,
+) -> str:
+    """The Summary: what was measured on what, one answer per benchmark, what the lab cannot
+    tell."""
+    benchmarks = inputs.raw_benchmarks() if benchmarks is None else benchmarks
+    blocks = ["## Summary"]
+    setup, one_machine = _machine(inputs, numbers, benchmarks)
+    check = _profile(profile)
+    blocks.append(" ".join([*setup, check]).strip())
+    usable = answers.answerable(found)
+    if not usable:
         blocks.append(
             "No processed summary carries a verdict against native yet: the summarise stages "
             "write them (see Limitations for what was not measured)."
         )
         return "\n\n".join(blocks)
-    total = numbers.add("summary.comparisons", len(decided), "comparisons", inputs.processed)
-    blocks.append(
-        f"From the verdicts of the {total.text()} comparisons with native in the processed "
-        f"summaries, each a ratio to native with its {_levels(inputs, numbers)[0].text()}% "
-        "interval (Methods says how a verdict is reached; the sections below give every "
-        "comparison):"
-    )
-    blocks += _costs(inputs, numbers, decided, total)
-    blocks += _equivalent(inputs, numbers, decided)
-    faster = [c for c in decided if c.verdict == "faster"]
-    if faster:
-        k = numbers.add("summary.faster.comparisons", len(faster), "comparisons", inputs.processed)
-        refs = figure_refs(inputs, list(dict.fromkeys(c.section for c in faster)))
-        modes = _modes(c.mode for c in faster)
-        blocks.append(f"**Faster than native.** {k.text()} comparisons: {modes}{refs}.")
-    blocks += _unresolved(inputs, numbers, decided, total)
+    conf = _level(inputs, numbers)
+    order = list(SECTIONS)
+    picked = answers.headline(usable)
+    lines = [
+        f"**Answers**, container against native ({conf.text()}% intervals; a ratio, then the "
+        "difference; the findings table in the appendix answers every mode and path):",
+        "",
+    ]
+    for benchmark in sorted(picked, key=lambda b: (order.index(b) if b in order else 99, b)):
+        c = picked[benchmark]
+        title = SECTIONS[benchmark].title if benchmark in SECTIONS else MEASURES.get(
+            benchmark, benchmark)  # fmt: skip
+        refs = figure_refs(inputs, [c.section])
+        far = answers.internet(usable, c)
+        lines.append(f"- {answers.sentence(numbers, c, title, conf, far)[:-1]}{refs}.")
+    blocks.append("\n".join(lines))
+    pinned: dict[str, list[Comparison]] = {}
+    for c in found:
+        if c.pinned and c.verdict:
+            pinned.setdefault(c.pinned, []).append(c)
+    for why, cs in pinned.items():
+        tests = ", ".join(dict.fromkeys(
+            f"{MEASURES.get(c.benchmark, c.benchmark)} (`{c.variant}`)" for c in cs))
+        blocks.append(
+            f"Left out as no answer: {tests}, {why}: any mode that carries the offered load "
+            "ties native, so no test of it can fail."
+        )
+    if one_machine:
+        blocks.append(_cannot_tell(inputs, numbers))
     return "\n\n".join(blocks)
