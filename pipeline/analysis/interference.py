@@ -9,16 +9,21 @@ Collection takes a reading on each host of a measured window before and after it
 - or the fixed-work probe beside it took more than ``probe`` times its median on that host
   in the campaign (``analysis.interference_probe``).
 
-The rule, one for the whole study: a flagged window is kept in every estimate and shown here
-(the table names each campaign's flagged windows and what ran beside them, the figure shows the
-contamination over the campaign's time). Dropping windows would change which runs pair up
-and could drop a mode whose own helper process the watch does not know; keeping them, with
-the count beside the tables, leaves the reader the judgement.
+Collection applies the same rule as each window ends (``reasons``, the probe against its
+host's median so far) and stores the decision with the window (its watch entry's ``why``); a
+flagged window is kept in the raw data and its (run, mode, path, variant) measured again later
+in the campaign, up to ``analysis.interference_retries`` times. The estimates rest on clean
+windows: where a step has one, its flagged windows are left out of the per-run values
+(``schema.window_flags``, applied where samples are read); where every attempt was flagged,
+the flagged windows stay and are counted as kept flagged. The table names each campaign's
+flagged windows, how many were measured again and how many stayed in the estimates flagged, and
+what ran beside them; the figure shows the contamination over the campaign's time.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -28,16 +33,55 @@ from pipeline.analysis import schema
 WINDOW = ["environment", "benchmark", "campaign", "run", "mode", "path", "variant", "rep"]
 COLUMNS = [*WINDOW, "host", "t_ns", "seconds", "cpus", "other_cpus", "busy_share",
            "steal_share", "softirq_share", "probe_before_ms", "probe_after_ms", "top",
-           "error"]  # fmt: skip
+           "error", "attempt", "decided"]  # fmt: skip
 SUMMARY_COLUMNS = ["environment", "benchmark", "campaign", "windows", "flagged",
-                   "flagged_share", "other_cpus_median", "other_cpus_max", "steal_share_max",
-                   "probe_ratio_max", "beside_flagged", "readings_failed"]  # fmt: skip
+                   "flagged_share", "remeasured", "kept_flagged", "other_cpus_median",
+                   "other_cpus_max", "steal_share_max", "probe_ratio_max",
+                   "beside_flagged", "readings_failed"]  # fmt: skip
 CAPTION = (
     "Interference watch: per campaign, the measured windows, those flagged (other processes, "
     "steal or a slowed fixed-work probe above the thresholds of params.yaml on a host the "
     "window used), the CPUs other processes used (median and largest window), and what ran "
-    "beside the flagged windows. Flagged windows are kept in every estimate."
+    "beside the flagged windows. A window flagged as it was measured is measured again later "
+    "in the campaign (re-measured); the estimates rest on the clean windows, and a step whose "
+    "every attempt was flagged keeps its flagged value (kept flagged)."
 )
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The flagging rule's thresholds (params.yaml ``analysis.interference_*``) and how many
+    times a flagged step is measured again (``analysis.interference_retries``)."""
+
+    cpus: float = 0.25
+    steal: float = 0.05
+    probe: float = 2.0
+    retries: int = 2
+
+    @classmethod
+    def from_params(cls, analysis: dict | None) -> Thresholds:
+        """From params.yaml's ``analysis`` section (or any dict with its ``interference_*``
+        keys); keys it lacks keep their defaults."""
+        given = {k.removeprefix("interference_"): v for k, v in (analysis or {}).items()
+                 if k.startswith("interference_")}  # fmt: skip
+        known = {k: given[k] for k in ("cpus", "steal", "probe", "retries") if k in given}
+        return cls(**known)
+
+
+def reasons(other_cpus: float | None, steal_share: float | None, probe_ratio: float | None,
+            cpus: float, steal: float, probe: float) -> str:  # fmt: skip
+    """Why a window on one host is flagged ("" when it is not): the rule of ``flag``, one
+    window at a time (collection decides with it whether to measure a step again)."""
+
+    def above(value, limit) -> bool:  # noqa: ANN001
+        return value is not None and value == value and float(value) > limit
+
+    found = [
+        f"other processes > {cpus:g} CPUs" if above(other_cpus, cpus) else "",
+        f"steal > {steal:.0%}" if above(steal_share, steal) else "",
+        f"probe > {probe:g}x its median" if above(probe_ratio, probe) else "",
+    ]
+    return "; ".join(f for f in found if f)
 
 
 # collections beside the study's own (data/raw/<collection>/.../<benchmark>/<environment>/)
@@ -75,7 +119,10 @@ def windows(raw_dir: Path | str) -> pd.DataFrame:
         for r in runs.loc[runs["watch"].notna()].itertuples():
             keys = {k: getattr(r, k) for k in WINDOW if k != "rep"}
             keys["benchmark"] = campaign_label(r.benchmark, parts, r.environment)
-            rows += [{**keys, **entry} for entry in json.loads(r.watch)]
+            # collection's own decision ("why" as the window ended), where it was recorded
+            rows += [{**keys, **{k: v for k, v in entry.items() if k != "why"},
+                      "decided": entry.get("why") if r.status == "ok" else None}
+                     for entry in json.loads(r.watch)]  # fmt: skip
     frame = pd.DataFrame(rows)
     for column in COLUMNS:
         if column not in frame:
@@ -91,15 +138,11 @@ def flag(watched: pd.DataFrame, cpus: float, steal: float, probe: float) -> pd.D
     slower = out[["probe_before_ms", "probe_after_ms"]].astype(float).max(axis=1)
     median = out.loc[read].groupby(["campaign", "host"])["probe_before_ms"].transform("median")
     out["probe_ratio"] = (slower / median).where(read)
-    reasons = {
-        f"other processes > {cpus:g} CPUs": out["other_cpus"].astype(float) > cpus,
-        f"steal > {steal:.0%}": out["steal_share"].astype(float) > steal,
-        f"probe > {probe:g}x its median": out["probe_ratio"] > probe,
-    }
     out["why"] = [
-        "; ".join(name for name, hit in reasons.items() if hit.iloc[i])
-        for i in range(len(out))
-    ]
+        reasons(o, s, p, cpus, steal, probe)
+        for o, s, p in zip(out["other_cpus"].astype(float), out["steal_share"].astype(float),
+                           out["probe_ratio"].astype(float), strict=True)
+    ]  # fmt: skip
     out["flagged"] = out["why"] != ""
     return out
 
@@ -113,10 +156,50 @@ def flagged_windows(flags: pd.DataFrame) -> pd.DataFrame:
     return per.reset_index()
 
 
+def _retry_counts(per_window: pd.DataFrame) -> dict[str, int]:
+    """Collection's decisions in one campaign's windows (columns run, mode, path, variant,
+    attempt, flagged): windows flagged as they were measured, those whose step was measured
+    again after them, and those still in the estimates flagged (no clean window in the step)."""
+    if per_window.empty:
+        return {"flagged_measured": 0, "remeasured": 0, "kept_flagged": 0}
+    step = per_window.groupby(["run", "mode", "path", "variant"])
+    flagged = per_window["flagged"].astype(bool)
+    later = per_window["attempt"] < step["attempt"].transform("max")
+    clean = (~flagged).groupby([per_window[k] for k in ("run", "mode", "path", "variant")]
+                               ).transform("any")  # fmt: skip
+    return {"flagged_measured": int(flagged.sum()), "remeasured": int((flagged & later).sum()),
+            "kept_flagged": int((flagged & ~clean).sum())}  # fmt: skip
+
+
+def retry_counts(raw_dir: Path | str) -> pd.DataFrame:
+    """Per campaign under ``raw_dir`` (as ``windows`` finds them): the measured windows whose
+    flag collection decided, how many it flagged (``flagged_measured``), measured again
+    (``remeasured``) and finally kept flagged in the estimates (``kept_flagged``). The
+    article's numbers on what the re-measurement did."""
+    rows = []
+    for base, parts in campaigns(raw_dir):
+        runs = schema.read_table(base, "runs").to_pandas()
+        decided = schema.window_flags(runs)
+        for campaign, mine in decided.groupby("campaign"):
+            first = mine.iloc[0]
+            rows.append({"environment": first["environment"],
+                         "benchmark": campaign_label(runs["benchmark"].iloc[0], parts,
+                                                     first["environment"]),
+                         "campaign": campaign, "windows": len(mine), **_retry_counts(mine)})
+    columns = ["environment", "benchmark", "campaign", "windows", "flagged_measured",
+               "remeasured", "kept_flagged"]  # fmt: skip
+    return pd.DataFrame(rows, columns=columns)
+
+
 def summary(flags: pd.DataFrame) -> pd.DataFrame:
-    """Per campaign: windows, flagged ones and what ran beside them."""
+    """Per campaign: windows, flagged ones (by the thresholds given to ``flag``), those
+    measured again and those kept flagged (collection's decisions), what ran beside them."""
     rows = []
     per_window = flagged_windows(flags)
+    decided = flags.loc[flags["decided"].notna()].groupby(
+        ["campaign", "run", "mode", "path", "variant", "rep"], dropna=False).agg(
+        attempt=("attempt", "max"), flagged=("decided", lambda w: any(w != "")),
+    ).reset_index()  # fmt: skip
     for (env, bench, campaign), group in flags.groupby(["environment", "benchmark", "campaign"]):
         mine = per_window[per_window["campaign"] == campaign]
         read = group[group["error"].isna()]
@@ -126,6 +209,8 @@ def summary(flags: pd.DataFrame) -> pd.DataFrame:
             "environment": env, "benchmark": bench, "campaign": campaign,
             "windows": len(mine), "flagged": int(mine["flagged"].sum()),
             "flagged_share": float(mine["flagged"].mean()) if len(mine) else None,
+            **{k: v for k, v in _retry_counts(decided[decided["campaign"] == campaign]).items()
+               if k != "flagged_measured"},
             "other_cpus_median": read["other_cpus"].astype(float).median(),
             "other_cpus_max": read["other_cpus"].astype(float).max(),
             "steal_share_max": read["steal_share"].astype(float).max(),
@@ -149,6 +234,8 @@ def table(summary_frame: pd.DataFrame) -> pd.DataFrame:
             f"{a:.2f} / {b:.2f}" for a, b in zip(summary_frame["other_cpus_median"],
                                                  summary_frame["other_cpus_max"], strict=True)
         ],
+        "Re-measured": summary_frame["remeasured"],
+        "Kept flagged": summary_frame["kept_flagged"],
         "Steal, max": [f"{v:.1%}" for v in summary_frame["steal_share_max"]],
         "Probe, max x median": [f"{v:.2f}" for v in summary_frame["probe_ratio_max"]],
         "Beside flagged windows": summary_frame["beside_flagged"].replace("", "-"),

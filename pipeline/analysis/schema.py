@@ -7,6 +7,9 @@ One dataset per benchmark under ``data/raw/<benchmark>/<environment>/`` with thr
   tool version, image digest and binary sha256, the raw log kept beside the parquet.
 - ``hosts``: facts per host and run (kernel, CPU, versions, storage driver, MTU, ...).
 
+A measured window the interference watch flagged stays in ``samples`` and its step is measured
+again; the readers here leave it out where its step has a clean window (``window_flags``).
+
 Collection writes small part files per (run, mode), consolidates them into
 ``samples.parquet``, ``runs.parquet`` and ``hosts.parquet`` and deletes them; analysis reads
 only those. The tools' own output is kept under ``logs/`` (``pipeline.analysis.rawlog``).
@@ -14,6 +17,7 @@ only those. The tools' own output is kept under ``logs/`` (``pipeline.analysis.r
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +35,9 @@ SAMPLES = pa.schema(
         ("path", pa.string()),  # dc | internet | local | host
         ("variant", pa.string()),  # the benchmark's variant (tcp, udp, ...)
         ("run", pa.int32()),  # the block: every mode is measured once per run, in random order
-        ("rep", pa.int32()),  # 0 is the warm-up, measured windows are 1..reps
+        # 0 is the warm-up, measured windows are 1..reps; a step measured again (the
+        # interference watch flagged a window) goes on numbering: its warm-up, its windows
+        ("rep", pa.int32()),
         ("sample", pa.int32()),  # index inside the window (interval, ping, request)
         ("value", pa.float64()),
         ("warmup", pa.bool_()),
@@ -64,7 +70,9 @@ RUNS = pa.schema(
         ("raw_log", pa.string()),  # path relative to the dataset directory
         ("notes", pa.string()),  # JSON: what the mode observed (e.g. the network backend seen)
         ("window_s", pa.float64()),  # seconds inside load windows, warm-up included (duty cycle)
-        ("watch", pa.string()),  # JSON: the interference watch per measured window and host
+        # JSON: the interference watch per measured window and host, every attempt of the step
+        # (``attempt``), with collection's decision (``why``: "" for a clean window)
+        ("watch", pa.string()),
         # the step's headline: the median of its measured samples of the benchmark's summary
         # metric (the progress line's value, and the per-run value precision planning reads)
         ("headline", pa.float64()),
@@ -323,6 +331,53 @@ def write_table(table: pa.Table, path: Path, metadata: dict[str, str] | None = N
         raise
 
 
+WINDOW_KEYS = ["environment", "campaign", "run", "mode", "path", "variant", "rep"]
+FLAG_COLUMNS = [*WINDOW_KEYS, "attempt", "flagged", "why", "excluded"]
+
+
+def window_flags(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per measured window of the ok steps in ``runs`` whose watch recorded
+    collection's decision: its ``attempt`` (1, then each measurement again), ``flagged`` (on any
+    of its hosts) with ``why``, and ``excluded``: flagged while its step has a clean window, so
+    the per-run values leave it out. A step whose every window was flagged keeps them all.
+    Windows watched before decisions were recorded (no ``why``) are not listed."""
+    rows = []
+    ok = runs.loc[(runs["status"] == "ok") & runs["watch"].notna()] if "watch" in runs else runs[:0]
+    for r in ok.itertuples():
+        per: dict[int, dict] = {}
+        for entry in json.loads(r.watch):
+            if "why" not in entry:
+                continue
+            window = per.setdefault(int(entry["rep"]), {
+                "attempt": int(entry.get("attempt", 1)), "why": set()})  # fmt: skip
+            if entry["why"]:
+                window["why"].add(entry["why"])
+        for rep, window in sorted(per.items()):
+            rows.append({**{k: getattr(r, k) for k in WINDOW_KEYS if k != "rep"}, "rep": rep,
+                         "attempt": window["attempt"], "flagged": bool(window["why"]),
+                         "why": "; ".join(sorted(window["why"]))})  # fmt: skip
+    frame = pd.DataFrame(rows, columns=FLAG_COLUMNS[:-1])
+    step = [k for k in WINDOW_KEYS if k != "rep"]
+    clean = (~frame["flagged"].astype(bool)).groupby([frame[k] for k in step]).transform("any") \
+        if len(frame) else pd.Series([], dtype=bool)
+    frame["excluded"] = frame["flagged"].astype(bool) & clean.astype(bool)
+    return frame
+
+
+def without_excluded(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """``samples`` less the windows ``window_flags`` excludes (flagged where their step has a
+    clean window); samples of other steps, warm-ups and unflagged windows as they are."""
+    flags = window_flags(runs)
+    out = flags.loc[flags["excluded"], WINDOW_KEYS]
+    if out.empty or samples.empty:
+        return samples
+    def index(frame: pd.DataFrame) -> pd.MultiIndex:
+        return pd.MultiIndex.from_frame(frame[WINDOW_KEYS].astype(
+            {k: "int64" if k in ("run", "rep") else "object" for k in WINDOW_KEYS}))
+
+    return samples.loc[~index(samples).isin(index(out))].reset_index(drop=True)
+
+
 def has_dataset(raw_dir: Path | str, benchmark: str) -> bool:
     """Whether ``raw_dir`` holds a collected ``benchmark`` (any environment's runs table)."""
     return any((Path(raw_dir) / benchmark).glob("*/runs.parquet"))
@@ -337,4 +392,12 @@ def read_dataset(raw_dir: Path | str, benchmark: str, table: str) -> pd.DataFram
             f"no {table}.parquet under {base}/<environment>/: run the collection stage first "
             f"(dvc repro collect-{benchmark})"
         )
-    return pa.concat_tables([read_table(f, table) for f in files]).to_pandas()
+    if table != "samples":
+        return pa.concat_tables([read_table(f, table) for f in files]).to_pandas()
+    # the estimates rest on clean windows: each environment's flagged windows left out where
+    # their step has a clean one (window_flags)
+    frames = [without_excluded(read_table(f, "samples").to_pandas(),
+                               read_table(f.with_name("runs.parquet"), "runs").to_pandas())
+              if f.with_name("runs.parquet").exists() else read_table(f, "samples").to_pandas()
+              for f in files]  # fmt: skip
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import imports
+from pipeline.analysis import interference as interference_rule
 from pipeline.analysis import rawlog, schema
 from pipeline.benchmarks import BENCHMARKS, Benchmark, Scenario, ToolOutputError, Window
 from pipeline.collect import hostfacts, images, inventory, watch
@@ -226,13 +227,19 @@ class Dataset:
     A step is measured for good when its status is ok or skipped (a mode the host cannot run).
     A failed step (the tool, a daemon or a host failed during it) is measured again by the
     next session; its failed runs row moves to ``attempts.parquet`` (parts: ``attempt-*``), so
-    the record keeps every failure.
+    the record keeps every failure. So is a step whose latest measurement had a window the
+    interference watch flagged (``flagged``), up to ``retries`` times: its earlier runs row
+    moves to ``attempts.parquet`` and its earlier samples stay beside the new ones (their reps
+    numbered on), and the new row's ``watch`` lists every attempt's windows.
     """
 
-    def __init__(self, root: Path, campaign: str, code: dict | None = None) -> None:
+    def __init__(
+        self, root: Path, campaign: str, code: dict | None = None, retries: int = 0
+    ) -> None:
         self.root = root
         self.id = campaign
         self.code = code or {}
+        self.retries = retries
         self.parts = root / "parts" / campaign
         self.logs = root / "logs" / campaign
         self.aside = root / "superseded" / campaign
@@ -295,20 +302,75 @@ class Dataset:
                 "status": row["status"], "headline": row["headline"], "seconds": seconds}
         return found
 
+    def _latest_rows(self, columns: list[str]) -> dict[tuple[int, str, str, str], dict]:
+        """Every committed step's runs row (``columns`` of it), its part's over the table's."""
+        found = {}
+        runs = self._table("runs")
+        if runs is not None:
+            for row in runs.select([*STEP_KEY, *columns]).to_pylist():
+                found[tuple(row[k] for k in STEP_KEY)] = row
+        for f in self.parts.glob("run-*.runs.parquet"):
+            row = schema.read_table(f, "runs").select([*STEP_KEY, *columns]).to_pylist()[0]
+            found[tuple(row[k] for k in STEP_KEY)] = row
+        return found
+
+    def flagged(self) -> list[tuple[int, str, str, str]]:
+        """The ok steps to measure again: their latest measurement had a window the
+        interference watch flagged, and they were measured at most ``retries`` times."""
+        pending = []
+        for key, row in self._latest_rows(["status", "watch"]).items():
+            if row["status"] != "ok" or not row["watch"]:
+                continue
+            attempt, flagged = window_decisions(row["watch"])
+            if flagged and attempt <= self.retries:
+                pending.append(key)
+        return sorted(pending)
+
     def done(self) -> set[tuple[int, str, str, str]]:
-        """The steps measured for good (ok or skipped); a failed one is measured again."""
-        return {key for key, status in self.statuses().items() if status in FINAL}
+        """The steps measured for good (ok or skipped); a failed one is measured again, and so
+        is a flagged one (``flagged``)."""
+        finished = {key for key, status in self.statuses().items() if status in FINAL}
+        return finished - set(self.flagged()) if self.retries else finished
+
+    def earlier(self, step: Step) -> tuple[dict | None, list[dict]]:
+        """The step's committed runs row and samples (None and [] for a step not measured
+        yet): its parts' when it has them, else the consolidated tables'."""
+        runs_part = self.parts / f"{step.stem}.runs.parquet"
+        if runs_part.exists():
+            row = schema.read_table(runs_part, "runs").to_pylist()[0]
+            samples_part = self.parts / f"{step.stem}.samples.parquet"
+            samples = schema.read_table(samples_part, "samples").to_pylist() \
+                if samples_part.exists() else []
+            return row, samples
+        runs_path = self._file("runs")
+        if runs_path is None:
+            return None, []
+        where = [(k, "=", v) for k, v in zip(STEP_KEY, step.key, strict=True)]
+        rows = pq.read_table(runs_path, filters=where, schema=schema.RUNS).to_pylist()
+        if not rows:
+            return None, []
+        samples_path = self._file("samples")
+        samples = [] if samples_path is None else schema.from_storage(
+            pq.read_table(samples_path, filters=where)).to_pylist()  # fmt: skip
+        return rows[0], samples
 
     def failed(self) -> list[tuple[int, str, str, str]]:
         return sorted(key for key, status in self.statuses().items() if status == "failed")
 
     def save(self, step: Step, samples: list[dict], run_row: dict) -> None:
+        """Commit a measurement of ``step``. A step measured before keeps its earlier samples
+        (but those of a rep the new ones hold) and its earlier runs row as an attempt."""
         runs_part = self.parts / f"{step.stem}.runs.parquet"
-        if runs_part.exists() and pq.read_table(runs_part, columns=["status"])[0][0].as_py() == (
-            "failed"
-        ):  # a failed step measured again: its failure stays on record
+        earlier_row, earlier_samples = self.earlier(step)
+        if earlier_row is not None:  # measured again: the earlier attempt stays on record
             n = len(list(self.parts.glob(f"attempt-{step.stem}-*.parquet")))
-            os.replace(runs_part, self.parts / f"attempt-{step.stem}-{n + 1}.parquet")
+            attempt = self.parts / f"attempt-{step.stem}-{n + 1}.parquet"
+            if runs_part.exists():
+                os.replace(runs_part, attempt)
+            else:  # the earlier row is in the consolidated table: consolidation folds a copy
+                schema.write_table(schema.to_table([earlier_row], schema.RUNS), attempt)
+            reps = {s["rep"] for s in samples}
+            samples = [s for s in earlier_samples if s["rep"] not in reps] + samples
         # samples first: a runs part is the commit marker that makes them count
         schema.write_table(
             schema.to_table(samples, schema.SAMPLES), self.parts / f"{step.stem}.samples.parquet"
@@ -445,7 +507,11 @@ class Dataset:
                           for t in fresh_runs for r in t.select(STEP_KEY).to_pylist()}
             rows += [r for r in old.to_pylist() if r["status"] == "failed"
                      and tuple(r[k] for k in STEP_KEY) in remeasured]  # fmt: skip
+        # a row still current (an interrupted consolidation left it in both) is no attempt
+        current = {(*(r[k] for k in STEP_KEY), str(r["started_at"]))
+                   for t in fresh_runs for r in t.to_pylist()}  # fmt: skip
         unique = {(*(r[k] for k in STEP_KEY), str(r["started_at"])): r for r in rows}
+        unique = {k: r for k, r in unique.items() if k not in current}
         self._retire("attempts.parquet")
         if unique:
             table = schema.to_table(list(unique.values()), schema.RUNS)
@@ -478,6 +544,16 @@ class Dataset:
 
 TABLE_FILES = ("samples", "runs", "hosts")
 FINAL = ("ok", "skipped")  # a step with one of these is measured for good
+
+
+def window_decisions(watch_json: str | None) -> tuple[int, bool]:
+    """From a runs row's ``watch``: the step's latest attempt and whether collection flagged a
+    window of it (0, False where no decision was recorded)."""
+    entries = [e for e in json.loads(watch_json or "[]") if "why" in e]
+    if not entries:
+        return 0, False
+    latest = max(int(e.get("attempt", 1)) for e in entries)
+    return latest, any(e["why"] for e in entries if int(e.get("attempt", 1)) == latest)
 
 
 def _owner(path: Path) -> str | None:
@@ -761,6 +837,7 @@ class Campaign:
         placer: Callable[[str], dict] | None = None,
         variants: tuple[str, ...] | None = None,
         planning: planner.Settings | None = None,
+        interference: dict | None = None,
     ) -> None:
         """``placement``: where a network campaign's hosts run on a machine they share
         ("colocated", "split" or "shared"; by default the benchmark's ``placement`` option, else
@@ -768,7 +845,11 @@ class Campaign:
         share CPUs): called with the placement, it returns what it did.
         ``planning``: precision planning (``pipeline.collect.planning``): the profile's runs
         are the pilot, then rounds of the cells whose comparisons are still too wide. Not part
-        of the campaign's identity: a bigger budget resumes the campaign and adds runs."""
+        of the campaign's identity: a bigger budget resumes the campaign and adds runs.
+        ``interference``: params.yaml's ``analysis.interference_*`` settings (the flagging
+        thresholds and how many times a flagged step is measured again; defaults
+        ``interference.Thresholds``). Not part of the campaign's identity either: more retries
+        resume the campaign and measure the steps still flagged."""
         placement = placement or benchmark.options.get("placement", "shared")
         if placement not in ("colocated", "split", "shared"):
             raise CampaignError(
@@ -809,7 +890,8 @@ class Campaign:
         if shared:
             identity.append({"servers": "one per run, mode and Benchmark.server_group"})
         self.id = campaign_id(inv.environment, benchmark.name, profile, identity, seed)
-        self.data = Dataset(Path(out_dir), self.id, self.code)
+        self.thresholds = interference_rule.Thresholds.from_params(interference)
+        self.data = Dataset(Path(out_dir), self.id, self.code, self.thresholds.retries)
         self._groups = groups
         self.steps = schedule(self.triples, profile.runs, seed, lambda t: groups[t])
         # Precision planning, where the benchmark has a per-run value to plan with; the rounds
@@ -834,6 +916,9 @@ class Campaign:
         # the interference watch around every measured window (pipeline/collect/watch.py)
         self._reading: str | None = None  # after prepare(): a benchmark may name tools there
         self._watched: list[dict] = []  # the step's windows, per host
+        self._probes: dict[str, list[float]] = {}  # the probe's times so far, per host
+        self._rep0 = 0  # the step's first rep in this measurement (a step measured again)
+        self._attempt = 1  # which measurement of the step this is
 
     def _round(self, run: int, cells: list[tuple[str, str, str]]) -> list[Step]:
         """A planned round's steps: its cells in the order a pilot round's would take."""
@@ -1144,13 +1229,23 @@ class Campaign:
 
     def _measure_all(self, ctx: Context, todo: list[Step], clock: _SessionClock) -> None:
         """The steps to do, then once more those that failed (a transient fault: a daemon
-        restarting, a connection reset), at the end of the session."""
+        restarting, a connection reset), then again those whose window the interference watch
+        flagged, in their scheduled order, up to ``retries`` times: at the end of the session,
+        after every other step, so that a passing load has time to pass."""
         try:
             self._measure_steps(ctx, todo, clock)
             failed = set(self.data.failed())
             again = [s for s in todo if s.key in failed]
             if again:
                 self.log(f"measuring the {len(again)} failed step(s) once more")
+                self._measure_steps(ctx, again, clock)
+            for _ in range(self.thresholds.retries):
+                flagged = set(self.data.flagged())
+                again = [s for s in todo if s.key in flagged]
+                if not again:
+                    break
+                self.log(f"measuring again the {len(again)} step(s) whose window the "
+                         "interference watch flagged")  # fmt: skip
                 self._measure_steps(ctx, again, clock)
             self._current, self._measured = None, True
         finally:
@@ -1175,9 +1270,23 @@ class Campaign:
             of = f"/{self.profile.runs}" if step.run <= self.profile.runs else " (planned)"
             self.log(
                 f"[{index:>3}/{len(todo)}] run {step.run}{of} "
-                f"{step.mode} ({step.path}, {step.variant}): {self._headline(row, samples)}   "
+                f"{step.mode} ({step.path}, {step.variant}): {self._headline(row, samples)}"
+                f"{self._flag_note(row)}   "
                 f"elapsed {_fmt_duration(elapsed)}, ~{_fmt_duration(left)} left"
             )
+
+    def _flag_note(self, row: dict) -> str:
+        """What the progress line says of a measurement the interference watch flagged."""
+        if row.get("status") != "ok":
+            return ""
+        attempt, flagged = window_decisions(row.get("watch"))
+        if not flagged:
+            return "" if attempt <= 1 else f" (attempt {attempt}: clean)"
+        why = sorted({e["why"] for e in json.loads(row["watch"])
+                      if e.get("why") and int(e.get("attempt", 1)) == attempt})  # fmt: skip
+        then = "measured again later" if attempt <= self.thresholds.retries else (
+            f"kept flagged after {attempt} attempts")  # fmt: skip
+        return f" (flagged: {'; '.join(why)}; {then})"
 
     def _headline(self, row: dict, samples: list[dict]) -> str:
         if row["status"] == "failed":
@@ -1258,8 +1367,25 @@ class Campaign:
         return deployment
 
     def _measure(self, ctx: Context, step: Step, keep: bool = False) -> tuple[list[dict], dict]:
-        """One step. ``keep``: the next step shares this step's server, so it stays running
-        (unless the step failed: a failed tool run may have left it broken)."""
+        """One measurement of a step. A step measured before (failed, or flagged by the
+        interference watch) goes on numbering its reps after its earlier samples and windows,
+        and its row's ``watch`` lists the earlier attempts' windows before this one's."""
+        earlier_row, earlier_samples = self.data.earlier(step)
+        prior = json.loads(earlier_row["watch"]) if earlier_row and earlier_row["watch"] else []
+        last = max([s["rep"] for s in earlier_samples] + [e["rep"] for e in prior], default=-1)
+        self._rep0 = last + 1 if last >= 0 else 0
+        self._attempt = max([int(e.get("attempt", 1)) for e in prior], default=0) + 1
+        samples, row = self._measure_once(ctx, step, keep)
+        if row["status"] != "skipped":
+            mine = json.loads(row["watch"]) if row.get("watch") and row["status"] == "ok" else []
+            row["watch"] = json.dumps(prior + mine, sort_keys=True) if prior + mine else None
+        return samples, row
+
+    def _measure_once(
+        self, ctx: Context, step: Step, keep: bool = False
+    ) -> tuple[list[dict], dict]:
+        """``keep``: the next step shares this step's server, so it stays running (unless the
+        step failed: a failed tool run may have left it broken)."""
         mode: Mode = MODES[step.mode]
         self._watched = []  # what an earlier step that failed had watched is not this step's
         row = {
@@ -1444,7 +1570,10 @@ class Campaign:
         return raw, f"{client.name}$ {command}"
 
     def _watch(self, ctx: Context, hosts: list, rep: int, call: Callable):
-        """``call`` between two readings of the interference watch on each of ``hosts``."""
+        """``call`` between two readings of the interference watch on each of ``hosts``; each
+        host's entry records the analysis's rule applied as the window ends (``why``, "" when
+        clean; the probe against its host's median in the session so far), and which
+        measurement of the step it belongs to (``attempt``)."""
         if self._reading is None:
             study = watch.STUDY_COMMANDS | self.benchmark.watch_commands()
             self._reading = watch.reading_command(study)
@@ -1453,15 +1582,29 @@ class Campaign:
         afters = self._timed("watch_s", partial(self._read_all, ctx, hosts))
         for h in hosts:
             after = afters[h.name]
-            entry = {"rep": rep, "host": h.name}
+            entry = {"rep": rep + self._rep0, "host": h.name, "attempt": self._attempt}
             try:
                 if isinstance(before[h.name], str) or isinstance(after, str):
                     raise ValueError(next(r for r in (before[h.name], after) if isinstance(r, str)))
                 entry.update(t_ns=before[h.name].t_ns, **watch.interference(before[h.name], after))
             except ValueError as exc:  # no reading, or a clock that went back
                 entry["error"] = str(exc)
+            else:
+                entry["why"] = self._decide_flag(h.name, entry)
             self._watched.append(entry)
         return result
+
+    def _decide_flag(self, host: str, entry: dict) -> str:
+        """Why the window is flagged on ``host`` ("" when it is not), by params.yaml's
+        thresholds; the probe is compared with its median on the host in this session."""
+        probes = self._probes.setdefault(host, [])
+        probes.append(entry["probe_before_ms"])
+        median = float(np.median(probes))
+        slower = max(entry["probe_before_ms"], entry["probe_after_ms"])
+        t = self.thresholds
+        return interference_rule.reasons(
+            entry["other_cpus"], entry["steal_share"], slower / median if median > 0 else None,
+            t.cpus, t.steal, t.probe)  # fmt: skip
 
     def _read_all(self, ctx: Context, hosts: list) -> dict[str, watch.Reading | str]:
         """A reading on each of ``hosts`` (distinct hosts), taken at the same time: each host's
@@ -1504,7 +1647,10 @@ class Campaign:
         """The tool's own output (``pipeline.analysis.rawlog``): where the benchmark's samples
         rebuild it (``windows``: rep -> the samples parsed from it, as saved), only what they do
         not hold; otherwise the output itself, compressed. ``attempt`` names a failed
-        attempt's output apart from the step's."""
+        attempt's output apart from the step's. ``rep`` and ``windows``' keys count from this
+        measurement's first (its warm-up): a step measured again numbers them on."""
+        rep += self._rep0
+        windows = None if windows is None else {r + self._rep0: w for r, w in windows.items()}
         stem = f"{step.stem}_rep{rep}" + (f"_failed-{attempt}" if attempt else "")
         residue = None
         metrics = {s.metric for samples in (windows or {}).values() for s in samples}
@@ -1526,6 +1672,7 @@ class Campaign:
         return str(path.relative_to(self.data.root))
 
     def _records(self, step: Step, rep: int, samples) -> list[dict]:
+        """The samples of window ``rep`` (0: the warm-up) of this measurement of the step."""
         return [
             {
                 "environment": self.inv.environment,
@@ -1537,7 +1684,7 @@ class Campaign:
                 "path": step.path,
                 "variant": step.variant,
                 "run": step.run,
-                "rep": rep,
+                "rep": rep + self._rep0,
                 "sample": s.sample,
                 "value": s.value,
                 "warmup": rep == 0,
@@ -1575,12 +1722,14 @@ def collect(
     provider: Provider | None = None,
     variants: tuple[str, ...] | None = None,
     planning: dict | None = None,
+    interference: dict | None = None,
 ) -> dict[str, int]:
     """Run (or resume) one benchmark's campaign on one inventory; returns table row counts.
     ``options`` are the benchmark's own settings (``Benchmark.options``). ``provider`` makes the
     inventory's hosts ready first and may place their CPUs (``pipeline.environments``); an
     inventory of real hosts needs none. ``planning``: params.yaml's ``planning`` with
-    ``confidence`` (``Params.planning``); off or None, every cell gets the profile's runs."""
+    ``confidence`` (``Params.planning``); off or None, every cell gets the profile's runs.
+    ``interference``: params.yaml's ``analysis.interference_*`` (None: their defaults)."""
     inv = inventory.load(inventory_file, known_modes=MODES, check_files=False)
     if benchmark not in BENCHMARKS:
         raise CampaignError(f"unknown benchmark {benchmark!r}; known: {sorted(BENCHMARKS)}")
@@ -1601,5 +1750,6 @@ def collect(
     campaign = Campaign(
         bench, inv, profile, out_dir, seed, modes, log, paths, meta, placer=placer,
         variants=variants, planning=planner.Settings.from_params(planning),
+        interference=interference,
     )
     return campaign.run()

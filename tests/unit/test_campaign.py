@@ -807,3 +807,184 @@ def test_a_scenario_benchmark_keeps_fixed_runs_and_says_so(tmp_path):
     assert campaign.planning is None and {s.run for s in campaign.steps} == {1, 2}
     assert campaign._plan_record() == {"planned": False, "reason": "fixed runs: a scenario "
                                        "benchmark has no one per-run value to plan with"}
+
+
+# ---- windows the interference watch flags: measured again later, bounded, resumable --------
+
+
+def _watched_campaign(tmp_path, monkeypatch, hog, measured, stop_at=None, interference=None):
+    """A throughput campaign (native and docker-bridge, dc, tcp, 3 runs, one window per step)
+    whose whole ``run()`` goes through fakes. The fake hosts answer the interference watch
+    quietly, except that ``hog(step key, attempt)`` puts a process using one whole CPU beside
+    the step's window; a hogged window measures 0.5e9 bit/s, a clean one 1e9. ``measured``
+    lists each measured window's (step key, attempt) in order; ``stop_at``: a (step key,
+    attempt) whose measurement is Ctrl-C."""
+    import contextlib
+    import re
+    from types import SimpleNamespace
+
+    from pipeline.benchmarks.base import Sample
+    from pipeline.collect import campaign as campaign_module
+    from pipeline.collect.modes.base import Deployment
+
+    campaign = campaign_module.Campaign(
+        Throughput(), _lab_inventory(), Profile(3, 3, 1, 1), tmp_path, seed=7,
+        modes=["native", "docker-bridge"], log=lambda _: None, paths=("dc",),
+        variants=("tcp",), interference=interference)  # fmt: skip
+    inv = campaign.inv
+
+    class _Pool(_CannedClients):
+        def __init__(self, inv):
+            super().__init__("")
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def run(self, command, **kwargs):
+            reading = fake_watch.answer(command)
+            step = campaign._current
+            if reading is None or step is None or not hog(step.key, campaign._attempt):
+                return super().run(command, **kwargs)
+            t_s = int(re.match(r"cpu \d+ \d+ (\d+)", reading.stdout).group(1)) / 1e9
+            hogged = reading.stdout + f"pid 4242 1 {int(100 * t_s)} hog\n"  # one CPU, always
+            return SimpleNamespace(status=0, stdout=hogged, stderr="")
+
+    def prepare(ctx):
+        campaign.tool_version = "iperf 3.12"
+        campaign.binary_sha = {"node1": {"/usr/bin/iperf3": "a" * 64}}
+
+    def run_client(ctx, deployment, client, address, step, row, window, retry=False, kept=1.0):
+        if window.warmup:
+            return "1", "cmd"
+        if (step.key, campaign._attempt) == stop_at:
+            raise KeyboardInterrupt("Ctrl-C")
+        measured.append((step.key, campaign._attempt))
+        return ("0.5e9" if hog(step.key, campaign._attempt) else "1e9"), "cmd"
+
+    monkeypatch.setattr(campaign_module, "Pool", _Pool)
+    monkeypatch.setattr(campaign_module, "HostLock", lambda *a: contextlib.nullcontext())
+    monkeypatch.setattr(campaign_module, "own_work_dirs", lambda ctx, host: None)
+    monkeypatch.setattr(campaign, "_prepare", prepare)
+    monkeypatch.setattr(campaign, "_cleanup", lambda ctx: None)
+    monkeypatch.setattr(campaign, "_host_rows", lambda ctx, run: [])
+    monkeypatch.setattr(campaign, "_run_client", run_client)
+    monkeypatch.setattr(campaign.benchmark, "parse", lambda variant, raw, window: [
+        Sample(f"{variant}_throughput_received", "bit/s", 0, float(raw))])  # fmt: skip
+    for name in ("native", "docker-bridge"):
+        monkeypatch.setattr(MODES[name], "available", lambda ctx, path: None)
+        monkeypatch.setattr(MODES[name], "start", lambda ctx, workload: Deployment(
+            server=inv.servers[0], address="10.0.0.1", stop=lambda: None))  # fmt: skip
+    return campaign
+
+
+def _per_run(raw) -> dict:
+    """The per-run values the analysis reads (schema.read_dataset, then per_run_summary)."""
+    from pipeline.analysis import schema, stats
+
+    samples = schema.read_dataset(raw, "throughput", "samples")
+    per_run = stats.per_run_summary(samples, "tcp_throughput_received", how="median")
+    return {(r.run, r.mode): r.value for r in per_run.itertuples()}
+
+
+def test_a_flagged_window_is_measured_again_after_the_other_steps(tmp_path, monkeypatch):
+    from pipeline.analysis import interference, schema
+
+    data = tmp_path / "throughput" / "lab"
+    hogged = (2, "docker-bridge", "dc", "tcp")
+    measured = []
+    campaign = _watched_campaign(data, monkeypatch,
+                                 lambda key, attempt: key == hogged and attempt == 1, measured)
+    said = []
+    campaign.log = said.append
+    campaign.run()
+    steps = [s.key for s in campaign.steps]
+    # every step once in the scheduled order, then the flagged one again, at the end
+    assert measured == [(k, 1) for k in steps] + [(hogged, 2)]
+    assert steps.index(hogged) < len(steps) - 1, "the seed must not put it last already"
+    assert any("(flagged: other processes > 0.25 CPUs; measured again later)" in s
+               for s in said)  # fmt: skip
+    assert "measuring again the 1 step(s) whose window the interference watch flagged" in said
+    # the raw data keep both windows (reps numbered on) and the first attempt's runs row
+    samples = schema.read_samples(data / "samples.parquet")
+    mine = samples[(samples["run"] == 2) & (samples["mode"] == "docker-bridge")]
+    assert sorted(zip(mine["rep"], mine["warmup"], mine["value"])) == [
+        (0, True, 1.0), (1, False, 0.5e9), (2, True, 1.0), (3, False, 1e9)]
+    attempts = schema.read_table(data / "attempts.parquet", "attempts").to_pandas()
+    assert list(zip(attempts["run"], attempts["mode"], attempts["status"])) == [
+        (2, "docker-bridge", "ok")]
+    runs = schema.read_table(data / "runs.parquet", "runs").to_pandas()
+    assert len(runs) == 6 and set(runs["status"]) == {"ok"}
+    watched = json.loads(runs.set_index(["run", "mode"]).loc[(2, "docker-bridge"), "watch"])
+    assert sorted({(e["rep"], e["attempt"], e["why"]) for e in watched}) == [
+        (1, 1, "other processes > 0.25 CPUs"), (3, 2, "")]  # on server and client alike
+    # the estimate rests on the clean window: 1e9, not the flagged 0.5e9 nor their mean
+    assert _per_run(tmp_path)[(2, "docker-bridge")] == 1e9
+    assert set(_per_run(tmp_path).values()) == {1e9}
+    counts = interference.retry_counts(tmp_path).iloc[0]
+    assert (counts.windows, counts.flagged_measured, counts.remeasured, counts.kept_flagged) == (
+        7, 1, 1, 0)
+    assert campaign.data.done() == set(steps) and campaign.data.flagged() == []
+
+
+@pytest.mark.parametrize("retries", [2, 1, 0])
+def test_a_step_flagged_every_time_is_measured_a_bounded_number_of_times(
+    tmp_path, monkeypatch, retries
+):
+    from pipeline.analysis import interference
+
+    data = tmp_path / "throughput" / "lab"
+    hogged = (1, "native", "dc", "tcp")
+    measured = []
+    campaign = _watched_campaign(data, monkeypatch, lambda key, attempt: key == hogged,
+                                 measured, interference={"interference_retries": retries})
+    campaign.run()
+    assert Counter(k for k, _ in measured)[hogged] == 1 + retries
+    assert [a for k, a in measured if k == hogged] == list(range(1, retries + 2))
+    assert campaign.data.flagged() == [] and hogged in campaign.data.done()
+    # every attempt flagged: the flagged value stays in the estimate, and is counted so
+    assert _per_run(tmp_path)[(1, "native")] == 0.5e9
+    counts = interference.retry_counts(tmp_path).iloc[0]
+    assert (counts.flagged_measured, counts.remeasured, counts.kept_flagged) == (
+        1 + retries, retries, 1 + retries)
+    # a later session with the same settings measures nothing more
+    again = _watched_campaign(data, monkeypatch, lambda key, attempt: key == hogged, measured,
+                              interference={"interference_retries": retries})
+    n = len(measured)
+    again.run()
+    assert len(measured) == n
+
+
+@pytest.mark.parametrize("consolidated", [False, True])
+def test_an_interrupted_re_measurement_resumes_where_it_stopped(
+    tmp_path, monkeypatch, consolidated
+):
+    from pipeline.analysis import schema
+
+    data = tmp_path / "throughput" / "lab"
+    hogged = (3, "native", "dc", "tcp")
+
+    def hog(key, attempt):
+        return key == hogged and attempt < 3  # flagged twice, clean the third time
+
+    measured = []
+    first = _watched_campaign(data, monkeypatch, hog, measured, stop_at=(hogged, 2))
+    with pytest.raises(KeyboardInterrupt):
+        first.run()
+    assert measured == [(s.key, 1) for s in first.steps]
+    assert first.data.flagged() == [hogged] and hogged not in first.data.done()
+    if consolidated:  # the earlier attempt then comes from the tables, not the parts
+        first.data.consolidate()
+    again = _watched_campaign(data, monkeypatch, hog, measured)
+    assert again.id == first.id
+    again.run()
+    assert measured[len(first.steps):] == [(hogged, 2), (hogged, 3)]
+    samples = schema.read_samples(data / "samples.parquet")
+    mine = samples[(samples["run"] == 3) & (samples["mode"] == "native") & ~samples["warmup"]]
+    assert sorted(zip(mine["rep"], mine["value"])) == [(1, 0.5e9), (3, 0.5e9), (5, 1e9)]
+    attempts = schema.read_table(data / "attempts.parquet", "attempts").to_pandas()
+    assert len(attempts) == 2 and set(attempts["status"]) == {"ok"}
+    assert _per_run(tmp_path)[(3, "native")] == 1e9
+    assert len(schema.read_table(data / "runs.parquet", "runs")) == 6
