@@ -12,9 +12,11 @@ from pipeline.lab.commands import LabError
 from pipeline.lab.emulator import WanProfile
 from pipeline.lab.lifecycle import down, status, up
 
+PROG = "python -m pipeline.lab"
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m pipeline.lab", description=__doc__)
+
+def parse_args(argv: list[str] | None, prog: str = PROG) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     up_parser = commands.add_parser("up", help="bring the lab up (idempotent)")
     up_parser.add_argument(
@@ -84,8 +86,9 @@ def print_status() -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
+    """``prog``: the command the usage and help name (`container-overhead lab` calls this too)."""
+    args = parse_args(argv, prog)
     logging.basicConfig(level=logging.INFO, format="lab: %(message)s", stream=sys.stderr)
     started = time.monotonic()
     try:
