@@ -50,6 +50,8 @@ JITTER_DISTS = ("normal", "uniform")
 # the interference watch's thresholds (pipeline/analysis/interference.py): their ranges
 INTERFERENCE = {"interference_cpus": (0, 10**4), "interference_steal": (0, 1),
                 "interference_probe": (1, 10**3)}  # fmt: skip
+# how many times a step whose window the watch flagged is measured again (optional; default 2)
+INTERFERENCE_RETRIES = ("interference_retries", 0, 10)
 MULTIPLICITY = ("holm", "bh", "none")  # stats.MULTIPLICITY: params must not import analysis
 
 
@@ -362,9 +364,12 @@ def check_params(params: Any, root: Path | None = None) -> list[str]:
     if analysis is not None:
         check.keys(analysis, "analysis", ("confidence", "n_sim", "predict_at", "multiplicity",
                                           "udp_loss_margin", "internet_margin_us",
-                                          *INTERFERENCE))  # fmt: skip
+                                          *INTERFERENCE, INTERFERENCE_RETRIES[0]))  # fmt: skip
         for key, (lo, hi) in INTERFERENCE.items():
             check.number(analysis.get(key), f"analysis.{key}", lo, hi, lo_open=True)
+        retries, lo, hi = INTERFERENCE_RETRIES
+        if retries in analysis:
+            check.number(analysis[retries], f"analysis.{retries}", lo, hi, integer=True)
         check.number(analysis.get("confidence"), "analysis.confidence", 0.5, 1, hi_open=True)
         check.number(analysis.get("n_sim"), "analysis.n_sim", 10, 10**5, integer=True)
         check.number(analysis.get("predict_at"), "analysis.predict_at", 1, 10**5, integer=True)
@@ -481,6 +486,12 @@ class Params:
         the interval whose half-width it plans): the campaign's ``planning`` argument."""
         given = self.raw.get("planning") or {}
         return {**PLANNING, **given, "confidence": float(self.raw["analysis"]["confidence"])}
+
+    def interference(self) -> dict:
+        """params.yaml's ``analysis.interference_*`` settings: the flagging thresholds and the
+        re-measurements of a flagged step (the campaign's ``interference`` argument)."""
+        keys = (*INTERFERENCE, INTERFERENCE_RETRIES[0])
+        return {k: v for k, v in self.raw["analysis"].items() if k in keys}
 
     @property
     def leaves_out(self) -> list[str]:

@@ -910,10 +910,10 @@ def test_a_flagged_window_is_measured_again_after_the_other_steps(tmp_path, monk
     # the raw data keep both windows (reps numbered on) and the first attempt's runs row
     samples = schema.read_samples(data / "samples.parquet")
     mine = samples[(samples["run"] == 2) & (samples["mode"] == "docker-bridge")]
-    assert sorted(zip(mine["rep"], mine["warmup"], mine["value"])) == [
+    assert sorted(zip(mine["rep"], mine["warmup"], mine["value"], strict=True)) == [
         (0, True, 1.0), (1, False, 0.5e9), (2, True, 1.0), (3, False, 1e9)]
     attempts = schema.read_table(data / "attempts.parquet", "attempts").to_pandas()
-    assert list(zip(attempts["run"], attempts["mode"], attempts["status"])) == [
+    assert list(zip(attempts["run"], attempts["mode"], attempts["status"], strict=True)) == [
         (2, "docker-bridge", "ok")]
     runs = schema.read_table(data / "runs.parquet", "runs").to_pandas()
     assert len(runs) == 6 and set(runs["status"]) == {"ok"}
@@ -983,7 +983,8 @@ def test_an_interrupted_re_measurement_resumes_where_it_stopped(
     assert measured[len(first.steps):] == [(hogged, 2), (hogged, 3)]
     samples = schema.read_samples(data / "samples.parquet")
     mine = samples[(samples["run"] == 3) & (samples["mode"] == "native") & ~samples["warmup"]]
-    assert sorted(zip(mine["rep"], mine["value"])) == [(1, 0.5e9), (3, 0.5e9), (5, 1e9)]
+    assert sorted(zip(mine["rep"], mine["value"], strict=True)) == [
+        (1, 0.5e9), (3, 0.5e9), (5, 1e9)]
     attempts = schema.read_table(data / "attempts.parquet", "attempts").to_pandas()
     assert len(attempts) == 2 and set(attempts["status"]) == {"ok"}
     assert _per_run(tmp_path)[(3, "native")] == 1e9

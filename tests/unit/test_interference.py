@@ -201,3 +201,75 @@ def test_no_watch_gives_empty_frames(tmp_path):
     flags = interference.flag(watched, 0.25, 0.05, 2.0)
     assert interference.summary(flags).empty
     assert isinstance(flags, pd.DataFrame)
+
+
+# ---- collection's decisions: re-measurement settings and the clean-window rule -------------
+
+
+def test_retries_are_validated_and_reach_the_campaign_settings():
+    import copy
+    from pathlib import Path
+
+    import yaml
+
+    from pipeline import params
+
+    root = Path(__file__).resolve().parents[2]
+    raw = yaml.safe_load((root / "params.yaml").read_text())
+    assert params.check_params(raw, root) == []
+    loaded = params.load("params.yaml", root=root)
+    assert loaded.interference()["interference_retries"] == 2
+    assert interference.Thresholds.from_params(loaded.interference()) == interference.Thresholds(
+        cpus=0.25, steal=0.05, probe=2.0, retries=2)
+    for bad in (-1, 1.5, 11, "two"):
+        wrong = copy.deepcopy(raw)
+        wrong["analysis"]["interference_retries"] = bad
+        problems = params.check_params(wrong, root)
+        assert len(problems) == 1 and problems[0].startswith("analysis.interference_retries")
+    del raw["analysis"]["interference_retries"]  # optional: the default applies
+    assert params.check_params(raw, root) == []
+    assert interference.Thresholds.from_params(raw["analysis"]).retries == 2
+
+
+def _decided(rep: int, attempt: int, why: str, host: str = "node1") -> dict:
+    return {**_entry(rep, host, rep, 0.0), "attempt": attempt, "why": why}
+
+
+def test_flagged_windows_are_left_out_only_where_their_step_has_a_clean_one():
+    """Three steps of two windows each: (1, native) one flagged window and one clean, so the
+    flagged one is left out; (2, native) both flagged, so both stay (kept flagged); (1,
+    docker-bridge) a flag on one host of one window only, and a failed reading on the other."""
+    hog = "other processes > 0.25 CPUs"
+    watch_of = {
+        (1, "native"): [_decided(1, 1, hog), _decided(1, 1, "", "dc-client"),
+                        _decided(3, 2, ""), _decided(3, 2, "", "dc-client")],
+        (2, "native"): [_decided(1, 1, hog), _decided(3, 2, hog)],
+        (1, "docker-bridge"): [_decided(1, 1, ""), _decided(1, 1, hog, "dc-client"),
+                               {"rep": 2, "host": "node1", "attempt": 1, "error": "timed out"},
+                               _decided(2, 1, "", "dc-client")],
+    }  # fmt: skip
+    runs = pd.DataFrame([{"environment": "lab", "campaign": "c1", "benchmark": "throughput",
+                          "run": run, "mode": mode, "path": "dc", "variant": "tcp",
+                          "status": "ok", "watch": json.dumps(entries)}
+                         for (run, mode), entries in watch_of.items()])  # fmt: skip
+    flags = schema.window_flags(runs).set_index(["run", "mode", "rep"])
+    assert flags["flagged"].to_dict() == {
+        (1, "native", 1): True, (1, "native", 3): False, (2, "native", 1): True,
+        (2, "native", 3): True, (1, "docker-bridge", 1): True, (1, "docker-bridge", 2): False}
+    assert flags.loc[flags["excluded"]].index.tolist() == [
+        (1, "native", 1), (1, "docker-bridge", 1)]
+    samples = pd.DataFrame([
+        {"environment": "lab", "campaign": "c1", "run": run, "mode": mode, "path": "dc",
+         "variant": "tcp", "rep": rep, "metric": "m", "warmup": rep in (0, 2) and mode ==
+         "native", "value": float(10 * run + rep)}
+        for (run, mode, rep) in [(1, "native", 0), (1, "native", 1), (1, "native", 2),
+                                 (1, "native", 3), (2, "native", 1), (2, "native", 3),
+                                 (1, "docker-bridge", 1), (1, "docker-bridge", 2)]])  # fmt: skip
+    kept = schema.without_excluded(samples, runs)
+    assert sorted(zip(kept["run"], kept["mode"], kept["rep"], strict=True)) == [
+        (1, "docker-bridge", 2), (1, "native", 0), (1, "native", 2), (1, "native", 3),
+        (2, "native", 1), (2, "native", 3)]
+    # a failed step's windows are not the estimate's business; no decisions, nothing left out
+    failed = runs.assign(status="failed")
+    assert schema.window_flags(failed).empty
+    assert len(schema.without_excluded(samples, failed)) == len(samples)
