@@ -397,13 +397,18 @@ def figure(summary: pd.DataFrame, per_run_values: pd.DataFrame) -> tuple[alt.Cha
     Kubernetes rows are present, each with its own direct replica. Returns the chart and its
     caption."""
     conf = float(summary["confidence"].iloc[0])
-    if shows_modes(summary):
+    # An orchestrator none of whose rows was measured (Kubernetes not built) gets no panel of
+    # its own: its rows are in the caption's "Not measured".
+    drawn = [m for m in sorted(set(summary["mode"]), key=_mode_order)
+             if (summary.loc[summary["mode"] == m, "n_runs"] > 0).any()]  # fmt: skip
+    if shows_modes(summary) and drawn:
         panels = [
             _panel(summary[summary["mode"] == mode], per_run_values[per_run_values["mode"] == mode],
                    f"{orchestrator(mode)}: requests per second as replicas grow")
-            for mode in sorted(set(summary["mode"]), key=_mode_order)
+            for mode in drawn
         ]  # fmt: skip
-        chart = alt.hconcat(*panels).resolve_scale(color="independent", y="shared")
+        chart = (alt.hconcat(*panels).resolve_scale(color="independent", y="shared")
+                 if len(panels) > 1 else panels[0])  # fmt: skip
     else:
         chart = _panel(summary, per_run_values,
                        "Load balancing: requests per second as replicas grow")  # fmt: skip
@@ -425,7 +430,7 @@ def figure(summary: pd.DataFrame, per_run_values: pd.DataFrame) -> tuple[alt.Cha
         "same cores, so more replicas add no capacity: the gap to the dashed line is what the "
         "balancer costs per request."
     )
-    if shows_modes(summary):
+    if shows_modes(summary) and len(drawn) > 1:
         caption += (
             " One panel per orchestrator, each against its own direct replica (Docker Swarm: a "
             "container on the default bridge; Kubernetes: a pod dialled at its pod IP)."
@@ -443,6 +448,13 @@ def figure(summary: pd.DataFrame, per_run_values: pd.DataFrame) -> tuple[alt.Cha
 def _panel(summary: pd.DataFrame, per_run_values: pd.DataFrame, title: str) -> alt.Chart:
     """One mode's chart (faceted by environment when there are several)."""
     frame = summary[(summary["variant"] != BASELINE)].copy()
+    frame["orchestrator_name"] = [orchestrator(m) for m in frame["mode"]]
+    frame["rps_interval"] = figures.interval_text(frame["rps_lo"], frame["rps_hi"], "{:,.0f}")
+    frame["pct_text"] = [
+        "n/a" if pd.isna(r) else f"{100 * r:.1f}%" + (
+            "" if pd.isna(a) or pd.isna(b) else f" [{100 * a:.1f}, {100 * b:.1f}]")
+        for r, a, b in zip(frame["ratio"], frame["ratio_lo"], frame["ratio_hi"], strict=True)
+    ]  # fmt: skip
     measured = frame[frame["n_runs"] > 0]
     direct = summary[(summary["variant"] == BASELINE) & (summary["n_runs"] > 0)]
     present = [b for b in BALANCERS if b in set(measured["balancer"])]
@@ -483,11 +495,13 @@ def _panel(summary: pd.DataFrame, per_run_values: pd.DataFrame, title: str) -> a
             y="rps:Q",
             color=color,
             tooltip=[
-                "configuration:N",
+                alt.Tooltip("configuration:N", title="balancer"),
+                alt.Tooltip("orchestrator_name:N", title="mode"),
                 "replicas:Q",
-                alt.Tooltip("rps:Q", format=",.0f"),
-                alt.Tooltip("rps_lo:Q", format=",.0f"),
-                alt.Tooltip("rps_hi:Q", format=",.0f"),
+                alt.Tooltip("rps:Q", format=",.0f", title="median req/s"),
+                alt.Tooltip("rps_interval:N", title="interval"),
+                alt.Tooltip("n_runs:Q", title="runs"),
+                alt.Tooltip("pct_text:N", title="% of direct"),
             ],
         ),  # fmt: skip
     ]
