@@ -64,6 +64,11 @@ SOCKPERF_DRAIN_S = 0.1  # after its timer it waits 100 ms for the replies still 
 LOG_HEADER = "packet, txTime(sec), rxTime(sec),"
 VALID_RE = re.compile(r"\[Valid Duration\].*ReceivedMessages=(\d+)")
 INTERLEAVED_MESSAGE = re.compile(r"sockperf: [^\n]*\n")
+# Where the embedded lab runs the client and the server (pipeline/lab/cpus.py): on one CPU,
+# whose round trips stay at one level window after window; across two CPUs every round trip pays
+# a cross-CPU wake-up several times the rest of it, and left to the scheduler a run mixes the
+# two (docs/methods.md, "CPU placement"; docs/validation.md measures both levels).
+PLACEMENT = "colocated"
 
 
 class Latency(Benchmark):
@@ -83,6 +88,7 @@ class Latency(Benchmark):
     # sockperf starts up, drops 450 ms of its --time and drains 100 ms: per run, whatever
     # starts it
     tool_fixed_seconds = SOCKPERF_STARTUP_S + SOCKPERF_DISCARD_S + SOCKPERF_DRAIN_S
+    options = {"placement": PLACEMENT}  # a profile may set another (Campaign's placement)
 
     def server_argv(self, variant: str) -> list[str]:
         return [BINARY, "server", "--port", str(self.port), *_protocol(variant)]

@@ -219,7 +219,7 @@ def join(host) -> None:
 def _host_of(cpuset: str) -> str:
     """The lab host a process's cpuset cgroup belongs to ("" outside the lab's groups); rootful
     podman's containers are node1's."""
-    parts = cpuset.strip("/").split("/")
+    parts = cpuset.strip().strip("/").split("/")
     if parts[0] == CGROUP_PARENT and len(parts) > 1:
         return parts[1]
     return MANAGER.name if parts[0] == PODMAN_PARENT.name else ""

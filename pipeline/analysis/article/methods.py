@@ -241,6 +241,8 @@ def _placement(placements: list[dict]) -> str:
         elif p["placement"] == "split":
             server, client = p["cpus"]["node1"], p["cpus"]["dc-client"]
             said.append(f"servers' hosts on CPU {server}, clients' hosts on CPU {client}")
+        elif p["placement"] == "colocated":
+            said.append(f"every host on CPU {p['cpus']['node1']}")
         else:
             said.append("every host on every CPU")
     return "; " + "; ".join(said) if said else ""
@@ -478,8 +480,9 @@ def methods(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> str:
         "Duty cycle (seconds inside load windows / wall seconds of the campaign) and, on the "
         "embedded lab, where its hosts ran (they share one machine's CPUs: \"every host on "
         'every CPU" leaves a client and its server to the scheduler, which now and then puts '
-        "them on one CPU; a split placement gives the server's host and the clients' hosts "
-        "disjoint CPUs):\n\n" + ("\n".join(duty) if duty else "not recorded.")
+        "them on one CPU; a colocated placement puts every host on one CPU, a split one gives "
+        "the server's host and the clients' hosts disjoint CPUs):\n\n"
+        + ("\n".join(duty) if duty else "not recorded.")
     )
     return "\n\n".join(b for b in blocks if b != "")
 
