@@ -84,7 +84,25 @@ def _measured(raw_dir: Path | str, benchmark: str, metrics: Iterable[str]) -> pl
         ]
     )
     # A failed run can leave partial samples behind: they describe a broken measurement.
-    return samples.join(runs, on=[*KEYS, "run"], how="semi")
+    samples = samples.join(runs, on=[*KEYS, "run"], how="semi")
+    # the estimates rest on clean windows (schema.window_flags)
+    flags = schema.window_flags(load_runs(raw_dir, benchmark))
+    out = flags.loc[flags["excluded"], [*KEYS, "run", "rep"]]
+    if out.empty:
+        return samples
+    out = pl.from_pandas(out).with_columns(pl.col("run", "rep").cast(pl.Int32))
+    return samples.join(out.lazy(), on=[*KEYS, "run", "rep"], how="anti")
+
+
+def _excluded(runs_file: Path) -> dict[tuple[str, str, str, str], set[tuple[int, int]]]:
+    """The (run, rep) windows ``schema.window_flags`` leaves out, per cell, of one dataset."""
+    if not runs_file.exists():
+        return {}
+    flags = schema.window_flags(schema.read_table(runs_file, "runs").to_pandas())
+    out: dict[tuple[str, str, str, str], set[tuple[int, int]]] = {}
+    for r in flags.loc[flags["excluded"]].itertuples():
+        out.setdefault((r.environment, r.mode, r.path, r.variant), set()).add((r.run, r.rep))
+    return out
 
 
 def _value_expr(path: Path) -> pl.Expr:
@@ -120,10 +138,11 @@ def _kept(batch, name: str, null, keep: np.ndarray) -> np.ndarray:
     return batch.column(name).fill_null(null).to_numpy(zero_copy_only=False)[keep]
 
 
-def _scan_cells(path: Path, wanted: dict[tuple[str, str], int], batch_rows: int):
+def _scan_cells(path: Path, wanted: dict[tuple[str, str], int], batch_rows: int, drop=None):
     """The values of the measured samples of the ``wanted`` (variant, metric) pairs in one
     samples file, as ``{cell key: {run: [value chunks]}}``, read batch by batch with
-    dictionary-encoded keys: 8 bytes per kept sample, whatever the width of the file."""
+    dictionary-encoded keys: 8 bytes per kept sample, whatever the width of the file.
+    ``drop``: per cell key, the (run, rep) windows left out (``_excluded``)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -132,7 +151,7 @@ def _scan_cells(path: Path, wanted: dict[tuple[str, str], int], batch_rows: int)
     reader = pq.ParquetFile(path, read_dictionary=[*KEYS, "metric"])
     stored = schema.is_stored_layout(reader.schema_arrow.names)
     value_cols = ["value_float", "value_milli"] if stored else ["value"]
-    columns = [*KEYS, "metric", "run", "warmup", *value_cols]
+    columns = [*KEYS, "metric", "run", "warmup", *value_cols, *(["rep"] if drop else [])]
     for batch in reader.iter_batches(batch_size=batch_rows, columns=columns):
         if batch.num_rows == 0:
             continue
@@ -173,6 +192,13 @@ def _scan_cells(path: Path, wanted: dict[tuple[str, str], int], batch_rows: int)
             value = schema.stored_value(value, milli, has_milli[keep])
         run = _kept(batch, "run", 0, keep).astype(np.int64)
         cell = cell[keep].astype(np.int64)
+        if drop:
+            rep = _kept(batch, "rep", 0, keep).astype(np.int64)
+            out = np.zeros(cell.size, dtype=bool)
+            for key, index in cell_ids.items():
+                for r, w in drop.get(key, ()):
+                    out |= (cell == index) & (run == r) & (rep == w)
+            run, cell, value = run[~out], cell[~out], value[~out]
         # Collection writes window after window, so (cell, run) comes in long stretches; cut
         # there. An interleaved file is grouped first (a stable sort of small integer codes).
         pair = cell << 32 | (run & 0xFFFFFFFF)
@@ -213,7 +239,8 @@ def load_cells(
     wanted = {(v, m): 1 for v, m in metrics.items()}
     cells: dict[tuple[str, str, str, str], stats.RunSamples] = {}
     for path in _files(raw_dir, benchmark, "samples"):
-        for key, per_run in _scan_cells(path, wanted, batch_rows).items():
+        drop = _excluded(path.with_name("runs.parquet"))
+        for key, per_run in _scan_cells(path, wanted, batch_rows, drop).items():
             ok = set(ok_runs.get(key, np.empty(0, np.int64)).tolist())
             per_run = {run: chunks for run, chunks in per_run.items() if run in ok}
             cell = _sorted_by_run(per_run)

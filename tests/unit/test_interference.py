@@ -273,3 +273,41 @@ def test_flagged_windows_are_left_out_only_where_their_step_has_a_clean_one():
     failed = runs.assign(status="failed")
     assert schema.window_flags(failed).empty
     assert len(schema.without_excluded(samples, failed)) == len(samples)
+
+
+def test_the_latency_loaders_leave_out_the_same_windows(tmp_path):
+    """Latency reads its samples itself (batches, polars): the same windows are left out.
+    One step of native measured twice: the first window flagged (round trips of 100 us), the
+    second clean (10 us); docker-bridge flagged in its only window (kept flagged, 50 us)."""
+    from pipeline.analysis import latency
+
+    hog = "other processes > 0.25 CPUs"
+    base = tmp_path / "latency" / "lab"
+    runs, samples = [], []
+    for mode, windows in (("native", [(1, 1, hog, 100.0), (3, 2, "", 10.0)]),
+                          ("docker-bridge", [(1, 1, hog, 50.0)])):  # fmt: skip
+        entries = [_decided(rep, attempt, why) for rep, attempt, why, _ in windows]
+        runs.append({"environment": "lab", "campaign": "c1", "benchmark": "latency", "run": 1,
+                     "order": 0, "mode": mode, "path": "dc", "variant": "udp", "status": "ok",
+                     "watch": json.dumps(entries)})  # fmt: skip
+        for rep, _, _, us in windows:
+            for warm in (True, False):
+                samples += [{"environment": "lab", "campaign": "c1", "benchmark": "latency",
+                             "metric": "udp_rtt", "unit": "us", "mode": mode, "path": "dc",
+                             "variant": "udp", "run": 1, "rep": rep - 1 if warm else rep,
+                             "sample": i, "value": us + i / 1000, "warmup": warm,
+                             "t_ns": 1000 * i} for i in range(5)]  # fmt: skip
+    schema.write_table(schema.to_table(runs, schema.RUNS), base / "runs.parquet")
+    schema.write_table(schema.to_table(samples, schema.SAMPLES), base / "samples.parquet")
+    cells = latency.load_cells(tmp_path, "latency", {"udp": "udp_rtt"}, batch_rows=3)
+    native = cells[("lab", "native", "dc", "udp")]
+    assert native.pooled.min() == 10.0 and native.pooled.size == 5
+    assert cells[("lab", "docker-bridge", "dc", "udp")].pooled.min() == 50.0
+    windows = latency.load_window_metrics(tmp_path, "latency", ["udp_rtt"])
+    assert sorted(set(zip(windows["mode"], windows["rep"], strict=True))) == [
+        ("docker-bridge", 1), ("native", 3)]
+    # the generic reader agrees
+    read = schema.read_dataset(tmp_path, "latency", "samples")
+    measured = read[~read["warmup"]]
+    assert sorted(set(zip(measured["mode"], measured["rep"], strict=True))) == [
+        ("docker-bridge", 1), ("native", 3)]
