@@ -24,6 +24,7 @@ from pipeline.lab import (
     rootless,
     sshd,
     swarm,
+    weight,
 )
 from pipeline.lab import kubernetes as k8s
 from pipeline.lab.commands import ENV, LabError, component, succeeds
@@ -146,6 +147,8 @@ def up(
         elif kubernetes is False and k8s.present():
             with component("kubernetes down", RECOVER_HINT):
                 k8s.down()
+        with component("CPU weight", RECOVER_HINT):  # last: the cluster's groups exist by now
+            log.info("lab CPU weight: %s", weight.ensure())
 
 
 def ensure_dockerds() -> set[Host]:
@@ -223,6 +226,7 @@ def down() -> None:
         with component("lab mounts"):
             mounts.unmount_all()
             cpus.release()
+            weight.release()
             mounts.remove_cgroups()
             mounts.release_v1_controllers()
         with component("lab network"):
