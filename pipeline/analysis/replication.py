@@ -412,23 +412,27 @@ SOURCES: dict[str, Source] = {
         n_runs="overhead_n_runs",
     ),
     # notebook 26 (pipeline.analysis.host): one row per variant and mode on the path "host";
-    # a published row must name its variant (1thread, allthreads, compile).
+    # a published row must name its variant (1thread, allthreads, compile). Its per-run
+    # medians give a ratio between two modes (004's rootless layer against overlay2).
     "cpu": Source(
         files={"*": "cpu_summary"},
         ratio=_THROUGHPUT_RATIO,
         n_runs="ratio_n_runs",
+        per_run={"*": ("cpu_per_run", "value")},
         defaults={"path": "host", "statistic": "median"},
     ),
     "memory": Source(
         files={"*": "memory_summary"},
         ratio=_THROUGHPUT_RATIO,
         n_runs="ratio_n_runs",
+        per_run={"*": ("memory_per_run", "value")},
         defaults={"path": "host", "statistic": "median"},
     ),
     "disk": Source(
         files={"*": "disk_summary"},
         ratio=_THROUGHPUT_RATIO,
         n_runs="ratio_n_runs",
+        per_run={"*": ("disk_per_run", "value")},
         defaults={"path": "host", "statistic": "median"},
     ),
     # notebook 27 (pipeline.analysis.coldstart): pooled p50/p95/p99 per mode on the path
