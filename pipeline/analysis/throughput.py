@@ -433,17 +433,19 @@ def _figure_frame(summary: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _forest(base: alt.Chart, x: alt.X, columns: tuple, y: alt.Y, color, *tooltip) -> list:
+def _forest(base: alt.Chart, x: alt.X, columns: tuple, y: alt.Y, color, runs: str) -> list:
     """Forest-plot marks: a bar from lo to hi and a diamond at the point, ``columns`` being
-    (point, lo, hi); the three numbers, and ``tooltip``, show on hover."""
+    (point, lo, hi); mode, estimate, interval and ``runs`` show on hover."""
     point, lo, hi = columns
-    numbers = [alt.Tooltip(f"{c}:Q", format=".3f") for c in columns]
+    tooltip = [alt.Tooltip("scenario:N", title="mode"),
+               alt.Tooltip(f"{point}:Q", format=".3f", title="estimate"),
+               alt.Tooltip(f"{point}_interval:N", title="interval"),
+               alt.Tooltip(f"{runs}:Q", title="runs")]  # fmt: skip
     return [
-        base.mark_rule(strokeWidth=2).encode(x=alt.X(f"{lo}:Q"), x2=f"{hi}:Q", y=y, color=color),
-        base.mark_point(shape="diamond", size=110).encode(
-            x=x, y=y, color=color, tooltip=["scenario:N", *numbers, *tooltip]
-        ),
-    ]
+        base.mark_rule(strokeWidth=2).encode(
+            x=alt.X(f"{lo}:Q"), x2=f"{hi}:Q", y=y, color=color, tooltip=tooltip),
+        base.mark_point(shape="diamond", size=110).encode(x=x, y=y, color=color, tooltip=tooltip),
+    ]  # fmt: skip
 
 
 def figure(summary: pd.DataFrame, per_run: pd.DataFrame) -> tuple[alt.HConcatChart, str]:
@@ -452,8 +454,12 @@ def figure(summary: pd.DataFrame, per_run: pd.DataFrame) -> tuple[alt.HConcatCha
     Returns the chart and its caption (what points and bars mean, and what was not measured).
     """
     frame = _figure_frame(summary)
+    frame["median_gbps_interval"] = figures.interval_text(
+        frame["median_lo_gbps"], frame["median_hi_gbps"])  # fmt: skip
+    frame["ratio_interval"] = figures.interval_text(frame["ratio_lo"], frame["ratio_hi"])
     order = frame["row"].tolist()
     conf = float(summary["confidence"].iloc[0])
+    margin = _margin(summary)
     color = alt.Color("mode:N", scale=figures.mode_scale(frame["mode"]), legend=None)
     y = alt.Y("row:N", sort=order, title=None)
     y_bare = alt.Y("row:N", sort=order, title=None, axis=alt.Axis(labels=False, ticks=False))
@@ -473,7 +479,7 @@ def figure(summary: pd.DataFrame, per_run: pd.DataFrame) -> tuple[alt.HConcatCha
         .mark_circle(size=22, color="#9a9a9a", opacity=0.7)
         .encode(x=alt.X("value:Q"), y=y, tooltip=["run:O", alt.Tooltip("value:Q", format=".3f")]),
         *_forest(
-            base, x_tput, ("median_gbps", "median_lo_gbps", "median_hi_gbps"), y, color, "n_runs:Q"
+            base, x_tput, ("median_gbps", "median_lo_gbps", "median_hi_gbps"), y, color, "n_runs"
         ),
         alt.Chart(not_measured)
         .mark_text(align="left", dx=4, color="#b30000", fontStyle="italic", limit=300)
@@ -481,20 +487,28 @@ def figure(summary: pd.DataFrame, per_run: pd.DataFrame) -> tuple[alt.HConcatCha
     ).properties(title="Median throughput", width=340)
 
     ratios = measured[measured["ratio_n_runs"] > 0]
-    lo = float(np.nanmin(np.r_[ratios["ratio_lo"], 1.0]))
-    hi = float(np.nanmax(np.r_[ratios["ratio_hi"], 1.0]))
+    band = [1.0 - margin, 1.0 + margin] if np.isfinite(margin) else [1.0, 1.0]
+    lo = float(np.nanmin(np.r_[ratios["ratio_lo"], ratios["ratio"], band[0]]))
+    hi = float(np.nanmax(np.r_[ratios["ratio_hi"], ratios["ratio"], band[1]]))
     pad = 0.05 * max(hi - lo, 0.1)
-    x_ratio = alt.X(
-        "ratio:Q",
-        title="Ratio to native on the same path",
-        scale=alt.Scale(domain=[max(0.0, lo - pad), hi + pad], zero=False),
-    )
+    ratio_domain = alt.Scale(domain=[max(0.0, lo - pad), hi + pad], zero=False, nice=False)
+    x_ratio = alt.X("ratio:Q", title="Ratio to native on the same path", scale=ratio_domain,
+                    axis=alt.Axis(format=".1f", labelOverlap="greedy"))  # fmt: skip
     rbase = alt.Chart(ratios)
-    right = alt.layer(
+    reference = [
         alt.Chart(pd.DataFrame({"one": [1.0]}))
         .mark_rule(color="#555555", strokeDash=[4, 3])
-        .encode(x=alt.X("one:Q", scale=alt.Scale(domain=[max(0.0, lo - pad), hi + pad]))),
-        *_forest(rbase, x_ratio, ("ratio", "ratio_lo", "ratio_hi"), y_bare, color),
+        .encode(x=alt.X("one:Q", scale=ratio_domain)),
+    ]
+    if np.isfinite(margin):
+        # the equivalence margin fixed before the data, as on every ratio panel with a margin
+        reference.insert(0, alt.Chart(pd.DataFrame({"lo": [band[0]], "hi": [band[1]]}))
+                         .mark_rect(color="#e3e3e3")
+                         .encode(x=alt.X("lo:Q", scale=ratio_domain), x2="hi:Q"))  # fmt: skip
+    right = alt.layer(
+        *reference,
+        *_forest(rbase, x_ratio, ("ratio", "ratio_lo", "ratio_hi"), y_bare, color,
+                 "ratio_n_runs"),  # fmt: skip
     ).properties(title="Relative to native", width=260)
 
     # A forest-plot text column: the bars are often narrower than the diamonds, the numbers not.
@@ -532,8 +546,12 @@ def figure(summary: pd.DataFrame, per_run: pd.DataFrame) -> tuple[alt.HConcatCha
         f"bars its {conf:.0%} distribution-free order-statistic interval, grey dots the "
         "individual runs. Right: ratio to native on the same path (docker-proxy is compared "
         "with native over localhost); diamonds are the geometric mean of the per-run ratios, "
-        f"bars its {conf:.0%} paired t interval, the dashed line marks parity with native."
+        f"bars its {conf:.0%} paired t interval, the dashed line marks parity with native"
+        + (f" and the grey band the equivalence margin of {tables.margin_text(margin)} fixed "
+           "before the data." if np.isfinite(margin) else ".")
     )
+    caption += figures.outside_text(measured, "ratio", "ratio_lo", "ratio_hi",
+                                    lambda r: r["row"])  # fmt: skip
     if short_ci:
         caption += (
             f" Where there are too few runs for a {conf:.0%} interval of the median (here: "
