@@ -234,12 +234,12 @@ def table(summary_frame: pd.DataFrame) -> pd.DataFrame:
             f"{a:.2f} / {b:.2f}" for a, b in zip(summary_frame["other_cpus_median"],
                                                  summary_frame["other_cpus_max"], strict=True)
         ],
-        "Re-measured": summary_frame["remeasured"],
-        "Kept flagged": summary_frame["kept_flagged"],
         "Steal, max": [f"{v:.1%}" for v in summary_frame["steal_share_max"]],
         "Probe, max x median": [f"{v:.2f}" for v in summary_frame["probe_ratio_max"]],
         "Beside flagged windows": summary_frame["beside_flagged"].replace("", "-"),
         "Readings failed": summary_frame["readings_failed"],
+        "Re-measured": summary_frame["remeasured"],
+        "Kept flagged": summary_frame["kept_flagged"],
     })  # fmt: skip
 
 
