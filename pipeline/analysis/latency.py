@@ -842,6 +842,16 @@ def ecdf_frame(
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*KEYS, "p"])
 
 
+def write_ecdf(ecdf: pd.DataFrame, processed_dir: Path | str, stem: str) -> Path:
+    """``ecdf_frame``'s rows as ``<stem>_ecdf.csv`` (the value as ``value_us``): the ECDF
+    figure's data, tidy, which dvc.yaml plots so that `dvc plots diff` overlays two revisions."""
+    out = Path(processed_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{stem}_ecdf.csv"
+    ecdf.rename(columns={"value": "value_us"}).to_csv(path, index=False, lineterminator="\n")
+    return path
+
+
 def _panel(frame: pd.DataFrame) -> pd.Series:
     multi_env = frame["environment"].nunique() > 1
     return pd.Series(
