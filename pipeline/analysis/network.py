@@ -239,13 +239,17 @@ def headline(components: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def components_figure(components: pd.DataFrame) -> tuple[alt.FacetChart, str]:
-    """Per path: the run-to-run SDs beside the largest mode difference, log x, with intervals."""
+# The Internet path's round trips are milliseconds long: its row is drawn in ms.
+ROW_UNITS = {"internet": (1000.0, "ms")}
+FIGURE_PANEL_WIDTH = 300
+
+
+def _component_frame(components: pd.DataFrame) -> pd.DataFrame:
     ok = components[components["status"] == "ok"]
     frames = []
     for name, label in COMPONENT_LABELS.items():
         frames.append(
-            ok[["environment", "path", "variant", "statistic"]].assign(
+            ok[["environment", "path", "variant", "statistic", "n_runs"]].assign(
                 component=label,
                 kind="between modes" if name == "mode_range" else "run to run",
                 value=ok[name],
@@ -259,50 +263,86 @@ def components_figure(components: pd.DataFrame) -> tuple[alt.FacetChart, str]:
         f"{STAT_WORDS.get(s, s)} RTT, {v}"
         for s, v in zip(frame["statistic"], frame["variant"], strict=True)
     ]
-    # Zero SDs (boundary fits) cannot sit on a log axis: floor them visibly at 0.01 us.
-    for col in ("value", "lo", "hi"):
-        frame[col] = frame[col].clip(lower=0.01)
+    return frame
+
+
+def components_figure(components: pd.DataFrame) -> tuple[alt.VConcatChart, str]:
+    """Per path (one row of panels each, its own log axis: µs, the Internet path in ms): the
+    run-to-run SDs beside the largest mode difference, with their intervals. A value below
+    the row's left edge (an SD fitted at 0) is drawn at that edge, and the caption says so."""
+    frame = _component_frame(components)
     conf = float(components["confidence"].iloc[0])
     n_sim = int(components["n_sim"].iloc[0])
-    row = alt.Y(
-        "component:N",
-        sort=list(COMPONENT_LABELS.values()),
-        title=None,
-    )
+    row_y = alt.Y("component:N", sort=list(COMPONENT_LABELS.values()), title=None)
     color = alt.Color(
         "kind:N",
         scale=alt.Scale(domain=["run to run", "between modes"], range=["#969696", "#d6616b"]),
         legend=alt.Legend(title=None, orient="bottom"),
     )
-    log = alt.Scale(type="log", nice=False, padding=8)
-    base = alt.Chart(frame)
-    chart = (
-        alt.layer(
-            base.mark_rule(strokeWidth=2).encode(
-                x=alt.X("lo:Q", scale=log), x2="hi:Q", y=row, color=color
-            ),
-            base.mark_point(shape="diamond", size=90).encode(
-                x=alt.X("value:Q", title="µs (log scale)", scale=log),
-                y=row,
-                color=color,
-                tooltip=["path_label:N", "component:N", alt.Tooltip("value:Q", format=".2f")],
-            ),
-        )
-        .properties(width=300, height=110)
-        .facet(
-            row=alt.Row("path_label:N", title=None, sort=[PATH_LABELS[p] for p in PATH_ORDER]),
-            column=alt.Column("panel:N", title=None),
-        )
-        .properties(title="Run-to-run variation vs the differences between modes")
-    )
+    paths = sorted(set(frame["path"]),
+                   key=lambda p: (PATH_ORDER.index(p) if p in PATH_ORDER else 9, p))  # fmt: skip
+    panels = [f"{STAT_WORDS.get(s, s)} RTT, {v}" for s in STATISTICS
+              for v in sorted(set(frame["variant"]))]  # fmt: skip
+    rows, floors = [], []
+    for i, path in enumerate(paths):
+        factor, unit = ROW_UNITS.get(path, (1.0, "µs"))
+        part = frame[frame["path"] == path].copy()
+        for col in ("value", "lo", "hi"):
+            part[col] = part[col] / factor
+        values = part[["value", "lo", "hi"]].to_numpy(dtype=float).ravel()
+        positive = values[np.isfinite(values) & (values > 0)]
+        # Zero cannot sit on a log axis, and a lower bound a million times below the estimates
+        # would squeeze them into a corner: the row starts three decades below its largest
+        # estimate (or below its smallest value), and what lies below is drawn at that edge.
+        top = float(np.nanmax(part["value"])) if len(part) else 1.0
+        floor = max(float(positive.min()) / 3.0, top / 1000.0) if len(positive) else 0.01
+        if (values[np.isfinite(values)] < floor).any():
+            floors.append(f"{PATH_LABELS.get(path, path)}: {floor:.2g} {unit}")
+        for col in ("value", "lo", "hi"):
+            part[col] = part[col].clip(lower=floor)
+        part["estimate"] = [f"{v:.3g} {unit}" for v in part["value"]]
+        part["interval"] = figures.interval_text(part["lo"], part["hi"], "{:.3g}")
+        domain = figures.log_domain([*part["lo"], *part["hi"], *part["value"]], pad=0.05)
+        scale = figures.log_scale(domain)
+        x = alt.X("value:Q", title=f"{unit} (log scale)", scale=scale,
+                  axis=alt.Axis(values=figures.log_ticks(*domain, FIGURE_PANEL_WIDTH),
+                                labelExpr="format(datum.value, '~g')"))  # fmt: skip
+        tooltip = [alt.Tooltip("path_label:N", title="path"), "panel:N", "component:N",
+                   "estimate:N", alt.Tooltip("interval:N", title=f"interval ({unit})"),
+                   alt.Tooltip("n_runs:Q", title="runs")]  # fmt: skip
+        base = alt.Chart(part)
+        row = (
+            alt.layer(
+                base.mark_rule(strokeWidth=2).encode(
+                    x=alt.X("lo:Q", scale=scale), x2="hi:Q", y=row_y, color=color,
+                    tooltip=tooltip),
+                base.mark_point(shape="diamond", size=90, filled=True).encode(
+                    x=x, y=row_y, color=color, tooltip=tooltip),
+            )
+            .properties(width=FIGURE_PANEL_WIDTH, height=110)
+            .facet(column=alt.Column("panel:N", title=None, sort=panels,
+                                     header=alt.Header(labels=i == 0)))
+            .properties(title=alt.TitleParams(PATH_LABELS.get(path, path), fontSize=13,
+                                              anchor="start"))
+        )  # fmt: skip
+        rows.append(row)
+    chart = alt.vconcat(*rows, spacing=14).properties(
+        title="Run-to-run variation vs the differences between modes")  # fmt: skip
     caption = (
         "Internet vs datacenter. For each path (rows) and per-run statistic of the round-trip "
         "time (columns), diamonds are the mixed-model estimates: grey the run-to-run SD of one "
         "mode and its two parts (run effect shared by all modes of a run, residual), red the "
         "largest difference between two modes. Bars: "
-        f"{conf:.0%} parametric-bootstrap intervals ({n_sim} refits). The x axis is "
-        "logarithmic; estimates of exactly 0 (boundary fits) are drawn at 0.01 us."
+        f"{conf:.0%} parametric-bootstrap intervals ({n_sim} refits). Each row has its own "
+        "logarithmic axis, in µs, the Internet path's in ms; within a row the components "
+        "compare directly."
     )
+    if floors:
+        caption += (" A value below a row's left edge (an SD fitted at 0, a lower bound near "
+                    "0) is drawn at that edge (" + "; ".join(floors) + ").")  # fmt: skip
+    caption += figures.outside_text(
+        frame, "value", "lo", "hi",
+        lambda r: f"{r['path_label']} {r['panel']}, {r['component']} (µs)")  # fmt: skip
     failed = components[components["status"] != "ok"]
     if len(failed):
         caption += " Not fitted: " + "; ".join(
