@@ -88,7 +88,9 @@ def test_build_on_nothing_says_so(tmp_path):
     paths = article.build(tmp_path / "p", tmp_path / "r", tmp_path / "t", tmp_path / "f",
                           tmp_path / "out", {"network": 0.05}, root=tmp_path)  # fmt: skip
     md = paths["markdown"].read_text()
-    assert md.index("## Summary") < md.index("## Network throughput") < md.index("## Methods")
+    assert md.index("## Summary") < md.index("## Methods") < md.index("## Limitations")
+    assert "## Network throughput" not in md  # nothing measured: named once, in Limitations
+    assert "- Network throughput: Not measured in this campaign" in md
     assert "No processed summary carries a verdict against native yet" in md
     assert json.loads(paths["metrics"].read_text()) == {}
     assert "<table>" not in paths["html"].read_text()

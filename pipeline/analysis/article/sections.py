@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pandas as pd
 
@@ -64,28 +63,21 @@ class Section:
         return {n for n in (self.key, self.raw, self.figures, *self.claims) if n}
 
 
-def _verdict_counts(
-    rows: pd.DataFrame, column: str, numbers: Numbers, key: str, source: Path
-) -> str | None:
-    """The verdict counts ("of the 5 container modes compared, 2 equivalent, ..."), or None
-    when the summary has no verdicts."""
-    if column not in rows.columns or rows[column].isna().all():
-        return None
-    counts = rows[column].value_counts()
-    total = numbers.add(f"{key}.modes_compared", len(rows), "modes", source)
-    parts = []
-    for verdict in ("equivalent", "overhead", "faster", "inconclusive"):
-        if verdict in counts.index:
-            n = numbers.add(f"{key}.n_{verdict}", int(counts[verdict]), "modes", source)
-            parts.append(f"{n.text()} {verdict}")
-    return f"of the {total.text()} container modes compared, " + ", ".join(parts)
-
-
-def _no_verdict(stage: str) -> str:
-    return (
+def _no_verdict(summary: pd.DataFrame, columns: list[str], stage: str) -> list[str]:
+    """The sentence for a summary without verdicts (it predates the verdict rule), or none."""
+    if any(c in summary.columns and summary[c].notna().any() for c in columns):
+        return []
+    return [
         f"This summary has no verdict columns (it predates the verdict rule): re-run `{stage}` "
         "for verdicts against the margin."
-    )
+    ]
+
+
+def grid(head: list[str], rows: list[list[str]]) -> str:
+    """A compact Markdown table: what would be one sentence per row with only its numbers
+    changed."""
+    lines = ["| " + " | ".join(head) + " |", "| " + " | ".join([":---"] * len(head)) + " |"]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
 def _throughput(inputs: Inputs, numbers: Numbers) -> list[str] | None:
@@ -94,7 +86,7 @@ def _throughput(inputs: Inputs, numbers: Numbers) -> list[str] | None:
         return None
     summary, source = found
     conf = col(summary.iloc[0], "confidence") if len(summary) else None
-    paragraphs, no_verdicts = [], False
+    rows = []
     multi_env = summary["environment"].nunique() > 1
     for env, frame in summary.groupby("environment", sort=True):
         for path in ordered(frame):
@@ -106,52 +98,40 @@ def _throughput(inputs: Inputs, numbers: Numbers) -> list[str] | None:
             b = base.iloc[0]
             key = f"throughput.{env}.{path}"
             nat = numbers.add(
-                f"{key}.native.median_gbps",
-                b["median_gbps"],
-                "Gbit/s",
-                source,
-                b["median_lo_gbps"],
-                b["median_hi_gbps"],
-                col(b, "median_coverage"),
-                "distribution-free order-statistic interval of the median across runs",
-            )
+                f"{key}.native.median_gbps", b["median_gbps"], "Gbit/s", source,
+                b["median_lo_gbps"], b["median_hi_gbps"], col(b, "median_coverage"), RANK,
+            )  # fmt: skip
             runs = numbers.add(f"{key}.native.n_runs", b["n_runs"], "runs", source)
-            where = f"{'In ' + env + ', on' if multi_env else 'On'} the {path_label(path)} path"
-            text = (
-                f"{where}, native TCP throughput was {nat.with_ci(' Gbit/s')} (median of "
-                f"{runs.text()} runs)."
-            )
             others = ok[(ok["mode"] != BASELINE) & ok["ratio"].notna()]
             ratios = {}
             for r in others.itertuples():
                 ratios[r.mode] = numbers.add(
-                    f"{key}.{r.mode}.pct_of_native",
-                    100 * r.ratio,
-                    "% of native",
-                    source,
-                    100 * r.ratio_lo,
-                    100 * r.ratio_hi,
-                    conf,
-                    RATIO_T,
-                )
+                    f"{key}.{r.mode}.pct_of_native", 100 * r.ratio, "% of native", source,
+                    100 * r.ratio_lo, 100 * r.ratio_hi, conf, RATIO_T,
+                )  # fmt: skip
+            ends = ["", ""]
             if ratios:
-                counts = _verdict_counts(others, "verdict", numbers, key, source)
                 lowest = min(ratios, key=lambda m: ratios[m].value)
                 highest = max(ratios, key=lambda m: ratios[m].value)
-                text += (
-                    f" Lowest: {label(lowest)} at {ratios[lowest].with_ci('%')} of native; "
-                    f"highest: {label(highest)} at {ratios[highest].with_ci('%')}."
-                )
-                text += f" Verdicts: {counts}." if counts else ""
-                no_verdicts |= counts is None
-            paragraphs.append(text)
+                ends = [f"{label(m)} {ratios[m].with_ci('%')}" for m in (lowest, highest)]
+                if lowest == highest:
+                    ends[1] = "(one mode)"
+            where = f"`{env}`, {path_label(path)}" if multi_env else path_label(path)
+            rows.append([where, f"{nat.with_ci(' Gbit/s')} ({runs.text()} runs)", *ends])
+    paragraphs = []
+    if rows:
+        paragraphs.append(
+            "TCP throughput: native's median across runs, and the container modes furthest "
+            "from and closest to it, as % of native:\n\n"
+            + grid(["Path", "Native", "Lowest", "Highest"], rows)
+        )
     paragraphs += _udp(inputs, numbers)
-    return paragraphs + ([_no_verdict("summarise-throughput")] if no_verdicts else [])
+    return paragraphs + _no_verdict(summary, ["verdict"], "summarise-throughput")
 
 
 def _host(benchmark: str, stage: str, what: str) -> Callable:
     """Prose for a host benchmark summarised by pipeline.analysis.host (cpu, memory, disk): per
-    test, native's median with its interval and each mode's ratio to native with its verdict."""
+    test, native's median with its interval and each mode's ratio to native."""
 
     def prose(inputs: Inputs, numbers: Numbers) -> list[str] | None:
         found = inputs.summary(benchmark, f"{benchmark}_summary")
@@ -159,7 +139,7 @@ def _host(benchmark: str, stage: str, what: str) -> Callable:
             return None
         summary, source = found
         conf = col(summary.iloc[0], "confidence") if len(summary) else None
-        paragraphs, no_verdicts = [], False
+        rows = []
         for (env, variant, metric), cells in summary.groupby(
             ["environment", "variant", "metric"], sort=False
         ):
@@ -171,32 +151,30 @@ def _host(benchmark: str, stage: str, what: str) -> Callable:
             key = f"{benchmark}.{env}.{variant}.{metric}"
             nat = numbers.add(
                 f"{key}.native.median", b["median"], b["unit"], source, b["median_lo"],
-                b["median_hi"], col(b, "median_coverage"),
-                "distribution-free order-statistic interval of the median across runs",
+                b["median_hi"], col(b, "median_coverage"), RANK,
             )  # fmt: skip
             runs = numbers.add(f"{key}.native.n_runs", b["n_runs"], "runs", source)
             better = "rate" if b["higher_is_better"] else "time"
-            text = (
-                f"{what}, test `{variant}` (`{metric}`): native {nat.with_ci(' ' + b['unit'])} "
-                f"(median of {runs.text()} runs)."
-            )
             others = ok[(ok["mode"] != BASELINE) & ok["ratio"].notna()]
             parts = []
             for r in others.itertuples():
                 ratio = numbers.add(
                     f"{key}.{r.mode}.pct_of_native", 100 * r.ratio, "% of native", source,
-                    100 * r.ratio_lo, 100 * r.ratio_hi, conf,
-                    RATIO_T,
+                    100 * r.ratio_lo, 100 * r.ratio_hi, conf, RATIO_T,
                 )  # fmt: skip
-                verdict = f", {r.verdict}" if isinstance(r.verdict, str) else ""
-                parts.append(f"{label(r.mode)} {ratio.with_ci('%')}{verdict}")
-            if parts:
-                text += f" Each mode's {better} as a share of native's: " + "; ".join(parts) + "."
-                counts = _verdict_counts(others, "verdict", numbers, key, source)
-                text += f" Verdicts: {counts}." if counts else ""
-                no_verdicts |= counts is None
-            paragraphs.append(text)
-        return paragraphs + ([_no_verdict(stage)] if no_verdicts else [])
+                parts.append(f"{label(r.mode)} {ratio.with_ci('%')}")
+            where = f"`{env}`: " if summary["environment"].nunique() > 1 else ""
+            rows.append([f"{where}`{variant}` (`{metric}`, a {better})",
+                         f"{nat.with_ci(' ' + b['unit'])} ({runs.text()} runs)",
+                         "; ".join(parts)])  # fmt: skip
+        paragraphs = []
+        if rows:
+            paragraphs.append(
+                f"{what}: native's median across runs per test, and each container mode's "
+                "rate or time as % of native's:\n\n"
+                + grid(["Test", "Native", "Container modes, % of native"], rows)
+            )
+        return paragraphs + _no_verdict(summary, ["verdict"], stage)
 
     return prose
 
@@ -206,7 +184,7 @@ def _udp(inputs: Inputs, numbers: Numbers) -> list[str]:
     if found is None:
         return []
     summary, source = found
-    out = []
+    rows = []
     for (env, path), cells in summary.groupby(["environment", "path"], sort=True):
         ok = cells[(cells["status"] == "ok") & cells["ratio"].notna() & (cells["mode"] != BASELINE)]
         if ok.empty:
@@ -215,31 +193,23 @@ def _udp(inputs: Inputs, numbers: Numbers) -> list[str]:
         worst = ok.loc[ok["ratio"].idxmin()]
         lossy = ok.loc[ok["loss_pct"].idxmax()]
         w = numbers.add(
-            f"{key}.{worst['mode']}.pct_of_native",
-            100 * worst["ratio"],
-            "% of native",
-            source,
-            100 * worst["ratio_lo"],
-            100 * worst["ratio_hi"],
-            col(worst, "confidence"),
-            RATIO_T,
-        )
+            f"{key}.{worst['mode']}.pct_of_native", 100 * worst["ratio"], "% of native", source,
+            100 * worst["ratio_lo"], 100 * worst["ratio_hi"], col(worst, "confidence"), RATIO_T,
+        )  # fmt: skip
         loss = numbers.add(
-            f"{key}.{lossy['mode']}.loss_pct",
-            lossy["loss_pct"],
-            "%",
-            source,
-            lossy["loss_pct_lo"],
-            lossy["loss_pct_hi"],
-            col(lossy, "loss_pct_coverage"),
-            "distribution-free order-statistic interval of the median across runs",
-        )
-        out.append(
-            f"UDP at a fixed offered rate, {path_label(path)} path: the lowest received throughput "
-            f"was {label(worst['mode'])} at {w.with_ci('%')} of native, the highest median "
-            f"loss {label(lossy['mode'])} at {loss.with_ci('%')}."
-        )
-    return out
+            f"{key}.{lossy['mode']}.loss_pct", lossy["loss_pct"], "%", source,
+            lossy["loss_pct_lo"], lossy["loss_pct_hi"], col(lossy, "loss_pct_coverage"), RANK,
+        )  # fmt: skip
+        where = f"`{env}`, {path_label(path)}" if summary["environment"].nunique() > 1 \
+            else path_label(path)  # fmt: skip
+        rows.append([where, f"{label(worst['mode'])} {w.with_ci('%')}",
+                     f"{label(lossy['mode'])} {loss.with_ci('%')}"])  # fmt: skip
+    if not rows:
+        return []
+    return [
+        "UDP at a fixed offered rate: the lowest received throughput (% of native's) and the "
+        "highest median loss:\n\n" + grid(["Path", "Lowest received", "Highest loss"], rows)
+    ]
 
 
 def _percentiles(benchmark: str, stage: str, what: str) -> Callable:
@@ -248,7 +218,8 @@ def _percentiles(benchmark: str, stage: str, what: str) -> Callable:
         if found is None:
             return None
         summary, source = found
-        paragraphs, no_verdicts = [], False
+        rows = []
+        several = summary["environment"].nunique() > 1
         for (env, variant), frame in summary.groupby(["environment", "variant"], sort=True):
             for path in ordered(frame):
                 cells = frame[(frame["path"] == path) & (frame["status"] == "ok")]
@@ -258,99 +229,43 @@ def _percentiles(benchmark: str, stage: str, what: str) -> Callable:
                 b = base.iloc[0]
                 conf = col(b, "confidence")
                 key = f"{benchmark}.{env}.{path}.{variant}"
-                kind = RUN_T
                 p50 = numbers.add(
-                    f"{key}.native.p50_us",
-                    b["p50_us"],
-                    "us",
-                    source,
-                    b["p50_lo_us"],
-                    b["p50_hi_us"],
-                    conf,
-                    kind,
-                )
-                text = f"{what} ({variant}), {path_label(path)} path: native p50 "
-                text += p50.with_ci(" us")
+                    f"{key}.native.p50_us", b["p50_us"], "us", source, b["p50_lo_us"],
+                    b["p50_hi_us"], conf, RUN_T,
+                )  # fmt: skip
+                p99 = "n/a"
                 if not missing(b["p99_us"]):
                     p99 = numbers.add(
                         f"{key}.native.p99_us", b["p99_us"], "us", source, b["p99_lo_us"],
-                        b["p99_hi_us"], conf, kind,
-                    )  # fmt: skip
-                    text += f", p99 {p99.with_ci(' us')}"
-                text += "."
+                        b["p99_hi_us"], conf, RUN_T,
+                    ).with_ci(" us")  # fmt: skip
+                largest = ""
                 others = cells[(cells["mode"] != BASELINE) & cells["d_p50_us"].notna()]
                 if not others.empty:
                     worst = others.loc[others["d_p50_us"].idxmax()]
                     d = numbers.add(
-                        f"{key}.{worst['mode']}.d_p50_us",
-                        worst["d_p50_us"],
-                        "us",
-                        source,
-                        worst["d_p50_lo_us"],
-                        worst["d_p50_hi_us"],
-                        conf,
-                        SHIFT_T,
-                    )
-                    text += (
-                        f" The largest p50 difference to native: {label(worst['mode'])}, "
-                        f"{d.with_ci(' us', signed=True)}."
-                    )
-                    counts = _verdict_counts(others, "verdict_p50", numbers, f"{key}.p50", source)
-                    text += f" p50 verdicts: {counts}." if counts else ""
-                    no_verdicts |= counts is None
-                    counts = _verdict_counts(others, "verdict_p99", numbers, f"{key}.p99", source)
-                    text += f" p99 verdicts: {counts}." if counts else ""
-                paragraphs.append(text)
-        return paragraphs + ([_no_verdict(stage)] if no_verdicts else [])
+                        f"{key}.{worst['mode']}.d_p50_us", worst["d_p50_us"], "us", source,
+                        worst["d_p50_lo_us"], worst["d_p50_hi_us"], conf, SHIFT_T,
+                    )  # fmt: skip
+                    largest = f"{label(worst['mode'])} {d.with_ci(' us', signed=True)}"
+                where = f"`{env}`, {path_label(path)}" if several else path_label(path)
+                rows.append([f"`{variant}`", where, p50.with_ci(" us"), p99, largest])
+        if not rows:
+            return []
+        return [
+            f"{what}: native's p50 and p99 (geometric mean of the runs' own percentiles) and "
+            "the container mode with the largest p50 difference to native:\n\n"
+            + grid(["Variant", "Path", "Native p50", "Native p99", "Largest p50 difference"],
+                   rows)  # fmt: skip
+        ] + _no_verdict(summary, ["verdict_p50"], stage)
 
     return prose
 
 
-STAT_NAMES = {"p50": "median", "p99": "p99"}
-
-
 def _internet(inputs: Inputs, numbers: Numbers) -> list[str] | None:
-    found = inputs.summary("internet_vs_dc", "internet_vs_dc_components")
-    if found is None:
-        return None
-    components, source = found
-    ok = components[components["status"] == "ok"]
-    lines = [
-        "Per path, protocol and per-run statistic of the round trip: the largest difference "
-        "between two modes beside the run-to-run standard deviation of one mode (mixed model, "
-        "run as random effect):",
-        "",
-    ]
-    for r in ok.itertuples():
-        key = f"internet_vs_dc.{r.environment}.{r.path}.{r.variant}.{r.statistic}"
-        kind = "parametric-bootstrap percentile interval (mixed model refitted)"
-        rng = numbers.add(
-            f"{key}.mode_range_us",
-            r.mode_range,
-            "us",
-            source,
-            r.mode_range_lo,
-            r.mode_range_hi,
-            r.confidence,
-            kind,
-        )
-        sd = numbers.add(
-            f"{key}.sd_within_us",
-            r.sd_within,
-            "us",
-            source,
-            r.sd_within_lo,
-            r.sd_within_hi,
-            r.confidence,
-            kind,
-        )
-        stat = STAT_NAMES.get(r.statistic, r.statistic)
-        lines.append(
-            f"- {path_label(r.path)}, {r.variant}, {stat}: largest mode difference "
-            f"{rng.with_ci(' us')} ({label(r.max_effect_mode)}), run-to-run SD "
-            f"{sd.with_ci(' us')}."
-        )
-    return ["\n".join(lines)] if len(lines) > 2 else []
+    """Measured when the decomposition exists; its generated sentences
+    (``internet_vs_dc_sentences.md``, included by the section) state its numbers once."""
+    return None if inputs.summary("internet_vs_dc", "internet_vs_dc_components") is None else []
 
 
 def _replication(inputs: Inputs, numbers: Numbers) -> list[str] | None:
@@ -405,9 +320,9 @@ def _lb(inputs: Inputs, numbers: Numbers) -> list[str] | None:
             f"{who}One replica dialled directly served {rate.with_ci(' req/s')} (median of "
             f"{runs.text()} runs, wrk closed loop)."
         )
-        parts = []
+        rows, counts = [], []
         for _, group in ok[ok["variant"] != "direct-r1"].groupby("balancer", sort=False):
-            shares = []
+            shares = {}
             for r in group.sort_values("replicas").itertuples():
                 if missing(r.ratio):
                     continue
@@ -419,15 +334,18 @@ def _lb(inputs: Inputs, numbers: Numbers) -> list[str] | None:
                 )  # fmt: skip
                 verdict = getattr(r, "verdict", None)
                 said = f", {verdict}" if isinstance(verdict, str) and verdict else ""
-                shares.append(f"{pct.with_ci('%')} with {n.text()}{said}")
+                shares[n.text()] = f"{pct.with_ci('%')}{said}"
+                counts += [n.text()] if n.text() not in counts else []
             if shares:
-                label = group["configuration"].iloc[0]
-                parts.append(f"{label} {', '.join(shares)}")
-        if parts:
+                rows.append((group["configuration"].iloc[0], shares))
+        if rows:
             text += (
-                " As a share of that rate (replicas behind the balancer, then the verdict: no "
-                "margin was fixed for a balancer, so overhead, faster or inconclusive): "
-                + "; ".join(parts) + "."
+                " Each balancer's rate as % of that one replica's, by the replicas behind it "
+                "(verdicts: no margin was fixed for a balancer, so overhead, faster or "
+                "inconclusive):\n\n"
+                + grid(["Balancer", *(f"{n} replicas" if n != "1" else "1 replica"
+                                      for n in counts)],
+                       [[name, *(shares.get(n, "") for n in counts)] for name, shares in rows])
             )  # fmt: skip
         paragraphs.append(text)
     return paragraphs
@@ -447,7 +365,7 @@ def _coldstart(inputs: Inputs, numbers: Numbers) -> list[str] | None:
         if ok.empty:
             continue
         key = f"coldstart.{env}"
-        parts, rootless = [], []
+        rows, rootless = [], []
         for r in ok.itertuples():
             d = r._asdict()
             conf = col(d, "confidence")
@@ -455,19 +373,15 @@ def _coldstart(inputs: Inputs, numbers: Numbers) -> list[str] | None:
                 f"{key}.{r.mode}.p50_ms", 1000 * r.p50_s, "ms", source, 1000 * r.p50_lo_s,
                 1000 * r.p50_hi_s, conf, kind,
             )  # fmt: skip
-            text = f"{label(r.mode)} p50 {p50.with_ci(' ms')}"
+            p99 = "n/a"
             if not missing(r.p99_s):
                 p99 = numbers.add(
                     f"{key}.{r.mode}.p99_ms", 1000 * r.p99_s, "ms", source, 1000 * r.p99_lo_s,
                     1000 * r.p99_hi_s, conf, kind,
-                )  # fmt: skip
-                text += f", p99 {p99.with_ci(' ms')}"
-            said = coldstart_analysis.SAID.get(d.get("verdict_p50"))
-            if r.mode != "native" and said:
-                text += f" ({said} than native at p50)" if said != "inconclusive" else (
-                    " (against native at p50: inconclusive)"
-                )  # fmt: skip
-            parts.append(text)
+                ).with_ci(" ms")  # fmt: skip
+            said = coldstart_analysis.SAID.get(d.get("verdict_p50"), "") if r.mode != "native" \
+                else "baseline"  # fmt: skip
+            rows.append([label(r.mode), p50.with_ci(" ms"), p99, said])
             if isinstance(r.rootful_mode, str) and r.rootful_mode and r.rootful_n_runs:
                 plus = numbers.add(
                     f"{key}.{r.mode}.p50_plus_pct_vs_rootful", r.rootful_plus_pct_p50, "%",
@@ -480,12 +394,12 @@ def _coldstart(inputs: Inputs, numbers: Numbers) -> list[str] | None:
                     f"{coldstart_analysis.SAID.get(d.get('rootful_verdict_p50'), 'inconclusive')}"
                 )
         text = (
-            "Time from the run command to nginx answering through the published port: "
-            + "; ".join(parts)
-            + "."
+            "Time from the run command to nginx answering through the published port, and the "
+            "p50's verdict against native:\n\n"
+            + grid(["Mode", "p50", "p99", "Against native"], rows)
         )
         if rootless:
-            text += " Rootless against rootful: " + "; ".join(rootless) + "."
+            text += "\n\nRootless against rootful: " + "; ".join(rootless) + "."
         paragraphs.append(text)
     return paragraphs
 
@@ -504,7 +418,7 @@ def _footprint(inputs: Inputs, numbers: Numbers) -> list[str] | None:
     paragraphs = []
     for env, cells in summary.groupby("environment", sort=True):
         ok = cells[(cells["status"] == "ok") & cells["pss_per_container_kib"].notna()]
-        parts = []
+        rows, heads, beyond = [], set(), set()
         for r in ok.itertuples():
             d, key = r._asdict(), f"footprint.{env}.{r.mode}"
             conf = col(d, "confidence")
@@ -522,42 +436,50 @@ def _footprint(inputs: Inputs, numbers: Numbers) -> list[str] | None:
                 f"{key}.pss_at_mib", r.pss_at_kib / 1024, "MiB", source, r.pss_at_lo_kib / 1024,
                 r.pss_at_hi_kib / 1024, conf, _FIT, decimals=0,
             )  # fmt: skip
-            text = (
-                f"{label(r.mode)}: {idle.with_ci(' MiB')} idle and {per.with_ci(' MiB')} per "
-                f"idle container, {total.with_ci(' MiB')} at {at.text()} containers"
-            )
             if r.max_count < r.at:
                 top = numbers.add(f"{key}.max_count", r.max_count, "containers", source)
-                text += f" (the line extended beyond the {top.text()} measured)"
+                beyond.add(top.text())
+            against = "reference" if r.mode == "docker-bridge" else ""
             if r.mode != "docker-bridge" and not missing(r.ratio_lo):
                 ratio = numbers.add(
                     f"{key}.per_container_vs_rootful_docker", r.ratio, "ratio", source,
                     r.ratio_lo, r.ratio_hi, conf,
                     RATIO_T, decimals=2,
                 )  # fmt: skip
-                text += f", {ratio.with_ci('x')} rootful Docker's cost per container"
+                against = ratio.with_ci("x")
                 verdict = getattr(r, "verdict", None)
                 if isinstance(verdict, str) and verdict:
-                    said = footprint_analysis.SAID.get(verdict, verdict)
-                    text += f" ({said})"
-            parts.append(text)
-        if parts:
-            paragraphs.append(
-                "The engines' own processes (total PSS, the containers' workloads excluded): "
-                + "; ".join(parts)
-                + "."
+                    against += f", {footprint_analysis.SAID.get(verdict, verdict)}"
+            rows.append([label(r.mode), idle.with_ci(" MiB"), per.with_ci(" MiB"),
+                         total.with_ci(" MiB"), against])  # fmt: skip
+            heads.add(at.text())
+        if rows:
+            at_head = f"At {' or '.join(sorted(heads))} containers"
+            text = (
+                "The engines' own processes (total PSS, the containers' workloads excluded), "
+                "from a line fitted to every reading, and each engine's cost per container "
+                "against rootful Docker's:\n\n"
+                + grid(["Engine", "Idle", "Per idle container", at_head,
+                        "Per container vs rootful Docker"], rows)  # fmt: skip
             )
+            if beyond:
+                text += (f"\n\nThe \"{at_head.lower()}\" column extends the line beyond the "
+                         f"{' or '.join(sorted(beyond))} containers measured.")  # fmt: skip
+            paragraphs.append(text)
     return paragraphs + _density(inputs, numbers)
 
 
 def _density(inputs: Inputs, numbers: Numbers) -> list[str]:
+    """How many idle containers each engine reached and how the host's available memory
+    (MemAvailable) moved per container: negative is memory taken, and an interval that reaches
+    0 or above resolves no cost against the page cache's own movements."""
     found = inputs.summary("footprint", "density_summary")
     if found is None:
         return []
     summary, source = found
     paragraphs = []
     for env, cells in summary.groupby("environment", sort=True):
-        parts = []
+        rows, caps = [], set()
         for r in cells[(cells["status"] == "ok") & (cells["n_runs"] > 0)].itertuples():
             d, key = r._asdict(), f"density.{env}.{r.mode}"
             conf = col(d, "confidence")
@@ -565,18 +487,28 @@ def _density(inputs: Inputs, numbers: Numbers) -> list[str]:
                 f"{key}.reached", r.reached_median, "containers", source, r.reached_lo,
                 r.reached_hi, col(d, "reached_coverage"), RANK, decimals=0,
             )  # fmt: skip
+            # the summary holds the drop; the article writes the change, signed
             mem = numbers.add(
-                f"{key}.host_mib_per_container", r.mem_per_container_mib, "MiB/container",
-                source, r.mem_per_container_lo_mib, r.mem_per_container_hi_mib, conf, RANK,
-                decimals=2,
+                f"{key}.host_memavailable_change_mib_per_container", -r.mem_per_container_mib,
+                "MiB/container", source, -r.mem_per_container_hi_mib,
+                -r.mem_per_container_lo_mib, conf, RANK, decimals=2,
             )  # fmt: skip
-            text = f"{label(r.mode)} reached {reached.with_ci()} containers"
+            reached_text = reached.with_ci()
             if r.capped and not missing(r.cap):
                 cap = numbers.add(f"{key}.cap", r.cap, "containers", source, decimals=0)
-                text += f" (the cap of {cap.text()} in every run, not a limit of the engine)"
-            parts.append(f"{text}, the host's memory dropping by {mem.with_ci(' MiB')} each")
-        if parts:
-            paragraphs.append("Density within the profile's cap: " + "; ".join(parts) + ".")
+                caps.add(cap.text())
+                reached_text += " (the cap, every run)"
+            cost = "no cost resolved" if mem.hi is None or mem.hi >= 0 else "memory taken"
+            rows.append([label(r.mode), reached_text,
+                         f"{mem.with_ci(' MiB', signed=True)}, {cost}"])  # fmt: skip
+        if rows:
+            capped = (f" (a cap of {' or '.join(sorted(caps))} is the profile's, not a limit of "
+                      "the engine)") if caps else ""  # fmt: skip
+            paragraphs.append(
+                f"Density{capped}: idle containers reached, and the change of the host's "
+                "available memory per container (negative: memory taken):\n\n"
+                + grid(["Engine", "Containers reached", "MemAvailable per container"], rows)
+            )
     return paragraphs
 
 
@@ -589,7 +521,9 @@ def _orchestration(inputs: Inputs, numbers: Numbers) -> list[str] | None:
     summary, source = found
     paragraphs = []
     for env, cells in summary.groupby("environment", sort=False):
-        parts = []
+        # operations that reached the same replicas (a cap makes "scale to 10" and "scale to
+        # 50" the same step) are one clause with each measurement
+        said: dict[str, list[str]] = {}
         for r in cells[(cells["status"] == "ok") & (cells["n_runs"] > 0)].itertuples():
             d, key = r._asdict(), f"orchestration.{env}.{r.variant}"
             seconds = numbers.add(
@@ -606,7 +540,8 @@ def _orchestration(inputs: Inputs, numbers: Numbers) -> list[str] | None:
                 what += f" {n.text()} replicas"
                 if r.capped:
                     what += " (the profile's cap)"
-            parts.append(f"{what} {seconds.with_ci(' s')} ({runs.text()} runs)")
+            said.setdefault(what, []).append(f"{seconds.with_ci(' s')} ({runs.text()} runs)")
+        parts = [f"{what} {' and '.join(values)}" for what, values in said.items()]
         if parts:
             paragraphs.append(
                 "Until every replica accepted TCP connections, Docker Swarm took: "
@@ -833,15 +768,17 @@ def missing_text(section: Section, inputs: Inputs, numbers: Numbers) -> str:
 
 def render(section: Section, inputs: Inputs, numbers: Numbers) -> tuple[str, bool]:
     """The section's Markdown (its sentences, figures and a pointer to its tables in the
-    appendix) and whether it was measured."""
+    appendix) and whether it was measured. A section with nothing measured, drawn or tabled is
+    "" here: Limitations names it and the stage that would produce it, once."""
     paragraphs = section.prose(inputs, numbers) if section.prose else None
     measured = paragraphs is not None
+    shown = figure_blocks(inputs, numbers, section.figures) if section.figures else []
+    shown += tables_for(inputs, section.tables, section.title)
+    if not measured and not shown:
+        return "", measured
     blocks = [f"## {section.title}", ""]
     blocks += paragraphs if measured else [missing_text(section, inputs, numbers)]
-    if section.figures:
-        blocks += figure_blocks(inputs, numbers, section.figures)
-    blocks += tables_for(inputs, section.tables, section.title)
-    return "\n\n".join(b for b in blocks if b != ""), measured
+    return "\n\n".join(b for b in [*blocks, *shown] if b != ""), measured
 
 
 def discovered(inputs: Inputs) -> list[str]:
