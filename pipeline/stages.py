@@ -59,6 +59,37 @@ HEADER = """\
 
 
 @dataclass(frozen=True)
+class DataPlot:
+    """A DVC plot of a tidy CSV a summary writes (data/processed/<stage>/<file>), drawn with a
+    template of .dvc/plots/: `dvc plots diff` overlays the data of each revision (colour or
+    dash per revision), where the figures' PNGs could only stand side by side."""
+
+    name: str  # the plot's id in dvc.yaml; {benchmark} for a per-benchmark analysis
+    file: str  # under the stage's processed directory; {benchmark} likewise ({title} in labels)
+    template: str  # ratio_interval (x, x_lo, x_hi), ecdf (x against y), percentiles (the ys)
+    x: str
+    y: tuple[str, ...]
+    title: str
+    x_label: str
+    y_label: str
+
+
+def _ratio(name: str, what: str, x: str = "ratio") -> DataPlot:
+    return DataPlot(f"{name}_ratio", f"{name}_summary.csv", "ratio_interval", x, ("mode",),
+                    f"{what}: ratio to the baseline, with its interval", f"{what} / baseline "
+                    "(geometric mean of per-run ratios)", "Cell (mode, path, variant)")  # fmt: skip
+
+
+def _percentiles(name: str, what: str, unit: str, levels: tuple[str, ...]) -> DataPlot:
+    return DataPlot(f"{name}_percentiles", f"{name}_summary.csv", "percentiles", "mode",
+                    tuple(f"{q}_{unit}" for q in levels), f"{what}: percentiles per mode",
+                    "Percentile", f"{what} ({'µs' if unit == 'us' else unit})")  # fmt: skip
+
+
+_LATENCY_LEVELS = ("p50", "p90", "p99", "p99.9")
+
+
+@dataclass(frozen=True)
 class Analysis:
     """How a family of benchmarks is summarised: its notebook and the settings it takes."""
 
@@ -69,24 +100,37 @@ class Analysis:
     settings: tuple[str, ...]
     figures: tuple[str, ...]  # the figures' stems (figures/<stage>/<stem>.png: DVC plots)
     per_benchmark: bool = False  # one stage per benchmark (its name is a notebook parameter)
+    plots: tuple[DataPlot, ...] = ()
 
 
 _VERDICTS = ("confidence", "margin", "multiplicity")  # summaries with verdicts against margins
 ANALYSES: dict[str, Analysis] = {
     "throughput": Analysis("20-summarise-throughput.ipynb", (*_VERDICTS, "udp_loss_margin"),
-                           ("throughput",)),
+                           ("throughput",), plots=(_ratio("throughput", "TCP throughput"),)),
     "latency": Analysis("21-summarise-latency.ipynb", (*_VERDICTS, "internet_margin_us"),
-                        ("latency_ecdf", "latency_percentiles")),
+                        ("latency_ecdf", "latency_percentiles"),
+                        plots=(DataPlot("latency_ecdf", "latency_ecdf.csv", "ecdf", "value_us",
+                                        ("p",), "Round-trip time: pooled ECDF per mode",
+                                        "Round-trip time (µs, log scale)",
+                                        "Fraction of samples ≤ x"),
+                               _percentiles("latency", "Round-trip time", "us",
+                                            _LATENCY_LEVELS))),
     "http": Analysis("22-summarise-http.ipynb", (*_VERDICTS, "internet_margin_us"),
-                     ("http_ecdf", "http_percentiles")),
-    "host": Analysis("26-summarise-host.ipynb", _VERDICTS, ("{benchmark}",), per_benchmark=True),
+                     ("http_ecdf", "http_percentiles"),
+                     plots=(_percentiles("http", "HTTP request latency", "us", _LATENCY_LEVELS),)),
+    "host": Analysis("26-summarise-host.ipynb", _VERDICTS, ("{benchmark}",), per_benchmark=True,
+                     plots=(_ratio("{benchmark}", "{title}"),)),
     "coldstart": Analysis("27-summarise-coldstart.ipynb", ("confidence", "multiplicity"),
-                          ("coldstart",)),
+                          ("coldstart",),
+                          plots=(_percentiles("coldstart", "Cold start", "s",
+                                              ("p50", "p95", "p99")),
+                                 _ratio("coldstart", "Cold start, median", "ratio_p50"))),
     "footprint": Analysis("28-summarise-footprint.ipynb", ("confidence", "predict_at"),
                           ("footprint", "density")),
     "orchestration": Analysis("30-summarise-orchestration.ipynb", ("confidence",),
                               ("orchestration",)),
-    "lb": Analysis("31-summarise-lb.ipynb", ("confidence", "multiplicity"), ("lb",)),
+    "lb": Analysis("31-summarise-lb.ipynb", ("confidence", "multiplicity"), ("lb",),
+                   plots=(_ratio("lb", "Load-balanced HTTP rate"),)),
 }  # fmt: skip
 
 
@@ -102,6 +146,7 @@ class Stage:
     per_environment: bool = False
     metrics: list[str] = field(default_factory=list)
     figures: list[str] = field(default_factory=list)  # PNG paths, shown by `dvc plots show`
+    plots: list[dict] = field(default_factory=list)  # data plots: {id: DVC plot definition}
     code: list[str] | None = None  # code deps; None: the notebook's import closure
 
 
@@ -112,6 +157,19 @@ def _tables(stems) -> list:
 
 def _sentences(stems) -> list:
     return [{f"{TABLES}/{s}.md": {"cache": False}} for s in stems]
+
+
+def _data_plot(plot: DataPlot, processed: str, benchmark: str) -> dict:
+    """dvc.yaml's definition of ``plot`` for one summary stage."""
+    def fill(text: str) -> str:
+        return text.format(benchmark=benchmark, title=BENCHMARKS[benchmark].title)
+
+    ys = [fill(y) for y in plot.y]
+    return {fill(plot.name): {
+        "template": plot.template, "x": fill(plot.x),
+        "y": {f"{processed}/{fill(plot.file)}": ys[0] if len(ys) == 1 else ys},
+        "title": fill(plot.title), "x_label": fill(plot.x_label), "y_label": fill(plot.y_label),
+    }}  # fmt: skip
 
 
 def summary_stages() -> list[Stage]:
@@ -143,6 +201,7 @@ def summary_stages() -> list[Stage]:
                            if s == "margin" else f"analysis.{s}" for s in spec.settings}),
             outs=[f"data/processed/{key}", f"figures/{key}", *_tables(tables)],
             figures=[f"figures/{key}/{s.format(benchmark=name)}.png" for s in spec.figures],
+            plots=[_data_plot(p, f"data/processed/{key}", name) for p in spec.plots],
         )  # fmt: skip
         stages.append(stage)
     return stages
@@ -327,10 +386,13 @@ _Dumper.add_representer(list, _flow_list)
 
 def render(params: Params) -> str:
     stages = {s.name: _dvc_stage(s, params.environments) for s in all_stages(params)}
-    # The figures as DVC plots (images): `dvc plots show` and `dvc plots diff` render them.
+    # The figures as DVC plots (images), then the summaries' tidy CSVs drawn from templates:
+    # `dvc plots show` renders both; `dvc plots diff` overlays two revisions' data in the latter.
     plots = [f for s in all_stages(params) for f in s.figures]
+    plots += [p for s in all_stages(params) for p in s.plots]
     doc = {"stages": stages, "plots": plots}
-    text = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=100, default_flow_style=False)
+    text = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=100, default_flow_style=False,
+                     allow_unicode=True)  # the plots' labels: µs, ≤
     return HEADER + text
 
 
