@@ -361,26 +361,6 @@ class Source:
     # writes them (density: summarise-footprint writes data/processed/footprint)
     directory: str = ""
 
-    def statistics(self, comparison: str) -> set[str]:
-        """Every statistic a row of this benchmark can be compared at."""
-        named = set(self.ratio if comparison == "ratio" else self.delta_us)
-        if self.other_baseline and comparison == "ratio":
-            named |= set(self.other_baseline.ratio)
-        if self.per_run and comparison == "ratio":
-            named |= set(self.per_run_statistics)
-        return named
-
-    def columns(self) -> set[str]:
-        """Every summary column this entry reads."""
-        groups = [self.ratio, self.delta_us]
-        if self.other_baseline:
-            groups.append(self.other_baseline.ratio)
-        cols = {c for g in groups for triple in g.values() for c in triple}
-        cols.add(self.n_runs)
-        if self.other_baseline:
-            cols |= {self.other_baseline.mode_column, self.other_baseline.n_runs}
-        return cols
-
 
 def _quantile_columns(kind: str, labels=("p50", "p99")) -> dict[str, tuple[str, str, str]]:
     if kind == "ratio":
@@ -717,10 +697,8 @@ def _cross_ratio(
     benchmark, mode, path = row["benchmark"], row["mode"], row["path"]
     base_mode, base_path = row["baseline_mode"], row["baseline_path"] or row["path"]
     base_variant = row["baseline_variant"] or variant
-    where = base_path if base_variant == variant else f"{base_path} path, {base_variant}"
-    said = f"the article compares with {base_mode} on the {where} path".replace(
-        "path, " + base_variant + " path", "path, " + base_variant
-    )
+    where = f"the {base_path} path" + (f", {base_variant}" if base_variant != variant else "")
+    said = f"the article compares with {base_mode} on {where}"
     per_run = study.per_run.get((benchmark, key))
     usable = row["statistic"] in source.per_run_statistics
     if row["comparison"] != "ratio" or per_run is None or not usable:
