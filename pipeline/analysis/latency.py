@@ -885,9 +885,10 @@ def ecdf_figure(
         .encode(
             x=alt.X(
                 "value:Q",
-                title=f"{what} (µs, log scale)",
+                title=f"{what} (log scale)",
                 scale=alt.Scale(type="log", nice=False),
-                axis=alt.Axis(tickCount=5, labelOverlap="greedy"),
+                axis=alt.Axis(tickCount=5, labelOverlap="greedy",
+                              labelExpr=figures.TIME_US_LABEL),
             ),
             y=alt.Y("p:Q", title="Fraction of samples ≤ x", scale=alt.Scale(domain=[0, 1])),
             color=alt.Color(
@@ -899,8 +900,8 @@ def ecdf_figure(
             detail="mode:N",
             tooltip=[
                 "mode:N",
-                alt.Tooltip("p:Q", format=".4f"),
-                alt.Tooltip("value:Q", format=".1f"),
+                alt.Tooltip("p:Q", format=".4f", title="fraction of samples"),
+                alt.Tooltip("value:Q", format=",.1f", title="µs"),
             ],
         )
         .properties(width=330, height=220)
@@ -912,7 +913,8 @@ def ecdf_figure(
     caption = (
         f"{what} by execution mode: empirical CDF of the pooled samples of all measured runs "
         "(warm-up excluded), one line per mode, one panel per path and variant; x is "
-        "logarithmic and each panel has its own x range (the Internet path is ~1000x slower). "
+        "logarithmic and each panel has its own x range (the Internet path is ~1000x slower, "
+        "in ms). "
         "Lines are drawn through exact pooled quantiles at 100 levels plus the 99.9, 99.95 "
         "and 99.99th percentiles."
     )
@@ -959,8 +961,16 @@ def percentile_figure(
     """Percentiles p50..p99.9 per mode with their intervals, one panel per (path, variant)."""
     frame = percentiles_long(summary, quantiles)
     frame["panel"] = _panel(frame)
+    # A percentile a cell's runs are too short for is n/a (the tables say why): not drawn, and
+    # a percentile no cell has leaves no empty column.
+    frame = frame[np.isfinite(frame["value"].astype(float))]
+    if "n_runs" in summary.columns:
+        frame = frame.merge(summary[[*KEYS, "n_runs"]], on=KEYS, how="left")
+    frame["label"] = frame["mode"].map(lambda m: figures.MODE_LABELS.get(m, m))
+    frame["estimate"] = [f"{v:,.1f} µs" for v in frame["value"]]
+    frame["interval"] = figures.interval_text(frame["lo"], frame["hi"], "{:,.1f}")
     modes = sorted(frame["mode"].unique(), key=lambda m: (figures.mode_rank(m), m))
-    order = [q_label(q) for q in quantiles]
+    order = [q_label(q) for q in quantiles if q_label(q) in set(frame["percentile"])]
     conf = float(summary["confidence"].iloc[0])
     color = alt.Color(
         "mode:N",
@@ -971,7 +981,8 @@ def percentile_figure(
     x = alt.X("percentile:N", sort=order, title="Percentile", axis=alt.Axis(labelAngle=0))
     offset = alt.XOffset("mode:N", sort=modes)
     log = alt.Scale(type="log", nice=False, zero=False, padding=6)
-    y = alt.Y("value:Q", title=f"{what} (µs, log scale)", scale=log)
+    y = alt.Y("value:Q", title=f"{what} (log scale)", scale=log,
+              axis=alt.Axis(labelExpr=figures.TIME_US_LABEL, labelOverlap="greedy"))  # fmt: skip
     base = alt.Chart(frame)
     chart = (
         alt.layer(
@@ -988,11 +999,11 @@ def percentile_figure(
                 y=y,
                 color=color,
                 tooltip=[
-                    "configuration:N",
+                    alt.Tooltip("label:N", title="mode"),
                     "percentile:N",
-                    alt.Tooltip("value:Q", format=".1f"),
-                    alt.Tooltip("lo:Q", format=".1f"),
-                    alt.Tooltip("hi:Q", format=".1f"),
+                    "estimate:N",
+                    alt.Tooltip("interval:N", title="interval (µs)"),
+                    *([alt.Tooltip("n_runs:Q", title="runs")] if "n_runs" in frame else []),
                 ],
             ),
         )
@@ -1003,9 +1014,10 @@ def percentile_figure(
     )
     caption = (
         f"{what} percentiles by execution mode, one panel per path and variant (own y range, "
-        "logarithmic). Diamonds: geometric mean of the runs' own percentiles; bars: its "
-        f"{conf:.0%} t interval across runs (often narrower than the marker). Modes are in the "
-        "same order and colour in every panel."
+        "logarithmic, the Internet path in ms). A percentile a cell's runs are too short for "
+        "(the tables say why) is not drawn. Diamonds: geometric mean of the runs' own "
+        f"percentiles; bars: its {conf:.0%} t interval across runs (often narrower than the "
+        "marker). Modes are in the same order and colour in every panel."
     )
     skipped = _not_measured(summary)
     if skipped:
