@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.analysis import figures, lb, network
+from pipeline.analysis import figures, latency, lb, network
 from pipeline.analysis import throughput as ta
 from tests.unit.test_lb_analysis import _data
 
@@ -161,3 +161,48 @@ def test_internet_vs_dc_names_an_estimate_outside_its_interval():
     assert ("Estimate outside its own interval, drawn as computed (a fault to fix upstream, "
             "not in the figure): internet median RTT, tcp, largest difference between modes "
             "(µs): 8000 outside [9000, 1.2e+04].") in caption  # fmt: skip
+
+
+# --- latency percentiles ------------------------------------------------------------------------
+
+
+def test_latency_percentiles_leave_out_what_no_cell_has_and_label_ms():
+    """A p99.9 the runs are too short for (NaN in every cell) gives no empty column; the
+    time axis reads ms from 1 ms up (the Internet path) and µs below."""
+    base = {"environment": "lab", "variant": "tcp", "status": "ok", "reason": None,
+            "n_runs": 3, "confidence": 0.95}
+    rows = []
+    for mode, path, p50 in (("native", "dc", 60.0), ("docker-bridge", "dc", 70.0),
+                            ("native", "internet", 40_000.0)):  # fmt: skip
+        row = {**base, "mode": mode, "path": path, "configuration": mode}
+        for q, factor in (("p50", 1.0), ("p90", 1.2), ("p95", 1.3), ("p99", 1.5),
+                          ("p99.9", np.nan)):  # fmt: skip
+            v = p50 * factor
+            row |= {f"{q}_us": v, f"{q}_lo_us": 0.95 * v, f"{q}_hi_us": 1.05 * v}
+        rows.append(row)
+    chart, caption = latency.percentile_figure(pd.DataFrame(rows))
+    spec = chart.to_dict()
+    data = next(iter(spec["datasets"].values()))
+    assert {d["percentile"] for d in data} == {"p50", "p90", "p95", "p99"}
+    point = next(layer for layer in spec["spec"]["layer"] if layer["mark"]["type"] == "point")
+    assert point["encoding"]["x"]["sort"] == ["p50", "p90", "p95", "p99"]
+    bridge = next(d for d in data if d["mode"] == "docker-bridge" and d["percentile"] == "p99")
+    assert bridge["estimate"] == "105.0 µs" and bridge["interval"] == "[99.8, 110.2]"
+    assert bridge["n_runs"] == 3
+    tips = {t.get("title", t["field"]) for t in point["encoding"]["tooltip"]}
+    assert {"mode", "estimate", "interval (µs)", "runs"} <= tips
+    assert point["encoding"]["y"]["axis"]["labelExpr"] == figures.TIME_US_LABEL
+    assert "the Internet path in ms" in caption
+
+
+def test_time_label_expression_reads_ms_from_one_ms_up():
+    """TIME_US_LABEL evaluated as Vega does (format '~g' trims trailing zeros)."""
+    import vl_convert as vlc
+
+    spec = {"data": {"values": [{"v": 40_000.0}, {"v": 70.0}, {"v": 1500.0}]},
+            "mark": "point", "encoding": {"x": {"field": "v", "type": "quantitative",
+            "scale": {"type": "log"}, "axis": {"values": [70, 1500, 40000],
+                                                "labelExpr": figures.TIME_US_LABEL}}}}  # fmt: skip
+    svg = vlc.vegalite_to_svg(spec)
+    for label in ("70 µs", "1.5 ms", "40 ms"):
+        assert f">{label}<" in svg
