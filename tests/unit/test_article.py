@@ -37,6 +37,7 @@ from pipeline.analysis import host as host_analysis
 from pipeline.analysis import latency as latency
 from pipeline.analysis import lb as lb_analysis
 from pipeline.analysis import orchestration as orchestration
+from pipeline.analysis import replication
 from pipeline.analysis import throughput as throughput
 from pipeline.analysis.article.methods import _interval as read_interval
 from pipeline.analysis.schema import read_dataset
@@ -135,6 +136,14 @@ def tree(tmp_path_factory) -> Path:
     wan = _wan_summary()
     tables.write(calibration.article_table(wan), tabs, "wan_calibration", "WAN calibration.")
     (tabs / "wan_calibration_sentence.md").write_text(calibration.sentence(wan) + "\n")
+    # The replication stage's table and its input, the published claims
+    (root / "data" / "reference").mkdir(parents=True)
+    shutil.copy(ROOT / "data" / "reference" / "published.csv", root / "data" / "reference")
+    frame = replication.replicate(replication.load_published(ROOT / "data" / "reference" /
+                                                             "published.csv"),
+                                  replication.load_study(proc), confidence=0.95)  # fmt: skip
+    tables.write(replication.article_table(frame), tabs, "replication",
+                 replication.table_caption(frame))  # fmt: skip
     # A table no section claims: it must still be in the article, verbatim.
     (tabs / "extra.md").write_text("Table: an extra generated table.\n\n| a |\n| ---: |\n| 1.5 |\n")
     figs = root / "figures"
@@ -315,7 +324,6 @@ def test_missing_benchmarks_are_reported_as_not_measured_once(md):
         ("Memory bandwidth", "`collect-memory` collects it and `summarise-memory` summarises it"),
         ("Disk", "`collect-disk` collects it and `summarise-disk` summarises it"),
         ("Internet vs datacenter", "`compare-internet-datacenter`"),
-        ("Replication of the five articles", "`replicate-articles`"),
     ):
         assert title not in headings  # no section that only says it is missing
         line = next(x for x in limits.splitlines() if x.startswith(f"- {title}: "))
@@ -325,6 +333,20 @@ def test_missing_benchmarks_are_reported_as_not_measured_once(md):
         assert "Not measured" not in _section(md, title)
     for title in ("Load balancing", "Cold start and scaling"):
         assert "Not measured" not in _section(md, title).split("Table:")[0]
+
+
+def test_against_the_articles_follows_the_findings(md):
+    from pipeline.analysis.article.against import TITLES
+
+    headings = re.findall(r"^## (.+)$", md, re.M)
+    assert headings.index("Swarm orchestration") < headings.index("Against the articles") \
+        < headings.index("Methods")  # fmt: skip
+    text = _section(md, "Against the articles")
+    published = pd.read_csv(ROOT / "data" / "reference" / "published.csv", dtype=str)
+    for article_file in set(published["article"]):
+        assert f"**{TITLES[article_file]}**" in text, article_file
+    assert "The study reproduces" in text or "It contradicts" in text
+    assert "Full table in the appendix: `reports/tables/replication.md`." in text
 
 
 def test_lb_and_coldstart_prose_states_their_fixtures_known_answers(md, numbers):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
@@ -31,6 +32,7 @@ from pipeline.analysis.article.inputs import (
     Inputs,
     col,
     figure_blocks,
+    include,
     label,
     missing,
     on_path,
@@ -268,22 +270,34 @@ def _internet(inputs: Inputs, numbers: Numbers) -> list[str] | None:
     return None if inputs.summary("internet_vs_dc", "internet_vs_dc_components") is None else []
 
 
-def _replication(inputs: Inputs, numbers: Numbers) -> list[str] | None:
-    path = inputs.tables / "replication.csv"
-    if not path.exists():
+PUBLISHED = Path("data") / "reference" / "published.csv"  # under the repository root
+
+
+def _against(inputs: Inputs, numbers: Numbers) -> list[str] | None:
+    """The five articles' headline claims confronted with this study, by
+    ``against.against_the_articles``, once the replication stage has run (its table exists).
+    The frame it reads is the one that stage builds from the same inputs (the published
+    claims and the processed summaries), rebuilt here: replication is deterministic, and the
+    table keeps only its display columns. Its numbers are the replication's own, so the
+    paragraph is included as generated text."""
+    table = inputs.tables / "replication.csv"
+    published = inputs.root / PUBLISHED
+    if not table.exists() or not published.exists():
         return None
-    table = pd.read_csv(path)
-    if "Verdict" not in table.columns:
-        return None
-    counts = table["Verdict"].value_counts()
-    total = numbers.add("replication.published_numbers", len(table), "numbers", path)
-    parts = []
-    for verdict, n in counts.items():
-        slug = str(verdict).replace(" ", "_")
-        parts.append(
-            f"{numbers.add(f'replication.n_{slug}', int(n), 'numbers', path).text()} {verdict}"
-        )
-    return [f"Of the {total.text()} published headline numbers: {', '.join(parts)}."]
+    from pipeline.analysis import replication
+    from pipeline.analysis.article.against import against_the_articles
+
+    frame = replication.replicate(
+        replication.load_published(published),
+        replication.load_study(inputs.processed),
+        confidence=inputs.confidence,
+    )
+    text = against_the_articles(frame) if len(frame) else ""
+    if not text:
+        return ["No published claim could be confronted with this study's data."]
+    source = f"{rel(inputs, published)} against {rel(inputs, inputs.processed)}, by " \
+        "pipeline.analysis.article.against"  # fmt: skip
+    return [include(text, source)]
 
 
 def _lb(inputs: Inputs, numbers: Numbers) -> list[str] | None:
@@ -689,8 +703,8 @@ SECTIONS: dict[str, Section] = {
     ),
     "replication": section(
         "replication",
-        "Replication of the five articles",
-        _replication,
+        "Against the articles",
+        _against,
         raw=None,
         figures=None,
         collect=None,
