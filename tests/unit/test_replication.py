@@ -336,6 +336,36 @@ def test_a_row_that_can_never_get_a_verdict_fails_unless_it_says_why(
     assert reach_problems(row, summary_columns) == []
 
 
+# Pairs of rows on the same study cell whose regions cannot both hold: each is an article
+# contradicting itself (its table against its own text), never two setups mapped to one cell.
+SELF_CONTRADICTIONS = {
+    # 000's latency table gives +58% at p50; its conclusion says overlay adds 10-30%
+    ("000-bottom-overlay-latency", "000-http-overlay-p50"),
+    ("000-bottom-overlay-latency", "000-http-overlay-adds-p50"),
+    ("000-bottom-overlay-latency", "000-driver-overlay-p50"),
+    # 004's table gives pasta 18.4 of 28.2 Gbit/s (65%, "1.5x"); its text says 85%
+    ("004-tput-pasta", "004-tput-pasta-85"),
+    ("004-tput-gap-pasta", "004-tput-pasta-85"),
+    # 004's table gives random reads 128,000 of 142,000 IOPS (10%); its text says within 7%
+    ("004-disk-randread-native-overlay", "004-disk-within7"),
+}
+
+
+def test_disjoint_claims_on_one_cell_are_the_articles_own_contradictions(published):
+    derived = rp.derive(published)
+    derived = derived[(derived["why_not"] == "") & derived["claim_lo"].notna()]
+    cell = ["benchmark", "mode", "path", "variant", "statistic", "baseline_mode",
+            "baseline_path", "baseline_variant", "comparison"]  # fmt: skip
+    disjoint = set()
+    for _, group in derived.groupby(cell):
+        rows = list(group.itertuples())
+        for i, a in enumerate(rows):
+            for b in rows[i + 1 :]:
+                if a.claim_hi < b.claim_lo or b.claim_hi < a.claim_lo:
+                    disjoint.add(tuple(sorted((a.id, b.id))))
+    assert disjoint == SELF_CONTRADICTIONS
+
+
 def test_the_profile_column_follows_the_profiles(published):
     at = published.set_index("id")["profile"]
     # demo measures a few modes (Docker host and bridge) and 2 replicas, the study every mode
