@@ -81,6 +81,7 @@ def diff(tmp_path_factory) -> dict[str, dict]:
 def _rows(spec: dict, **match) -> dict[str, dict]:
     """The data rows of ``spec`` matching ``match``, by revision."""
     rows = [r for r in spec["data"]["values"] if all(r.get(k) == v for k, v in match.items())]
+    assert rows, f"no row matches {match}"
     by_rev = {r["rev"]: r for r in rows}
     assert len(by_rev) == len(rows), f"one row per revision expected: {rows}"
     return by_rev
@@ -120,7 +121,7 @@ def test_the_latency_ecdfs_of_both_revisions_are_in_one_plot(diff):
     ecdf = pd.read_csv(diff["clone"] / ECDF)  # HEAD's
     for variant in ("tcp", "udp"):
         median = ecdf.query("mode == 'macvlan' and path == 'dc' and variant == @variant")
-        p = median["p"].iloc[len(median) // 2]
+        p = float(median["p"].iloc[len(median) // 2])
         rows = _rows(spec, mode="macvlan", path="dc", variant=variant, p=repr(p))
         assert float(rows["HEAD"]["value_us"]) == pytest.approx(
             MACVLAN_RTT * float(rows["HEAD~1"]["value_us"]))
