@@ -441,9 +441,11 @@ def figure(summary: pd.DataFrame, samples: pd.DataFrame, runs: pd.DataFrame, qs=
         marks.append(pd.DataFrame({
             "configuration": sel["configuration"], "mode": sel["mode"], "level": lab,
             "ms": 1000 * sel[f"{lab}_s"], "lo": 1000 * sel[f"{lab}_lo_s"],
-            "hi": 1000 * sel[f"{lab}_hi_s"],
+            "hi": 1000 * sel[f"{lab}_hi_s"], "n_runs": sel["n_runs"],
         }))  # fmt: skip
     marks = pd.concat(marks, ignore_index=True)
+    marks["estimate"] = [f"{v:,.1f} ms" for v in marks["ms"]]
+    marks["interval"] = figures.interval_text(marks["lo"], marks["hi"], "{:,.1f}")
     not_measured = summary[summary["status"] != "ok"].assign(
         text=lambda f: [status_text(s, r) for s, r in zip(f["status"], f["reason"], strict=True)]
     )
@@ -464,13 +466,13 @@ def figure(summary: pd.DataFrame, samples: pd.DataFrame, runs: pd.DataFrame, qs=
             x="ms:Q",
             y=y,
             color=color,
-            shape=alt.Shape("level:N", title="Pooled quantile"),
+            shape=alt.Shape("level:N", title="Quantile (runs' own, geometric mean)"),
             tooltip=[
-                "configuration:N",
+                alt.Tooltip("configuration:N", title="mode"),
                 "level:N",
-                alt.Tooltip("ms:Q", format=".1f"),
-                alt.Tooltip("lo:Q", format=".1f"),
-                alt.Tooltip("hi:Q", format=".1f"),
+                "estimate:N",
+                alt.Tooltip("interval:N", title="interval (ms)"),
+                alt.Tooltip("n_runs:Q", title="runs"),
             ],
         ),  # fmt: skip
         alt.Chart(not_measured)
@@ -488,6 +490,8 @@ def figure(summary: pd.DataFrame, samples: pd.DataFrame, runs: pd.DataFrame, qs=
         f"quantiles), the black bars their {conf:.0%} t intervals across runs (n/a where a run "
         "has too few starts for the quantile)."
     )
+    caption += figures.outside_text(
+        marks, "ms", "lo", "hi", lambda r: f"{r['configuration']} {r['level']} (ms)")  # fmt: skip
     skipped = [f"{r.configuration} ({status_text(r.status, r.reason)})"
                for r in summary.itertuples() if r.status != "ok"]  # fmt: skip
     if skipped:
