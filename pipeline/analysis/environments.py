@@ -49,7 +49,7 @@ VALUE_COLUMNS = [*KEYS, "environment", "mode", "run", "value", "higher_is_better
 COLUMNS = [
     *KEYS, "mode", "comparison", "reference", "environment", "n_reference", "n_environment",
     "reference_ratio", "environment_ratio", "ratio", "lo", "hi", "lo_eq", "hi_eq", "margin",
-    "tost_p", "diff_p", "sd_log", "resolvable", "n_runs", "tost_reason", "verdict",
+    "tost_p", "diff_p", "sd_log", "df", "resolvable", "n_runs", "tost_reason", "verdict",
     "higher_is_better",
 ]  # fmt: skip
 # What each verdict says in the table, per comparison: "overhead" on native's ratio means the
@@ -123,7 +123,8 @@ def _row(key, mode, comparison, reference, environment, ref, env, margin, hib, c
         "n_environment": int(env.size), "reference_ratio": as_ratio(ref),
         "environment_ratio": as_ratio(env), "ratio": eq.ratio, "lo": eq.lo, "hi": eq.hi,
         "lo_eq": eq.lo_eq, "hi_eq": eq.hi_eq, "margin": margin, "tost_p": t.p_value,
-        "diff_p": t.diff_p, "sd_log": t.sd_log, "resolvable": t.resolvable, "n_runs": t.n_runs,
+        "diff_p": t.diff_p, "sd_log": t.sd_log, "df": t.df, "resolvable": t.resolvable,
+        "n_runs": t.n_runs,
         "tost_reason": t.reason, "verdict": eq.verdict, "higher_is_better": hib,
     }  # fmt: skip
 
@@ -171,7 +172,9 @@ def compare(
     if out.empty:
         return out.assign(tost_p_adj=[], diff_p_adj=[], multiplicity=[], confidence=[])
     out = stats.adjust_verdicts(out, multiplicity, round(1.0 - confidence, 12),
-                                "higher_is_better")  # fmt: skip
+                                "higher_is_better",
+                                mde=[stats.MdeColumns("resolvable", "sd_log", "n_runs",
+                                                      df="df")])  # fmt: skip
     return out.assign(confidence=confidence)
 
 

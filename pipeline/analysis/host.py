@@ -77,6 +77,9 @@ SUMMARY_COLUMNS = [
     "tost_p_adj",
     "diff_p_adj",
     "resolvable",
+    "resolvable_log",
+    "resolvable_direction",
+    "sd_log",
     "tost_reason",
     "verdict",
     "multiplicity",
@@ -252,7 +255,8 @@ def summarise(
     for col in ("n_runs", "n_runs_planned", "n_samples", "ratio_n_runs"):
         out[col] = out[col].astype("int64")
     alpha = round(1.0 - confidence, 12)
-    out = stats.adjust_verdicts(out, multiplicity, alpha, "higher_is_better")
+    out = stats.adjust_verdicts(out, multiplicity, alpha, "higher_is_better",
+                                mde=stats.ONE_MDE)  # fmt: skip
     return _row_order(out, benchmark)
 
 
@@ -264,7 +268,7 @@ def _add_comparison(
     nan = float("nan")
     row.update(
         ratio=nan, ratio_lo=nan, ratio_hi=nan, ratio_n_runs=0, ratio_eq_lo=nan, ratio_eq_hi=nan,
-        tost_p=nan, diff_p=nan, resolvable=nan, tost_reason=None, verdict=None,
+        tost_p=nan, diff_p=nan, resolvable=nan, sd_log=nan, tost_reason=None, verdict=None,
     )  # fmt: skip
     if row["mode"] == BASELINE:
         if row["n_runs"]:
@@ -290,6 +294,7 @@ def _add_comparison(
         tost_p=eq.tost.p_value,
         diff_p=eq.tost.diff_p,
         resolvable=eq.tost.resolvable,
+        sd_log=eq.tost.sd_log,
         tost_reason=eq.tost.reason,
         verdict=eq.verdict,
     )

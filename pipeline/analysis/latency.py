@@ -326,7 +326,7 @@ def verdict_columns(overhead=OVERHEAD_QUANTILES) -> list[str]:
     for q in overhead:
         lab = q_label(q)
         cols += [f"ratio_{lab}_eq_lo", f"ratio_{lab}_eq_hi", f"tost_{lab}_p", f"diff_{lab}_p"]
-        cols += [f"tost_{lab}_p_adj", f"diff_{lab}_p_adj", f"resolvable_{lab}"]
+        cols += [f"tost_{lab}_p_adj", f"diff_{lab}_p_adj", f"resolvable_{lab}", f"sd_{lab}"]
         cols += [f"tost_{lab}_reason", f"verdict_{lab}"]
     return cols
 
@@ -337,7 +337,10 @@ def adjust(summary: pd.DataFrame, method: str, overhead=OVERHEAD_QUANTILES) -> p
     specs = [(f"verdict_{q_label(q)}", f"tost_{q_label(q)}_p", f"diff_{q_label(q)}_p",
               f"ratio_{q_label(q)}") for q in overhead]  # fmt: skip
     alpha = round(1.0 - float(summary["confidence"].iloc[0]), 12) if len(summary) else 0.05
-    return stats.adjust_verdicts(summary, method, alpha, False, specs)
+    # rows judged in microseconds (margin_us set) state their smallest shift in microseconds
+    mde = [stats.MdeColumns(f"resolvable_{q_label(q)}", f"sd_{q_label(q)}", "overhead_n_runs",
+                            "margin_us") for q in overhead]  # fmt: skip
+    return stats.adjust_verdicts(summary, method, alpha, False, specs, mde)
 
 
 def _verdicts(
@@ -360,6 +363,7 @@ def _verdicts(
             f"tost_{lab}_p": r.tost_p,
             f"diff_{lab}_p": r.diff_p,
             f"resolvable_{lab}": r.resolvable,
+            f"sd_{lab}": r.sd_log,
             f"tost_{lab}_reason": r.tost_reason,
             f"verdict_{lab}": r.verdict,
         }
@@ -387,6 +391,7 @@ def _shift_verdicts(
             f"tost_{lab}_p": eq.tost_p,
             f"diff_{lab}_p": eq.diff_p,
             f"resolvable_{lab}": eq.resolvable,
+            f"sd_{lab}": eq.sd,
             f"tost_{lab}_reason": short or eq.reason,
             f"verdict_{lab}": eq.verdict if x.size else None,
         }

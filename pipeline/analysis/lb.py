@@ -170,7 +170,8 @@ def summarise(
     out["overhead_pct"] = 100.0 * (1.0 - out["ratio"])
     out["overhead_lo_pct"] = 100.0 * (1.0 - out["ratio_hi"])
     out["overhead_hi_pct"] = 100.0 * (1.0 - out["ratio_lo"])
-    out = stats.adjust_verdicts(out, multiplicity, round(1.0 - confidence, 12), True)
+    out = stats.adjust_verdicts(out, multiplicity, round(1.0 - confidence, 12), True,
+                                mde=stats.ONE_MDE)  # fmt: skip
     order = out["variant"].map(_variant_key)
     out = out.assign(_m=out["mode"].map(_mode_order), _k=order)
     out = out.sort_values(["environment", "_m", "path", "_k"])
@@ -214,7 +215,7 @@ def _row(env, mode, path, variant, mine, base, run_rows, confidence) -> dict:
         verdict = stats.difference_verdict(paired[:, 0], paired[:, 1], True, alpha)
     row |= {
         "verdict": verdict, "tost_p": float("nan"), "diff_p": tests.diff_p,
-        "resolvable": r.resolvable,
+        "resolvable": r.resolvable, "sd_log": r.sd_log,
         "ratio": r.ratio, "ratio_lo": lo, "ratio_hi": hi, "ratio_n_runs": r.n_runs,
         "ratio_mean": mean, "ratio_mean_lo": mean_lo, "ratio_mean_hi": mean_hi,
         "confidence": confidence,

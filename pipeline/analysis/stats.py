@@ -10,7 +10,9 @@ median's rank interval across runs, and a parametric bootstrap for the variance 
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -163,25 +165,116 @@ def _paired(per_run: pd.DataFrame, mode: str, baseline: str) -> np.ndarray:
 POWER = 0.8
 
 
-def resolvable(sd: float, n: int, alpha: float = 0.05, power: float = POWER) -> float:
-    """Smallest true shift of ``mean d`` that a two-sided paired t test at ``alpha`` detects
-    with probability ``power`` with ``n`` runs whose differences have SD ``sd``:
-    ``(t(1 - alpha/2, n-1) + t(power, n-1)) * sd / sqrt(n)`` (the usual planning formula, with
-    the SD as measured). On log ratios, ``exp(.) - 1`` is the smallest relative difference the
-    data could resolve. NaN with fewer than 2 runs."""
+def comparison_alpha(alpha: float, m: int = 1, method: str = "none") -> float:
+    """The level one comparison is tested at, whatever the others of its table show, when
+    ``m`` comparisons share the table's ``method`` adjustment (a key of ``MULTIPLICITY``).
+
+    Holm's first step rejects at ``alpha / m``, and a p-value at or below ``alpha / m`` is
+    rejected whatever the others are (every p-value before it in the step-down order is
+    smaller, so no step stops). Benjamini-Hochberg's threshold for one comparison ranges from
+    ``alpha / m`` (every other comparison null, the case an MDE is stated for) to ``alpha``
+    (every other one rejected); a p-value at or below ``alpha / m`` is always rejected, so
+    ``alpha / m`` is the level both methods guarantee, and the power computed at it is a lower
+    bound (tests/unit/test_mde_power.py measures how close). ``none``: ``alpha``."""
+    if method not in MULTIPLICITY:
+        raise ValueError(f"multiplicity must be one of {sorted(MULTIPLICITY)}, got {method!r}")
+    m = max(int(m), 1)
+    return alpha if MULTIPLICITY[method] is None else alpha / m
+
+
+@functools.lru_cache(maxsize=4096)
+def _noncentrality(df: float, alpha: float, power: float) -> float:
+    """The noncentrality ``delta`` at which a two-sided t test with ``df`` degrees of freedom
+    at ``alpha`` rejects with probability ``power``: the exact noncentral t power, not the
+    normal planning formula (which is 5% short at 3 runs)."""
+    tc = _st.t.ppf(1.0 - alpha / 2.0, df)
+
+    def shortfall(delta: float) -> float:
+        below = _st.nct.sf(tc, df, -delta)  # P(T < -tc): scipy's cdf there is NaN far out
+        return _st.nct.sf(tc, df, delta) + (below if np.isfinite(below) else 0.0) - power
+
+    hi = 1.0
+    while shortfall(hi) < 0.0:
+        hi *= 2.0
+    from scipy.optimize import brentq
+
+    return float(brentq(shortfall, 0.0, hi, xtol=1e-10))
+
+
+def resolvable(
+    sd: float, n: int, alpha: float = 0.05, power: float = POWER, m: int = 1,
+    method: str = "none", df: float | None = None,
+) -> float:  # fmt: skip
+    """Smallest true shift of ``mean d`` that the table's adjusted two-sided t test detects
+    with probability ``power``, with ``n`` runs whose values ``d`` have SD ``sd`` (taken as the
+    true SD): ``delta * sd / sqrt(n)``, ``delta`` the noncentrality of the noncentral t with
+    ``df`` (default ``n - 1``) degrees of freedom at which the test at
+    ``comparison_alpha(alpha, m, method)`` has that power. ``m`` is the number of comparisons
+    adjusted together in the table and ``method`` its multiplicity method. The result is on the
+    scale of ``d``: a log ratio for ratios (``minimum_detectable`` says it as a percentage),
+    microseconds or points for a shift. NaN with fewer than 2 runs."""
     if n < 2 or not np.isfinite(sd):
         return float("nan")
-    df = n - 1
-    return float((_st.t.ppf(1.0 - alpha / 2.0, df) + _st.t.ppf(power, df)) * sd / np.sqrt(n))
+    df = float(n - 1) if df is None else float(df)
+    if not np.isfinite(df) or df <= 0:
+        return float("nan")
+    level = comparison_alpha(alpha, m, method)
+    return float(_noncentrality(df, round(level, 15), power) * sd / np.sqrt(n))
+
+
+@dataclass(frozen=True)
+class Mde:
+    """The minimum detectable effect of one comparison under its table's rule.
+
+    ``log``: the smallest shift of the mean per-run log ratio found with power ``POWER``
+    (for an absolute comparison, the shift in its unit); ``fraction``: the same on the
+    reader's scale, the relative change in the direction that makes the mode worse:
+    ``1 - exp(-log)`` (a ``drop``) for a metric where higher is better, ``exp(log) - 1`` (a
+    ``rise``) where lower is; ``log`` itself for an absolute comparison. ``direction``:
+    ``"drop"`` or ``"rise"``. ``alpha``: the level the comparison is tested at
+    (``comparison_alpha``), ``m`` and ``method`` the table's adjustment."""
+
+    log: float
+    fraction: float
+    direction: str
+    alpha: float
+    m: int
+    method: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def reader_fraction(log_shift: float, higher_is_better: bool = True) -> float:
+    """A log-scale shift as the relative change a reader quotes in the worse direction:
+    ``1 - exp(-x)`` (the drop of a rate) when higher is better, ``exp(x) - 1`` (the rise of a
+    time) when lower is better."""
+    return float(-np.expm1(-log_shift) if higher_is_better else np.expm1(log_shift))
+
+
+def minimum_detectable(
+    sd: float, n: int, m: int = 1, method: str = "none", alpha: float = 0.05,
+    higher_is_better: bool = True, absolute: bool = False, df: float | None = None,
+    power: float = POWER,
+) -> Mde:  # fmt: skip
+    """``resolvable`` under the table's rule (``m`` comparisons, ``method``), with the reader's
+    percentage and its direction (``Mde``). ``absolute``: ``sd`` is of per-run differences in
+    a unit (microseconds, points), not of log ratios."""
+    log = resolvable(sd, n, alpha, power, m, method, df)
+    fraction = log if absolute else reader_fraction(log, higher_is_better)
+    return Mde(log, fraction, "drop" if higher_is_better else "rise",
+               comparison_alpha(alpha, m, method), max(int(m), 1), method)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class RatioCI:
     """Geometric mean of per-run ratios ``mode / baseline`` over paired runs, with its t interval.
 
-    ``sd_log`` is the SD of the per-run log ratios; ``resolvable`` the smallest relative
-    difference (``0.05`` = 5%) a paired t test at ``1 - confidence`` would find with power
-    ``POWER`` at these runs and that SD (``stats.resolvable``). Intervals need 2 runs.
+    ``sd_log`` is the SD of the per-run log ratios; ``resolvable`` the smallest rise of the
+    ratio (``0.05`` = 5%, ``exp(x) - 1``) one unadjusted paired t test at ``1 - confidence``
+    would find with power ``POWER`` at these runs and that SD (``stats.resolvable``); a table
+    restates it under its own adjustment and direction (``adjust_verdicts``'s ``mde``).
+    Intervals need 2 runs.
     """
 
     ratio: float
@@ -863,8 +956,11 @@ class TostResult:
     tests were not run (fewer than ``TOST_MIN_RUNS`` pairs; the intervals need 2). ``diff_p``
     is the two-sided t test of "no difference" (ratio 1) on the same ``d``, which
     ``stats.verdict`` needs before it says "overhead" or "faster". ``sd_log`` is the SD of
-    ``d`` and ``resolvable`` the smallest relative difference the runs could resolve
-    (``stats.resolvable``).
+    ``d``, ``df`` the tests' degrees of freedom, ``resolvable_log`` the smallest shift of
+    ``mean d`` one unadjusted test finds with power ``POWER`` (``stats.resolvable``) and
+    ``resolvable`` the same as a rise of the ratio, ``exp(x) - 1``; ``log_ratio_equivalence``
+    states it in the metric's worse direction (``reader_fraction``), and a table under its
+    adjustment (``adjust_verdicts``'s ``mde``).
     """
 
     p_value: float
@@ -881,6 +977,8 @@ class TostResult:
     ci_hi: float = float("nan")
     sd_log: float = float("nan")
     resolvable: float = float("nan")
+    df: float = float("nan")
+    resolvable_log: float = float("nan")
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -932,6 +1030,8 @@ def tost_log_ratio(values, baseline_values, margin: float, alpha: float = 0.05) 
         ci_hi=ci.hi,
         sd_log=ci.sd_log,
         resolvable=ci.resolvable,
+        df=float(n - 1) if n >= 2 else nan,
+        resolvable_log=float(np.log1p(ci.resolvable)),
     )
     if n < TOST_MIN_RUNS:
         why = f"{n} paired run(s): the TOST needs at least {TOST_MIN_RUNS}"
@@ -959,9 +1059,10 @@ def welch_tost(values, baseline_values, margin: float, alpha: float = 0.05) -> T
     whose run numbers share nothing): ``ratio`` is ``exp(mean(values) - mean(baseline_values))``,
     the intervals and both tests are Welch's (``_welch_interval``) on the log scale. ``n_runs``
     is the smaller sample; the tests need ``TOST_MIN_RUNS`` in each, the intervals 2.
-    ``sd_log`` is the standard error of the difference times ``sqrt(n_runs)`` and
-    ``resolvable`` the smallest relative difference a Welch t test at ``alpha`` finds with
-    power ``POWER``. NaN values are dropped."""
+    ``sd_log`` is the standard error of the difference times ``sqrt(n_runs)``, ``df`` the
+    Welch-Satterthwaite degrees of freedom and ``resolvable`` the smallest relative difference
+    one Welch t test at ``alpha`` finds with power ``POWER`` (``stats.resolvable`` at that
+    ``df``). NaN values are dropped."""
     a = np.asarray(values, dtype=float)
     b = np.asarray(baseline_values, dtype=float)
     a, b = a[~np.isnan(a)], b[~np.isnan(b)]
@@ -969,7 +1070,7 @@ def welch_tost(values, baseline_values, margin: float, alpha: float = 0.05) -> T
     if n == 0:
         return TostResult(nan, nan, nan, nan, margin, alpha, 0, None, "no runs to compare")
     point = float(np.exp(a.mean() - b.mean()))
-    lo = hi = ci_lo = ci_hi = sd = mde = nan
+    lo = hi = ci_lo = ci_hi = sd = mde = df = nan
     if n >= 2:
         lo, hi = np.exp(_welch_interval(a, b, round(1.0 - 2.0 * alpha, 12)))
         ci_lo, ci_hi = np.exp(_welch_interval(a, b, round(1.0 - alpha, 12)))
@@ -977,10 +1078,11 @@ def welch_tost(values, baseline_values, margin: float, alpha: float = 0.05) -> T
         se = float(np.sqrt(va + vb))
         df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1)) if se else np.inf
         sd = se * np.sqrt(n)
-        mde = float(np.expm1((_st.t.ppf(1.0 - alpha / 2.0, df) + _st.t.ppf(POWER, df)) * se))
+        mde = resolvable(sd, n, alpha, df=df) if se else 0.0
     common = dict(ratio=point, lo=float(lo), hi=float(hi), margin=margin, alpha=alpha,
                   n_runs=n, ci_lo=float(ci_lo), ci_hi=float(ci_hi), sd_log=sd,
-                  resolvable=mde)  # fmt: skip
+                  resolvable=float(np.expm1(mde)), df=float(df),
+                  resolvable_log=float(mde))  # fmt: skip
     if n < TOST_MIN_RUNS:
         why = f"{n} run(s) in the smaller sample: the TOST needs at least {TOST_MIN_RUNS}"
         return TostResult(p_value=nan, equivalent=None, reason=why, **common)
@@ -1025,6 +1127,7 @@ def _equivalence(test, values, baseline_values, margin, confidence, higher_is_be
     """``test`` (a TOST of the values against the baseline's) and its verdict."""
     alpha = round(1.0 - confidence, 12)
     t = test(values, baseline_values, margin, alpha)
+    t = replace(t, resolvable=reader_fraction(t.resolvable_log, higher_is_better))
     said = verdict(t.ratio, t.ci_lo, t.ci_hi, t.lo, t.hi, margin, higher_is_better, t.p_value,
                    alpha, t.diff_p)  # fmt: skip
     return Equivalence(t.ratio, t.ci_lo, t.ci_hi, t.lo, t.hi, confidence,
@@ -1122,12 +1225,31 @@ VerdictColumns = tuple
 ONE_VERDICT: tuple[VerdictColumns, ...] = (("verdict", "tost_p", "diff_p", "ratio"),)
 
 
+class MdeColumns(NamedTuple):
+    """Where a table keeps one verdict's minimum detectable effect and what it is made from:
+    ``resolvable`` (rewritten under the table's rule), ``sd`` (SD of the per-run log ratios, or
+    of the per-run differences for an absolute comparison), ``n`` (paired runs), ``absolute``
+    (True: the comparison is on a unit, not a ratio; a column name: absolute on the rows where
+    that column is not missing) and ``df`` (a column of the test's degrees of freedom, e.g.
+    Welch's; None: ``n - 1``)."""
+
+    resolvable: str
+    sd: str
+    n: str
+    absolute: bool | str = False
+    df: str | None = None
+
+
+ONE_MDE: tuple[MdeColumns, ...] = (MdeColumns("resolvable", "sd_log", "ratio_n_runs"),)
+
+
 def adjust_verdicts(
     frame: pd.DataFrame,
     method: str,
     alpha: float = 0.05,
     higher_is_better: bool | str = True,
     columns: tuple[VerdictColumns, ...] | list[VerdictColumns] = ONE_VERDICT,
+    mde: Sequence[MdeColumns | None] | None = None,
 ) -> pd.DataFrame:
     """One table's verdicts adjusted together for multiplicity.
 
@@ -1139,6 +1261,13 @@ def adjust_verdicts(
     ``_adj`` twin and each verdict is re-derived from the adjusted values (``verdict_from_p``).
     ``higher_is_better`` is a bool or the name of a boolean column. ``multiplicity`` says the
     method and how many comparisons.
+
+    ``mde``, one ``MdeColumns`` (or None) per entry of ``columns``: each verdict's minimum
+    detectable effect is restated under the rule the table applies (``minimum_detectable``
+    with ``m`` the number of difference tests adjusted together, at the level ``method``
+    guarantees each of them, ``comparison_alpha``): ``resolvable`` becomes the reader's
+    fraction in the verdict's worse direction, ``<resolvable>_log`` the log-scale (or
+    absolute) shift and ``<resolvable>_direction`` "drop" or "rise".
     """
     out = frame.copy()
     blocks, n_total = [], 0
@@ -1154,8 +1283,13 @@ def adjust_verdicts(
         if isinstance(higher_is_better, str)
         else np.full(len(out), bool(higher_is_better))
     )
+    m = max(int(np.isfinite(diff).sum()), 1)
+    mde = list(mde) if mde is not None else [None] * len(blocks)
+    if len(mde) != len(blocks):
+        raise ValueError(f"mde names {len(mde)} verdicts, columns {len(blocks)}")
     start = 0
-    for verdict_col, tost_col, diff_col, ratio_col, has, shift in blocks:
+    for (verdict_col, tost_col, diff_col, ratio_col, has, shift), spec in zip(blocks, mde,
+                                                                             strict=True):
         k = int(has.sum())
         t_adj = np.full(len(out), np.nan)
         d_adj = np.full(len(out), np.nan)
@@ -1170,8 +1304,35 @@ def adjust_verdicts(
             verdict_from_p(ratios[i], t_adj[i], d_adj[i], better[i], alpha) if has[i] else old[i]
             for i in range(len(out))
         ]
+        if spec is not None:
+            _restate_mde(out, spec, has, better, bool(shift), m, method, alpha)
     out["multiplicity"] = f"{method} across {n_total} comparisons"
     return out
+
+
+def _restate_mde(out: pd.DataFrame, spec: MdeColumns, has: np.ndarray, better: np.ndarray,
+                 shift: bool, m: int, method: str, alpha: float) -> None:  # fmt: skip
+    """``spec``'s columns of ``out`` rewritten under the table's rule (``adjust_verdicts``)."""
+    if isinstance(spec.absolute, str):
+        absolute = out[spec.absolute].notna().to_numpy()
+    else:
+        absolute = np.full(len(out), bool(spec.absolute) or shift)
+    sd = out[spec.sd].to_numpy(float)
+    n = out[spec.n].to_numpy(float)
+    df = out[spec.df].to_numpy(float) if spec.df else np.full(len(out), np.nan)
+    frac = out[spec.resolvable].to_numpy(float).copy()
+    log = np.full(len(out), np.nan)
+    side: list[str | None] = [None] * len(out)
+    for i in np.flatnonzero(has):
+        if not (np.isfinite(sd[i]) and np.isfinite(n[i])):
+            frac[i] = np.nan
+            continue
+        e = minimum_detectable(sd[i], int(n[i]), m, method, alpha, bool(better[i]),
+                               bool(absolute[i]), df[i] if np.isfinite(df[i]) else None)
+        frac[i], log[i], side[i] = e.fraction, e.log, e.direction
+    out[spec.resolvable] = frac
+    out[f"{spec.resolvable}_log"] = log
+    out[f"{spec.resolvable}_direction"] = side
 
 
 def verdict_from_p(
@@ -1194,8 +1355,10 @@ class ShiftEquivalence:
     """A comparison on an absolute scale (loss in percentage points, added latency in
     microseconds): the mean per-run difference ``values - baseline`` over paired runs, its
     ``1 - alpha`` (``lo``/``hi``) and ``1 - 2 alpha`` (``lo_eq``/``hi_eq``) t intervals, the TOST
-    against ``(-margin, margin)`` in the same unit, the difference test, the smallest shift the
-    runs could resolve and the verdict."""
+    against ``(-margin, margin)`` in the same unit, the difference test, the smallest shift one
+    unadjusted test resolves with power ``POWER`` (``resolvable``), the verdict, and ``sd``, the
+    SD of the per-run differences (a table restates the smallest shift under its own
+    adjustment from it: ``adjust_verdicts``'s ``mde``)."""
 
     shift: float
     lo: float
@@ -1209,6 +1372,7 @@ class ShiftEquivalence:
     resolvable: float
     reason: str | None
     verdict: str | None
+    sd: float = float("nan")
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -1231,16 +1395,17 @@ def shift_equivalence(
         return ShiftEquivalence(nan, nan, nan, nan, nan, margin, 0, nan, nan, nan,
                                 "no paired runs", None)  # fmt: skip
     shift = float(d.mean())
-    lo = hi = lo_eq = hi_eq = mde = nan
+    lo = hi = lo_eq = hi_eq = mde = sd = nan
     if n >= 2:
         lo, hi = _t_interval(d, confidence)
         lo_eq, hi_eq = _t_interval(d, equivalence_level(confidence))
-        mde = resolvable(float(d.std(ddof=1)), n, alpha)
+        sd = float(d.std(ddof=1))
+        mde = resolvable(sd, n, alpha)
     if n < TOST_MIN_RUNS:
         why = f"{n} paired run(s): the TOST needs at least {TOST_MIN_RUNS}"
         return ShiftEquivalence(shift, lo, hi, lo_eq, hi_eq, margin, n, nan, nan, mde, why,
-                                "inconclusive")  # fmt: skip
+                                "inconclusive", sd)  # fmt: skip
     tost_p, diff_p = _paired_tests(d, -margin, margin, alpha)
     said = verdict_from_p(1.0 + shift, tost_p, diff_p, higher_is_better, alpha)
     return ShiftEquivalence(shift, lo, hi, lo_eq, hi_eq, margin, n, tost_p, diff_p, mde, None,
-                            said)  # fmt: skip
+                            said, sd)  # fmt: skip

@@ -128,14 +128,17 @@ def margin_text(margin: float) -> str:
     return f"±{100 * margin:g}%"
 
 
-def resolvable_text(resolvable: float, n_runs: int) -> str | None:
-    """ "a difference under 7.3% cannot be resolved with 3 runs" (``stats.resolvable`` as a
-    fraction), or None when it is unknown."""
+def resolvable_text(resolvable: float, n_runs: int, direction: str | None = None) -> str | None:
+    """ "a drop under 7.3% cannot be resolved with 3 runs" (``stats.Mde.fraction``, the
+    minimum detectable effect under the table's rule), or None when it is unknown.
+    ``direction`` is ``stats.Mde.direction``: "drop" (higher is better: the mode's value
+    lower by that fraction), "rise" (lower is better); None says "a difference"."""
     if resolvable is None or not np.isfinite(resolvable) or n_runs < 2:
         return None
     pct = 100 * resolvable
     size = f"{pct:.2g}" if pct < 100 else f"{pct:,.0f}"  # 7.3, 53, 530 (never 5.3e+02)
-    return f"a difference under {size}% cannot be resolved with {n_runs} runs"
+    what = direction if direction in ("drop", "rise") else "difference"
+    return f"a {what} under {size}% cannot be resolved with {n_runs} runs"
 
 
 def verdict_text(
@@ -150,8 +153,9 @@ def verdict_text(
 
     "equivalent" whose 95% interval still excludes 1 reads "equivalent (small overhead)" or
     "equivalent (slightly faster)": a real difference, smaller than the margin. "inconclusive"
-    says the smallest difference the runs could resolve when ``resolvable`` is known. No
-    verdict (None or NaN, e.g. not measured) is None, which ``write`` shows as n/a.
+    says the smallest difference the table's adjusted test detects with 80% power when
+    ``resolvable`` is known (``stats.Mde.fraction``: a drop when ``higher_is_better``, else a
+    rise). No verdict (None or NaN, e.g. not measured) is None, which ``write`` shows as n/a.
     """
     if verdict is None or (isinstance(verdict, float) and np.isnan(verdict)):
         return None
@@ -162,7 +166,7 @@ def verdict_text(
         if side == "faster":
             return "equivalent (slightly faster)"
     if verdict == "inconclusive":
-        why = resolvable_text(resolvable, n_runs)
+        why = resolvable_text(resolvable, n_runs, "drop" if higher_is_better else "rise")
         return f"inconclusive ({why})" if why else "inconclusive"
     return str(verdict)
 
@@ -193,7 +197,8 @@ def verdict_caption(
         f"{stats.TOST_MIN_RUNS} paired runs: with fewer, nothing is called equivalent); "
         f"otherwise overhead (faster) when a paired t test rejects a ratio of 1 at {alpha:.0%} "
         "and the ratio is on the worse (better) side; otherwise inconclusive, with the smallest "
-        "difference the runs could resolve (80% power). "
+        "difference the table's adjusted test detects with 80% power at these runs (a drop of "
+        "a rate, a rise of a time). "
         '"equivalent (small overhead)": the difference is real (its '
         f"{confidence:.0%} interval excludes 1) but smaller than the margin."
     )

@@ -87,6 +87,9 @@ VERDICT_COLUMNS = [
     "tost_p_adj",
     "diff_p_adj",
     "resolvable",
+    "resolvable_log",
+    "resolvable_direction",
+    "sd_log",
     "tost_reason",
     "verdict",
     "multiplicity",
@@ -225,6 +228,7 @@ def _add_ratio(
         tost_p=eq.tost.p_value,
         diff_p=eq.tost.diff_p,
         resolvable=eq.tost.resolvable,
+        sd_log=eq.tost.sd_log,
         tost_reason=eq.tost.reason if eq.n_runs else None,
         verdict=eq.verdict,
     )
@@ -233,7 +237,8 @@ def _add_ratio(
         row["reason"] = f"{row['reason']}; {extra}" if row["reason"] else extra
 
 
-def _finish(out: pd.DataFrame, multiplicity: str, specs=stats.ONE_VERDICT) -> pd.DataFrame:
+def _finish(out: pd.DataFrame, multiplicity: str, specs=stats.ONE_VERDICT,
+            mde=stats.ONE_MDE) -> pd.DataFrame:  # fmt: skip
     """Empty reasons as None, counts as integers, verdicts adjusted across the table
     (``stats.adjust_verdicts``), rows in reading order."""
     out["reason"] = [as_text(r) or None for r in out["reason"]]
@@ -242,7 +247,7 @@ def _finish(out: pd.DataFrame, multiplicity: str, specs=stats.ONE_VERDICT) -> pd
     out["n_runs"] = out["n_runs"].astype("int64")
     out["ratio_n_runs"] = out["ratio_n_runs"].astype("int64")
     alpha = round(1.0 - float(out["confidence"].iloc[0]), 12) if len(out) else 0.05
-    out = stats.adjust_verdicts(out, multiplicity, alpha, True, specs)
+    out = stats.adjust_verdicts(out, multiplicity, alpha, True, specs, mde)
     return _row_order(out)
 
 
@@ -668,6 +673,7 @@ UDP_SUMMARY_COLUMNS = [
     "loss_tost_p_adj",
     "loss_diff_p_adj",
     "loss_resolvable_pp",
+    "loss_sd_pp",
     "loss_tost_reason",
     "loss_verdict",
     *SETTINGS_COLUMNS,
@@ -678,6 +684,7 @@ UDP_VERDICTS = (
     ("verdict", "tost_p", "diff_p", "ratio"),
     ("loss_verdict", "loss_tost_p", "loss_diff_p", "loss_shift_pp", 0.0, False),
 )
+UDP_MDE = (*stats.ONE_MDE, stats.MdeColumns("loss_resolvable_pp", "loss_sd_pp", "ratio_n_runs"))
 
 
 def per_run_udp(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -737,7 +744,7 @@ def summarise_udp(
         _add_loss(row, per_run, 100.0 * loss_margin)
         rows.append(row)
     out = pd.DataFrame(rows, columns=UDP_SUMMARY_COLUMNS)
-    return out if out.empty else _finish(out, multiplicity, UDP_VERDICTS)
+    return out if out.empty else _finish(out, multiplicity, UDP_VERDICTS, UDP_MDE)
 
 
 def _add_loss(row: dict, per_run: pd.DataFrame, margin_pp: float) -> None:
@@ -755,6 +762,7 @@ def _add_loss(row: dict, per_run: pd.DataFrame, margin_pp: float) -> None:
     row.update(
         loss_shift_pp=eq.shift, loss_shift_lo_pp=eq.lo, loss_shift_hi_pp=eq.hi,
         loss_tost_p=eq.tost_p, loss_diff_p=eq.diff_p, loss_resolvable_pp=eq.resolvable,
+        loss_sd_pp=eq.sd,
         loss_tost_reason=eq.reason, loss_verdict=eq.verdict,
     )  # fmt: skip
 

@@ -266,7 +266,9 @@ def test_ratio_equivalence_is_the_paired_t_analysis_at_both_levels():
     assert eq.equivalence_confidence == 0.9 and eq.n_runs == 8
     assert eq.verdict == "equivalent" and eq.tost.equivalent
     assert eq.as_dict()["tost_p_value"] == eq.tost.p_value
-    assert eq.tost.resolvable == pytest.approx(r95.resolvable)
+    # the same smallest shift, read as the drop of a rate (higher is better) rather than a rise
+    assert eq.tost.resolvable_log == pytest.approx(np.log1p(r95.resolvable))
+    assert eq.tost.resolvable == pytest.approx(-np.expm1(-np.log1p(r95.resolvable)))
     # The same data against a 0.5% margin: a 1% cost is an overhead.
     tight = stats.ratio_equivalence(per_run, "m", margin=0.005)
     assert tight.verdict == "overhead"
@@ -418,6 +420,6 @@ def test_two_runs_are_never_called_equivalent_in_the_latency_summary():
     assert host["verdict_p50"] == "inconclusive"
     table = la.article_table(summary).set_index("Configuration")
     cell = table.loc["Docker host network", "Verdict p50 (±5%)"]
-    assert cell.startswith("inconclusive (a difference under ")
+    assert cell.startswith("inconclusive (a rise under ")  # latency: lower is better
     assert cell.endswith("cannot be resolved with 2 runs)")
     assert "no TOST: 2 paired run(s)" in table.loc["Docker host network", "Note"]
