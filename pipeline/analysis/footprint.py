@@ -724,7 +724,7 @@ def density_table(summary: pd.DataFrame) -> pd.DataFrame:
             "Engine": r.configuration, f"Containers reached {ci}": reached,
             "Cap": None if pd.isna(r.cap) else f"{r.cap:.0f}",
             "Stopped because": as_text(r.stopped) or None,
-            f"Host memory per container MiB {ci}": _mib(
+            f"Host memory taken per container MiB {ci}": _mib(
                 r.mem_per_container_mib * MIB, r.mem_per_container_lo_mib * MIB,
                 r.mem_per_container_hi_mib * MIB, 2) if ok else None,
             f"Engine PSS per container MiB {ci}": _mib(
@@ -749,8 +749,9 @@ def density_caption(summary: pd.DataFrame) -> str:
         "range when there are too few runs for that level). An engine that stops at the cap "
         "has not met its limit: the cap is far below the articles' thousands. Memory per "
         "container at the count reached: the host's MemAvailable drop (kernel memory and "
-        "the containers' own processes included, and anything else the machine did meanwhile) "
-        "and the growth of the engine's own processes' PSS, each divided by the count; medians "
+        "the containers' own processes included, and anything else the machine did meanwhile; "
+        "negative when MemAvailable rose, which resolves no cost per container) and the growth "
+        "of the engine's own processes' PSS, each divided by the count; medians "
         "over runs with the same intervals. Engines that could not run are listed with n/a and "
         "their reason."
     )

@@ -74,7 +74,7 @@ def decompose(
         rows.append({**keys, **vc.as_dict()})
         if len(vc.effects):
             effects.append(vc.effects.assign(**keys))
-    comps = pd.DataFrame(rows)
+    comps = _containing(pd.DataFrame(rows))
     comps["ratio_within_to_range"] = comps["sd_within"] / comps["mode_range"]
     key = comps.assign(
         _p=comps["path"].map(lambda p: PATH_ORDER.index(p) if p in PATH_ORDER else 9)
@@ -82,6 +82,30 @@ def decompose(
     comps = key.sort_values(["environment", "variant", "statistic", "_p"]).drop(columns="_p")
     eff = pd.concat(effects, ignore_index=True) if effects else pd.DataFrame()
     return comps.reset_index(drop=True), eff
+
+
+# Non-negative estimates (SDs, the largest difference between modes) and the signed largest
+# effect, each with its parametric-bootstrap percentile interval.
+INTERVALS = {"sd_run": 0.0, "sd_resid": 0.0, "sd_within": 0.0, "mode_range": 0.0,
+             "max_effect": None}  # fmt: skip
+
+
+def _containing(comps: pd.DataFrame) -> pd.DataFrame:
+    """Each interval widened to hold its own estimate. A percentile interval of a statistic
+    that sits on a boundary (an SD fitted at 0) or is a maximum (the largest of several noisy
+    differences, biased upwards) can lie wholly above the estimate: its lower end is then no
+    lower bound, and the interval is taken down to the boundary (0), or to the estimate for a
+    signed effect, so that it only says how large the quantity can be."""
+    comps = comps.copy()
+    for name, floor in INTERVALS.items():
+        lo, hi = f"{name}_lo", f"{name}_hi"
+        if not {name, lo, hi} <= set(comps.columns):
+            continue
+        below = comps[name] < comps[lo]
+        comps.loc[below, lo] = comps.loc[below, name] if floor is None else floor
+        above = comps[name] > comps[hi]
+        comps.loc[above, hi] = comps.loc[above, name]
+    return comps
 
 
 def path_effects(per_run: pd.DataFrame) -> pd.DataFrame:
@@ -217,8 +241,10 @@ def table_caption(components: pd.DataFrame) -> str:
         "the estimated mode effects, native included. Intervals: "
         f"{conf:.0%} parametric-bootstrap percentile intervals ({n_sim} data sets simulated "
         "from the fit and refitted); the largest difference is biased upwards when the true "
-        "differences are smaller than the noise. Where the model could not be fitted, the note "
-        "says why."
+        "differences are smaller than the noise, and where an interval lay wholly above its "
+        "estimate (an SD fitted at 0, a largest difference within the noise) it is taken down "
+        "to 0: it then bounds the quantity from above only. Where the model could not be "
+        "fitted, the note says why."
     )
 
 

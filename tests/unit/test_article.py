@@ -30,14 +30,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipeline.analysis import article, calibration, tables
+from pipeline.analysis import article, calibration, replication, tables
 from pipeline.analysis import coldstart as coldstart
 from pipeline.analysis import footprint as footprint
 from pipeline.analysis import host as host_analysis
 from pipeline.analysis import latency as latency
 from pipeline.analysis import lb as lb_analysis
 from pipeline.analysis import orchestration as orchestration
-from pipeline.analysis import replication
 from pipeline.analysis import throughput as throughput
 from pipeline.analysis.article.methods import _interval as read_interval
 from pipeline.analysis.schema import read_dataset
@@ -101,7 +100,11 @@ def test_a_one_run_calibration_prints_no_interval_and_tests_nothing():
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("study")
+    return build_tree(tmp_path_factory.mktemp("study"))
+
+
+def build_tree(root: Path) -> Path:
+    """The study tree the article is assembled from, under ``root``, and the article built."""
     # cpu is in (a host benchmark's section); memory stays out: a collected-nowhere benchmark.
     host = shutil.ignore_patterns("memory")
     shutil.copytree(FIXTURES / "processed", root / "data" / "processed", ignore=host)

@@ -51,6 +51,28 @@ def test_noise_paragraph_states_the_range_and_names_its_table(tmp_path):
     assert numbers.entries["noise.cpu.lab.host.1thread.cpu_events_per_s.cv_pct"].value == 0.41
 
 
+def test_noise_paragraph_leaves_out_a_benchmark_far_from_natives_level(tmp_path):
+    """Cold start's modes run at 14x native's p50 in the fixture: its noise model's SD over
+    native's mean (and the "resolvable" built on it) is no relative noise, and is not quoted."""
+    import shutil
+    from pathlib import Path
+
+    fixture = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "processed"
+    shutil.copytree(fixture / "coldstart", tmp_path / "processed" / "coldstart")
+    rows = [{"benchmark": b, "environment": "lab", "path": "host", "variant": "v",
+             "metric": "m", "status": "ok", "reason": None, "cv_sd_within_pct": cv,
+             "cv_sd_within_lo_pct": cv / 2, "cv_sd_within_hi_pct": cv * 2, "confidence": 0.95,
+             "resolvable_pct": res}
+            for b, cv, res in (("cpu", 0.41, 1.2), ("coldstart", 812.0, 34262.6))]  # fmt: skip
+    (tmp_path / "processed" / "noise").mkdir(parents=True)
+    pd.DataFrame(rows).to_parquet(tmp_path / "processed" / "noise" / "noise_summary.parquet")
+    numbers = article.Numbers(root=tmp_path)
+    text = "\n\n".join(article._noise(_inputs(tmp_path), numbers))
+    assert "34,262.6" not in text and "812" not in text
+    assert "resolves differences of 1.2% (cpu); a smaller" in text
+    assert "Left out: coldstart (a mode at 14.0x native)" in text
+
+
 def test_instrument_paragraph_and_its_tables(tmp_path):
     directory = tmp_path / "processed" / "instrument"
     directory.mkdir(parents=True)
