@@ -226,6 +226,11 @@ def measured_code(name: str, modes: list[str] | None = None) -> list[str]:
     return sorted({BUILT_FROM.get(f, f) for f in files})
 
 
+# the interference watch's thresholds and re-measurements: collection decides with them
+INTERFERENCE_PARAMS = ["analysis.interference_cpus", "analysis.interference_steal",
+                       "analysis.interference_probe", "analysis.interference_retries"]
+
+
 def collect_stages() -> list[Stage]:
     stages = []
     for name in BENCHMARKS:
@@ -236,7 +241,7 @@ def collect_stages() -> list[Stage]:
             parameters={"benchmark": name},
             code=measured_code(name),
             params=["profile", "common.seed", "modes", "lab.wan", "planning",
-                    "analysis.confidence",
+                    "analysis.confidence", *INTERFERENCE_PARAMS,
                     {f"{PROFILES_DIR}/${{profile}}.yaml": ["runs", "reps", name]}],
             outs=[{f"data/raw/{name}/{{env}}": {"persist": True}}],
             per_environment=True,
@@ -431,7 +436,7 @@ def parameters(stage: Stage, params: Params, environment: str | None) -> dict:
             paths=_listed(params.paths(bench)), variants=_listed(params.variants(bench)),
             seed=raw["common"]["seed"],
             window=params.window(bench), options=params.options(bench), wan=wan,
-            planning=params.planning(),
+            planning=params.planning(), interference=params.interference(),
         )  # fmt: skip
     elif stage.name == "collect-instrument":
         inst = params.profile["instrument"]
