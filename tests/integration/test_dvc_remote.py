@@ -2,11 +2,14 @@
 analyses again to the same bytes.
 
 Clone A (a git clone of the repository's HEAD, through a bare "origin" as a team would share it)
-gets the committed fixture's raw data for two benchmarks, records them as their collection
-stages' outputs, runs their summary stages with `dvc repro`, and pushes to a local directory
+gets the committed fixture's raw throughput data, records it as its collection stage's output,
+runs the throughput summary stage with `dvc repro`, and pushes to a local directory
 remote (`dvc remote add -d`, as the README's "Sharing data" says). Clone B, fresh from origin,
 `dvc pull`s, finds the pipeline up to date, runs the same stages itself and must write
 byte-identical tables, processed data and figures, and the same output hashes in dvc.lock.
+One benchmark keeps it short (98 s with both cores busy with other work, 24 s of CPU: each
+summary run is a kernel start and its imports); the throughput summary reads raw parquet and
+writes every kind of output (processed data, tables, figures).
 
 The fixture stands in for a campaign: no lab here. A collection stage's outputs are its raw
 dataset and its executed notebook, and only a real collection writes the notebook, so A records
@@ -31,7 +34,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
-BENCHMARKS = ("throughput", "cpu")  # a network and a host benchmark: their analyses differ
+BENCHMARKS = ("throughput",)
 SUMMARIES = [f"summarise-{b}" for b in BENCHMARKS]
 EXECUTED = "reports/executed/"
 
@@ -98,7 +101,7 @@ def clones(tmp_path_factory) -> dict[str, Path]:
               if isinstance(o, dict) and not o[next(iter(o))].get("cache", True)]  # fmt: skip
     ignores = [str(p.relative_to(a)) for p in (a / "data").rglob(".gitignore")]
     _run(a, "git", "add", "dvc.lock", ".dvc/config", *ignores, *tables)
-    _run(a, "git", "commit", "--quiet", "-m", "throughput and cpu analysed")
+    _run(a, "git", "commit", "--quiet", "-m", "throughput analysed")
     _run(a, "git", "push", "--quiet", "origin", "HEAD")
     _run(a, "dvc", "push")
 
@@ -122,7 +125,8 @@ def test_a_fresh_clone_pulls_what_the_other_pushed(clones):
 def test_the_fresh_clone_analyses_the_pulled_data_to_the_same_bytes(clones):
     a, b = clones["a"], clones["b"]
     expected = _outputs(a)
-    assert len([f for f in expected if f.startswith("reports/tables/")]) == 3 * 3  # md, csv, tex
+    # throughput and throughput_udp, each as md, csv and tex
+    assert len([f for f in expected if f.startswith("reports/tables/")]) == 2 * 3
     for rel in expected:  # B must write every output itself
         (b / rel).unlink()
     _run(b, "dvc", "repro", "--single-item", "--force", *SUMMARIES, timeout=600)
