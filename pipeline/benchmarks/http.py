@@ -35,6 +35,11 @@ CONF = f"{FILES}/files/nginx-1k.conf"
 LOADGEN = f"{FILES}/bin/co-loadgen"
 NGINX = "/usr/sbin/nginx"
 FORMAT = 1  # co-loadgen's output format this parser reads
+# Where the embedded lab runs client and server (pipeline/lab/cpus.py): on disjoint CPUs. On
+# one CPU the load generator's timers and nginx queue behind each other and a window's p50
+# latency varied 2-3 times as much (docs/validation.md, "CPU placement"); left to the
+# scheduler a window mixes the two.
+PLACEMENT = "split"
 
 
 class Http(Benchmark):
@@ -54,6 +59,7 @@ class Http(Benchmark):
         f"/tmp/co-nginx-1k{suffix}"
         for suffix in (".pid", "-body", "-proxy", "-fastcgi", "-uwsgi", "-scgi")
     )  # as named in pipeline/collect/tool_conf/nginx-1k.conf
+    options = {"placement": PLACEMENT}  # a profile may set another (Campaign's placement)
 
     def server_argv(self, variant: str) -> list[str]:
         # -e stderr: the compiled-in error log is opened before the conf is read

@@ -29,6 +29,10 @@ UDP_LENGTH = 1400
 # flight). A longer one means the path stalled (a partition, a dead link) past the window's end
 # and the data waited undelivered: the window measured the outage, not the mode.
 RECEIVER_LAG_S = 1.0
+# Where the embedded lab runs client and server (pipeline/lab/cpus.py): on one CPU, as latency
+# does, so every mode's rate is the CPU cost of both ends on one CPU; left to the scheduler a
+# window moves between one CPU's rate and two's (docs/methods.md, "CPU placement").
+PLACEMENT = "colocated"
 
 
 class Throughput(Benchmark):
@@ -44,6 +48,7 @@ class Throughput(Benchmark):
     variants = ("tcp", "udp")
     summary_metric = "{variant}_throughput_received"
     whole_seconds = ("seconds", "omit_seconds", "warmup_seconds")  # iperf3's --time, --omit
+    options = {"placement": PLACEMENT}  # a profile may set another (Campaign's placement)
 
     def server_argv(self, variant: str) -> list[str]:
         return ["/usr/bin/iperf3", "--server", "--port", str(self.port)]
