@@ -292,12 +292,58 @@ def test_no_verdict_counts_and_no_sentence_twice(md):
     assert [x for x in set(long) if long.count(x) > 1] == []
 
 
-def test_tables_are_included_verbatim(md, tree):
+SENTENCE = re.compile(r"(?<=\.)\s+(?=[A-Z\"“(])")
+BLANK = re.compile(r"[±+-]?\d[\d,]*(?:\.\d+)?%?")
+
+
+def _block(md: str, name: str) -> tuple[str, bool]:
+    """An included file's text in the article, and whether its shared parts were factored."""
+    found = re.search(rf"<!-- include: reports/tables/{re.escape(name)}( \([^)]*\))? -->\n"
+                      rf"(.*?)\n<!-- end include -->", md, re.S)  # fmt: skip
+    assert found, name
+    return found.group(2), bool(found.group(1))
+
+
+def _reason_ids(md: str) -> dict[str, str]:
+    rows = re.findall(r"^\| (R\d+) \| “([^”]*)” \|", _section(md, "Limitations"), re.M)
+    return {reason: rid for rid, reason in rows}
+
+
+def test_tables_are_included_as_generated_with_shared_parts_stated_once(md, tree):
+    """Each table is in the article: verbatim, or with the caption sentences several tables
+    share moved to "How to read the tables" (each stated there once) and each recorded reason
+    of its notes replaced by its id in Limitations, where that reason is quoted once."""
     tabs = sorted((tree / "reports" / "tables").glob("*.md"))
     assert {p.stem for p in tabs} >= {"throughput", "latency", "http", "wan_calibration", "extra"}
+    how = md.split("### How to read the tables")[1].split("\n### ")[0]
+    said = {BLANK.sub("#", x[2:].split(" [numbers of")[0]) for x in how.splitlines()
+            if x.startswith("- ")}  # fmt: skip
+    assert len(said) >= 4 and len(INCLUDE.findall(how)) == 1
+    ids = _reason_ids(md)
+    factored = 0
     for path in tabs:
-        block = f"<!-- include: reports/tables/{path.name} -->\n{path.read_text().rstrip()}\n"
-        assert block + "<!-- end include -->" in md, path.name
+        text = path.read_text().rstrip()
+        block, changed = _block(md, path.name)
+        if not changed:
+            assert block == text, path.name
+            continue
+        factored += 1
+        caption, _, rows = text.partition("\n\n")
+        for sentence in SENTENCE.split(caption.removeprefix("Table: ")):
+            assert sentence in block or BLANK.sub("#", sentence) in said, (path.name, sentence)
+        for reason, rid in ids.items():
+            for status in ("skipped: ", "failed: "):
+                rows = rows.replace(status + reason, status + rid)
+        assert block.endswith(rows), path.name
+    assert factored >= 6
+    for sentence in said:  # once: in no caption any more
+        assert not [b for b in INCLUDE.findall(md.split("## Appendix: tables")[1])
+                    if "several tables share" not in b and sentence in BLANK.sub("#", b)], sentence
+    # a reason is quoted in Limitations only (the replication's own prose may give it as why a
+    # claim has no figure)
+    rest = md.replace(_section(md, "Against the articles"), "")
+    for reason in ids:
+        assert rest.count(reason) == 1, reason
     assert "reports/tables/throughput.md" in _section(md, "Network throughput")
     assert "reports/tables/wan_calibration.md" in _section(md, "Methods")
 
@@ -606,7 +652,7 @@ def test_a_check_profile_says_it_is_no_result(tree):
 def test_tables_are_in_the_appendix_and_sections_point_to_them(md):
     appendix = md.split("\n## Appendix: tables\n")[1]
     for stem in ("throughput", "latency", "cpu", "lb", "wan_calibration", "extra"):
-        assert f"<!-- include: reports/tables/{stem}.md -->" in appendix, stem
+        assert f"<!-- include: reports/tables/{stem}.md" in appendix, stem
     body = md.split("\n## Appendix: tables\n")[0]
     # the body's own tables are compact (what would be a sentence per row); no generated table
     # is included there
@@ -623,7 +669,8 @@ def test_the_html_renders_tables_through_markdown_it(tree):
     from markdown_it import MarkdownIt
 
     page = (tree / "reports" / "article.html").read_text(encoding="utf-8")
-    table = (tree / "reports" / "tables" / "throughput.md").read_text(encoding="utf-8")
+    md = (tree / "reports" / "article.md").read_text(encoding="utf-8")
+    table = _block(md, "throughput.md")[0]
     rendered = MarkdownIt("commonmark", {"html": False}).enable("table").render(table)
     html_table = rendered[rendered.index("<table>"):]
     assert html_table.strip() in page  # the whole table, cell for cell, as markdown-it renders it

@@ -92,14 +92,14 @@ def test_a_repeated_failure_reason_is_quoted_once_naming_every_step(md):
     assert "docker run --help" not in md and "stderr (last" not in md
     limits = _section(md, "Limitations")
     (line,) = [x for x in limits.splitlines() if "Error response from daemon" in x]
-    assert line.startswith(
-        "- “on host node1: command exited with status 125: docker: Error response from daemon: "
+    assert re.match(r"\| R\d+ \| ", line) and line.split(" | ", 1)[1].startswith(
+        "“on host node1: command exited with status 125: docker: Error response from daemon: "
         "failed to create task for container:"
     )
-    assert "no such file or directory: unknown.” […]:" in line  # cut, and it says so
+    assert "no such file or directory: unknown.” […] | " in line  # cut, and it says so
     named = [f"{figures.MODE_LABELS[m]} (`{m}`)" for m in STOPPED]
-    assert line.endswith(f": `throughput` {named[0]}, {named[1]} and {named[2]} on the "
-                         "datacenter path (tcp, udp) failed in 1 of 5 runs.")  # fmt: skip
+    assert line.endswith(f" | `throughput` {named[0]}, {named[1]} and {named[2]} on the "
+                         "datacenter path (tcp, udp) failed in 1 of 5 runs |")  # fmt: skip
     # the other reasons keep a line each, quoted once
     assert limits.count("“kernel has no IPVS (ip_vs module missing)") == 1
 
@@ -127,7 +127,7 @@ def test_syscall_goes_through_the_host_section(md, tree):
     assert "Full table in the appendix: `reports/tables/syscall.md`." in text
     appendix = md.split("\n## Appendix: tables\n")[1]
     assert "### Tables: System calls and context switches" in appendix
-    assert "<!-- include: reports/tables/syscall.md -->" in appendix
+    assert "<!-- include: reports/tables/syscall.md" in appendix
     assert "- System calls and context switches:" not in _section(md, "Limitations")
 
 

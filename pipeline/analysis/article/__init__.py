@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.analysis.article import answers
+from pipeline.analysis.article import answers, appendix
 from pipeline.analysis.article.comparisons import Comparison, comparisons, metrics, metrics_json
 from pipeline.analysis.article.html import data_uri, to_html
 from pipeline.analysis.article.inputs import (
@@ -36,6 +36,7 @@ from pipeline.analysis.article.inputs import (
     figure_blocks,
     figure_files,
     include,
+    rel,
     table_blocks,
 )
 from pipeline.analysis.article.methods import (
@@ -118,13 +119,26 @@ def _appendix(inputs: Inputs, numbers: Numbers, found: list[Comparison]) -> str:
             "the difference (container minus native), and what the verdict lets a reader say.",
             answers.table(numbers, found, conf, len({c.environment for c in found})),
         ]
-    tables = []
-    for heading, included in inputs.appendix:
-        tables += [f"### Tables: {heading}", *included]
     stems = [p.stem for p in sorted(inputs.tables.glob("*.md")) if p.name not in inputs.used_tables]
     others = table_blocks(inputs, stems)
+    included = [b for _, blocks in inputs.appendix for b in blocks] + others
+    common = appendix.shared(included)
+    if common:
+        where = f"{rel(inputs, inputs.tables)}/*.md: the caption sentences several tables share"
+        blocks[1:1] = [
+            "### How to read the tables",
+            "Each table's caption says what its columns are; what several captions share is "
+            "said here once (left out of each caption), and a note's recorded reason is its id "
+            "in the table of Limitations.",
+            include(appendix.how_to_read(common), where),
+        ]
+    tables = []
+    for heading, blocks_ in inputs.appendix:
+        tables += [f"### Tables: {heading}",
+                   *(appendix.factor(b, common, inputs.reason_ids) for b in blocks_)]
     if others:
-        tables += ["### Other generated tables", *others]
+        tables += ["### Other generated tables",
+                   *(appendix.factor(b, common, inputs.reason_ids) for b in others)]
     figures = []
     if inputs.figures.is_dir():
         for d in sorted(p for p in inputs.figures.iterdir() if p.is_dir()):
@@ -133,7 +147,7 @@ def _appendix(inputs: Inputs, numbers: Numbers, found: list[Comparison]) -> str:
     if figures:
         tables += ["### Other generated figures", *figures]
     if tables:
-        blocks += ["Every table the sections and Methods point to, verbatim.", *tables]
+        blocks += ["Every table the sections and Methods point to, as generated.", *tables]
     elif len(blocks) == 1:
         blocks.append("No table was generated.")
     return "\n\n".join(blocks)

@@ -50,6 +50,8 @@ class Inputs:
     used_figures: set[Path] = field(default_factory=set)
     # (heading, included blocks) in the order the body claimed them: the appendix
     appendix: list[tuple[str, list[str]]] = field(default_factory=list)
+    # a recorded skip or failure reason -> its id in Limitations' table (``methods.not_ok``)
+    reason_ids: dict[str, str] = field(default_factory=dict)
     # figure directory -> its figures (number, file), in the order the body shows them
     figure_numbers: dict[str, list[tuple[Number, Path]]] = field(default_factory=dict)
 

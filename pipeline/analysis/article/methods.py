@@ -602,12 +602,18 @@ def _summary_steps_not_ok(inputs: Inputs, raw_benchmarks: list[str]) -> list[Ste
 
 
 def not_ok(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[str]:
-    """One line per distinct reason, naming every step it stopped: a daemon error that stopped
-    three modes is quoted once, not three times."""
+    """One row per distinct reason, with its id, naming every step it stopped: a daemon error
+    that stopped three modes is quoted once, not three times. The ids are kept in
+    ``inputs.reason_ids`` (the recorded text -> id), so the appendix's tables point to a row
+    instead of repeating its reason."""
     steps = _steps_not_ok(inputs, numbers, benchmarks) + _summary_steps_not_ok(inputs, benchmarks)
     by_reason: dict[str, dict[tuple[str, str], list[str]]] = {}
     for why, b, mode, what in steps:
         by_reason.setdefault(why, {}).setdefault((b, what), []).append(mode)
+    ids = {why: f"R{i}" for i, why in enumerate(by_reason, start=1)}
+    for text in _recorded_reasons(inputs, benchmarks):
+        if _reason(text) in ids:
+            inputs.reason_ids[text] = ids[_reason(text)]
     lines = []
     for why, groups in by_reason.items():
         said = []
@@ -615,8 +621,26 @@ def not_ok(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[str]
             named = [f"{label(m)} (`{m}`)" for m in modes]
             named = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
             said.append(f"`{b}` {named} {what}")
-        lines.append(f"- {why}: {'; '.join(said)}.")
-    return lines
+        cells = [ids[why], why.replace("|", "\\|"), "; ".join(said).replace("|", "\\|")]
+        lines.append("| " + " | ".join(cells) + " |")
+    if not lines:
+        return []
+    return ["| Id | Reason, as recorded | Steps it stopped |", "| :--- | :--- | :--- |", *lines]
+
+
+def _recorded_reasons(inputs: Inputs, benchmarks: list[str]) -> set[str]:
+    """Every reason a runs table or a summary records, without its status prefix."""
+    texts: set[str] = set()
+    for b in benchmarks:
+        runs = inputs.raw_table(b, "runs")
+        if runs is not None:
+            texts |= set(runs.loc[runs["status"] != "ok", "reason"].dropna().astype(str))
+    for b in ("throughput", "latency", "http"):
+        found = inputs.summary(b, f"{b}_summary")
+        if found is not None and "reason" in found[0].columns:
+            bad = found[0][found[0]["status"] != "ok"]
+            texts |= set(bad["reason"].dropna().astype(str))
+    return {_STATUS.sub("", t).strip() for t in texts if _STATUS.sub("", t).strip()}
 
 
 def limitations(
@@ -639,8 +663,9 @@ def limitations(
         )
     skipped = not_ok(inputs, numbers, benchmarks)
     blocks.append(
-        "Modes that did not run, each reason recorded by the campaign quoted once with the steps "
-        "it stopped:\n\n" + ("\n".join(skipped) if skipped else "none: every planned mode ran.")
+        "Modes that did not run: each reason the campaigns recorded, quoted once with the steps "
+        "it stopped (the tables' notes give its id):\n\n"
+        + ("\n".join(skipped) if skipped else "none: every planned mode ran.")
     )
     if not_measured:
         blocks.append(
