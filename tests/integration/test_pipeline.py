@@ -173,7 +173,7 @@ def _check_dvc_metrics_and_plots(workdir: Path) -> None:
     assert metrics.returncode == 0, metrics.stderr[-2000:]
     shown_metrics = json.loads(metrics.stdout)
     ours = json.loads((workdir / "reports" / "metrics.json").read_text())
-    assert ours["throughput"]["docker-host"]["dc"]
+    assert any(k.startswith("throughput.docker-host.dc.") for k in ours)  # one flat level
     assert "reports/metrics.json" in json.dumps(shown_metrics)
     plots = dvc(workdir, "plots", "show", "-o", "dvc_plots")
     assert plots.returncode == 0, plots.stderr[-2000:]

@@ -2,8 +2,9 @@
 (tests/fixtures/processed: the summaries notebooks 20-22, 26 and 27 wrote on the raw fixture).
 
 The values are checked against the summaries' own columns and against the generated article
-tables' text, and the file against what ``dvc metrics show`` needs: plain string keys, JSON
-numbers only, a leaf per comparison that DVC's flattening keeps apart.
+tables' text, and the file against what ``dvc exp show`` needs: one flat level of plain string
+keys, JSON numbers only (the verdict as a code whose legend is verdicts.json), a key per
+comparison and field.
 """
 
 from __future__ import annotations
@@ -32,33 +33,55 @@ def _build(tmp: Path, processed: Path = PROCESSED, **kwargs) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def metrics(tmp_path_factory) -> dict:
+def built(tmp_path_factory) -> dict[str, Path]:
     paths = _build(tmp_path_factory.mktemp("metrics"))
     assert paths["metrics"].name == "metrics.json" and paths["metrics"].parent.name == "reports"
-    return json.loads(paths["metrics"].read_text())
+    return paths
 
 
-def _leaves(tree: dict, depth: int = 0):
-    for key, value in tree.items():
-        assert isinstance(key, str) and "." not in key, key  # dvc joins the levels with "."
-        if depth == 3:
-            yield value
-        else:
-            assert isinstance(value, dict)
-            yield from _leaves(value, depth + 1)
+@pytest.fixture(scope="module")
+def flat(built) -> dict:
+    return json.loads(built["metrics"].read_text())
+
+
+def _tree(flat: dict) -> dict:
+    """The flat keys read back as benchmark -> mode -> path -> key -> {field: number}."""
+    tree: dict = {}
+    for key, value in flat.items():
+        benchmark, mode, path, cell, field = key.split(".")
+        tree.setdefault(benchmark, {}).setdefault(mode, {}).setdefault(path, {}).setdefault(
+            cell, {})[field] = value  # fmt: skip
+    return tree
+
+
+@pytest.fixture(scope="module")
+def metrics(flat) -> dict:
+    return _tree(flat)
+
+
+def test_the_file_is_flat_and_numbers_only(flat, built):
+    assert len(flat) > 200
+    assert flatten(flat) == flat  # nothing left for DVC to flatten: every key is a column
+    for key, value in flat.items():
+        assert len(key.split(".")) == 5, key
+        assert isinstance(value, int | float) and not isinstance(value, bool), key
+        assert math.isfinite(value), key
+    legend = json.loads(built["verdicts"].read_text())
+    assert built["verdicts"].parent == built["metrics"].parent
+    codes = {int(k): v for k, v in legend["codes"].items()}
+    assert codes == {-1: "faster", 0: "equivalent", 1: "overhead", 2: "inconclusive"}
+    assert set(legend["meaning"]) == set(codes.values())
+    verdicts = {v for k, v in flat.items() if k.endswith(".verdict")}
+    assert verdicts <= set(codes) and {0, 1, 2} <= verdicts
 
 
 def test_every_leaf_is_a_ratio_with_its_interval_and_verdict(metrics):
-    leaves = list(_leaves(metrics))
+    leaves = [leaf for modes in metrics.values() for paths in modes.values()
+              for cells in paths.values() for leaf in cells.values()]  # fmt: skip
     assert len(leaves) > 50
     for leaf in leaves:
-        assert set(leaf) == {"ratio", "lo", "hi", "verdict"}
-        assert all(isinstance(leaf[k], float) and math.isfinite(leaf[k])
-                   for k in ("ratio", "lo", "hi"))  # fmt: skip
-        assert leaf["lo"] <= leaf["ratio"] <= leaf["hi"]
-        assert leaf["verdict"] in {"overhead", "faster", "equivalent", "inconclusive"}
-    flat = flatten(metrics)
-    assert len(flat) == 4 * len(leaves)  # no two comparisons collapse into one key
+        assert set(leaf) == {"estimate", "lo", "hi", "verdict"}
+        assert leaf["lo"] <= leaf["estimate"] <= leaf["hi"]
 
 
 def test_only_comparisons_with_native(metrics):
@@ -70,31 +93,35 @@ def test_only_comparisons_with_native(metrics):
     assert set(metrics["throughput"]["docker-proxy"]) == {"local"}
 
 
+OVERHEAD, INCONCLUSIVE = article.VERDICT_CODES["overhead"], article.VERDICT_CODES["inconclusive"]
+
+
 def test_values_are_the_summaries_own(metrics):
     tcp = pd.read_parquet(PROCESSED / "throughput" / "throughput_summary.parquet")
     r = tcp[(tcp["mode"] == "docker-bridge") & (tcp["path"] == "dc")].iloc[0]
     assert metrics["throughput"]["docker-bridge"]["dc"]["tcp"] == {
-        "ratio": r["ratio"], "lo": r["ratio_lo"], "hi": r["ratio_hi"], "verdict": "overhead"}
+        "estimate": r["ratio"], "lo": r["ratio_lo"], "hi": r["ratio_hi"], "verdict": OVERHEAD}
     udp = pd.read_parquet(PROCESSED / "throughput" / "throughput_udp_summary.parquet")
     r = udp[(udp["mode"] == "docker-proxy")].iloc[0]
-    assert metrics["throughput"]["docker-proxy"]["local"]["udp"]["ratio"] == r["ratio"]
+    assert metrics["throughput"]["docker-proxy"]["local"]["udp"]["estimate"] == r["ratio"]
 
     lat = pd.read_parquet(PROCESSED / "latency" / "latency_summary.parquet")
     r = lat[(lat["mode"] == "swarm-overlay") & (lat["variant"] == "udp")].iloc[0]
     p99 = metrics["latency"]["swarm-overlay"]["dc"]["udp_p99"]
-    assert (p99["ratio"], p99["lo"], p99["hi"]) == (r["ratio_p99"], r["ratio_p99_lo"],
-                                                     r["ratio_p99_hi"])  # fmt: skip
+    assert (p99["estimate"], p99["lo"], p99["hi"]) == (r["ratio_p99"], r["ratio_p99_lo"],
+                                                        r["ratio_p99_hi"])  # fmt: skip
     # the Internet path is judged on the added microseconds: six jittery runs cannot resolve it
-    assert metrics["latency"]["docker-bridge"]["internet"]["tcp_p50"]["verdict"] == "inconclusive"
+    internet = metrics["latency"]["docker-bridge"]["internet"]["tcp_p50"]
+    assert internet["verdict"] == INCONCLUSIVE
 
-    assert metrics["http"]["docker-host"]["dc"]["1k_p99"]["verdict"] == "inconclusive"
-    assert metrics["http"]["docker-host"]["dc"]["1k_p50"]["verdict"] == "overhead"
-    compile_ratio = metrics["cpu"]["docker-bridge"]["host"]["compile"]["ratio"]
+    assert metrics["http"]["docker-host"]["dc"]["1k_p99"]["verdict"] == INCONCLUSIVE
+    assert metrics["http"]["docker-host"]["dc"]["1k_p50"]["verdict"] == OVERHEAD
+    compile_ratio = metrics["cpu"]["docker-bridge"]["host"]["compile"]["estimate"]
     assert compile_ratio == pytest.approx(1.03, rel=1e-4)
-    assert metrics["memory"]["podman"]["host"]["read"]["verdict"] == "inconclusive"
+    assert metrics["memory"]["podman"]["host"]["read"]["verdict"] == INCONCLUSIVE
     cold = metrics["coldstart"]["rootless-docker"]["host"]
     assert set(cold) == {"nginx_p50"}  # 20 starts a run: no p95 (200) or p99 (1,000)
-    assert cold["nginx_p50"]["ratio"] == pytest.approx(14.0, abs=1e-3)  # 1.2 x 140 / 12
+    assert cold["nginx_p50"]["estimate"] == pytest.approx(14.0, abs=1e-3)  # 1.2 x 140 / 12
 
 
 def test_values_match_the_generated_tables_text(metrics):
@@ -106,7 +133,7 @@ def test_values_match_the_generated_tables_text(metrics):
         leaf = metrics["throughput"].get(mode, {}).get(path, {}).get("tcp")
         if leaf is None:
             continue
-        pct = [100 * leaf[k] for k in ("ratio", "lo", "hi")]
+        pct = [100 * leaf[k] for k in ("estimate", "lo", "hi")]
         assert row[column] == f"{pct[0]:.1f} [{pct[1]:.1f}, {pct[2]:.1f}]", (mode, path)
     cpu = pd.read_parquet(PROCESSED / "cpu" / "cpu_summary.parquet")
     table = host_analysis.article_table(cpu)
@@ -115,7 +142,7 @@ def test_values_match_the_generated_tables_text(metrics):
     for row, r in zip(table.to_dict("records"), cpu.itertuples(), strict=True):
         leaf = metrics["cpu"].get(r.mode, {}).get("host", {}).get(r.variant)
         if leaf is not None:
-            assert row[column].startswith(f"{100 * leaf['ratio']:.1f} ["), (r.mode, r.variant)
+            assert row[column].startswith(f"{100 * leaf['estimate']:.1f} ["), (r.mode, r.variant)
             checked += 1
     assert checked == 9
 
@@ -132,7 +159,8 @@ def test_a_comparison_without_a_finite_interval_is_left_out(tmp_path):
     assert paths["metrics"] == out
     text = out.read_text()
     assert "NaN" not in text
-    tcp = json.loads(text)["throughput"]
+    assert (out.parent / "verdicts.json").exists()
+    tcp = _tree(json.loads(text))["throughput"]
     assert "docker-nat" not in tcp or "tcp" not in tcp["docker-nat"].get("dc", {})
     assert "tcp" in tcp["docker-bridge"]["dc"]
 
@@ -144,7 +172,7 @@ def test_two_environments_are_kept_apart(tmp_path):
     summary = pd.read_parquet(path)
     other = summary.assign(environment="bare-metal", ratio=summary["ratio"] * 0.5)
     pd.concat([summary, other]).to_parquet(path, index=False)
-    found = article.metrics(article.comparisons(processed))
+    found = _tree(article.metrics(article.comparisons(processed)))
     bridge = found["cpu"]["docker-bridge"]
     assert set(bridge) == {"host@lab", "host@bare-metal"}
-    assert bridge["host@bare-metal"]["compile"]["ratio"] == pytest.approx(0.515, rel=1e-4)
+    assert bridge["host@bare-metal"]["compile"]["estimate"] == pytest.approx(0.515, rel=1e-4)

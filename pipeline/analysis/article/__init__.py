@@ -1,20 +1,27 @@
-"""The article assembled only from generated files: numbers.json, metrics.json, article.md and
-article.html.
+"""The article assembled only from generated files: numbers.json, metrics.json (with the
+legend of its verdict codes, verdicts.json), article.md and article.html.
 
 Inputs are what the stages wrote: the processed summaries under ``<processed>/<benchmark>/``, the
 ``runs`` and ``hosts`` tables under ``<raw>/<benchmark>/<environment>/`` (plus ``campaign.json``,
 the duty cycle, where the campaign recorded one), ``reports/tables/*`` and ``figures/<dir>/``.
 
-The article reads as a paper: a one-page Summary (the question, then findings generated from the
-verdicts), one section per benchmark (sentences and figures), Methods, Limitations, and the full
-tables in an Appendix. No number is typed here: every number the prose states is registered in
-``Numbers`` (key, value, unit, interval, source file) first and written from the registered,
-formatted value, so ``numbers.json`` holds every number of the text. ``metrics.json`` holds every
-comparison with native the summaries carry, nested for ``dvc metrics diff``.
+The article answers first: a one-page Summary says what was measured on what (the hosts facts,
+the lab, the emulated Internet path, the profile) and answers each benchmark's question with a
+ratio to native and an absolute difference, or the bound an inconclusive interval gives. Then
+one section per benchmark (what repeats with only its numbers changed as compact tables, and
+figures), the confrontation with the five articles, Methods, Limitations (each recorded skip
+reason once, with an id), and the Appendix: how to read the tables (what their captions share,
+once), every comparison with native answered, the full tables. No number is typed here: every
+number the prose states is registered in ``Numbers`` (key, value, unit, interval, source file)
+first and written from the registered, formatted value, so ``numbers.json`` holds every number
+of the text. ``metrics.json`` holds every comparison with native the summaries carry, one flat
+level of numbers for ``dvc exp show`` and ``dvc metrics diff``.
 
 The modules: ``numbers`` (the registry and formatting), ``inputs`` (reading and including
 generated files), ``sections`` (the per-benchmark registry), ``comparisons`` (the comparisons with
-native, and metrics.json), ``summary``, ``methods`` (Methods and Limitations), ``html``.
+native, and metrics.json), ``answers`` (a comparison in the reader's terms), ``summary``,
+``methods`` (Methods and Limitations), ``appendix`` (what the tables share, said once),
+``against`` (the five articles), ``html``.
 """
 
 from __future__ import annotations
@@ -24,7 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.analysis.article import answers, appendix
-from pipeline.analysis.article.comparisons import Comparison, comparisons, metrics, metrics_json
+from pipeline.analysis.article.comparisons import (
+    VERDICT_CODES,
+    Comparison,
+    comparisons,
+    metrics,
+    metrics_json,
+    verdicts_json,
+)
 from pipeline.analysis.article.html import data_uri, to_html
 from pipeline.analysis.article.inputs import (
     BASELINE,
@@ -72,6 +86,7 @@ __all__ = [
     "SECTIONS",
     "PROVENANCE",
     "TITLE",
+    "VERDICT_CODES",
     "Article",
     "Comparison",
     "Inputs",
@@ -224,7 +239,8 @@ def build(
     leaves_out: Sequence[str] = (),
 ) -> dict[str, Path]:
     """Write ``numbers.json``, ``article.md`` and ``article.html`` into ``out_dir``, and the
-    comparisons with native to ``metrics_file`` (default ``<out_dir>/metrics.json``)."""
+    comparisons with native to ``metrics_file`` (default ``<out_dir>/metrics.json``), flat and
+    numbers only, with the legend of its verdict codes beside it (``verdicts.json``)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     article = assemble(
@@ -237,9 +253,11 @@ def build(
         "html": out / "article.html",
         "metrics": Path(metrics_file) if metrics_file is not None else out / "metrics.json",
     }
+    paths["verdicts"] = paths["metrics"].with_name("verdicts.json")
     paths["numbers"].write_text(article.numbers.to_json(), encoding="utf-8")
     paths["markdown"].write_text(article.markdown, encoding="utf-8")
     paths["html"].write_text(to_html(article.markdown, out), encoding="utf-8")
     paths["metrics"].parent.mkdir(parents=True, exist_ok=True)
     paths["metrics"].write_text(metrics_json(article.metrics), encoding="utf-8")
+    paths["verdicts"].write_text(verdicts_json(), encoding="utf-8")
     return paths

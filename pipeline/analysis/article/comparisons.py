@@ -258,30 +258,52 @@ def comparisons(processed: Path | str, raw: Path | str | None = None) -> list[Co
     return [replace(c, pinned=_pinned(raw, c.benchmark, c.__dict__)) for c in out]
 
 
+# The verdict as a number, for ``dvc exp show`` and ``dvc metrics diff`` (which compare numbers
+# only): its legend is written beside metrics.json (``verdicts.json``).
+VERDICT_CODES = {"faster": -1, "equivalent": 0, "overhead": 1, "inconclusive": 2}
+FIELDS = ("estimate", "lo", "hi", "verdict")
+
+
 def metrics(found: list[Comparison]) -> dict:
-    """``{benchmark: {mode: {path: {variant_or_statistic: {ratio, lo, hi, verdict}}}}}``.
+    """One flat level, ``"<benchmark>.<mode>.<path>.<variant or statistic>.<field>"`` -> a
+    number: the ratio to native (``estimate``), its interval (``lo``, ``hi``) and the verdict's
+    code (``VERDICT_CODES``; absent when the summary has none).
 
     Only complete entries: a comparison whose ratio or interval is not a finite number is left
-    out, so the file holds JSON numbers only (``dvc metrics show`` flattens it). With more than
-    one environment the path key names it ("dc@lab").
+    out, so the file holds JSON numbers only. With more than one environment the path names it
+    ("dc@lab"). Keys hold no other "." than the separators, so DVC's own flattening keeps every
+    comparison apart.
     """
     environments = {c.environment for c in found}
-    tree: dict = {}
+    flat: dict[str, float] = {}
     for c in found:
         if c.lo is None or c.hi is None:
             continue
         path = c.path if len(environments) <= 1 else f"{c.path}@{c.environment}"
-        leaf = {"ratio": c.ratio, "lo": c.lo, "hi": c.hi, "verdict": c.verdict or "none"}
-        tree.setdefault(c.benchmark, {}).setdefault(c.mode, {}).setdefault(path, {})[c.key] = leaf
-    return _sorted(tree)
+        parts = [p.replace(".", "_") for p in (c.benchmark, c.mode, path, c.key)]
+        key = ".".join(parts)
+        flat[f"{key}.estimate"], flat[f"{key}.lo"], flat[f"{key}.hi"] = c.ratio, c.lo, c.hi
+        if c.verdict in VERDICT_CODES:
+            flat[f"{key}.verdict"] = VERDICT_CODES[c.verdict]
+    return dict(sorted(flat.items()))
 
 
-def _sorted(tree):
-    if isinstance(tree, dict) and not {"ratio", "verdict"} <= set(tree):
-        return {str(k): _sorted(tree[k]) for k in sorted(tree)}
-    return tree
-
-
-def metrics_json(tree: dict) -> str:
+def metrics_json(flat: dict) -> str:
     """``metrics`` as the file's text; NaN cannot reach it (``allow_nan`` would raise)."""
-    return json.dumps(tree, indent=1, allow_nan=False) + "\n"
+    return json.dumps(flat, indent=1, allow_nan=False) + "\n"
+
+
+def verdicts_json() -> str:
+    """The legend of the verdict codes in metrics.json."""
+    legend = {
+        "field": "verdict",
+        "codes": {str(code): name for name, code in VERDICT_CODES.items()},
+        "meaning": {
+            "faster": "better than native: a paired t test rejects parity, on the better side",
+            "equivalent": "the ratio's interval at the equivalence level lies inside the margin",
+            "overhead": "worse than native: a paired t test rejects parity, on the worse side",
+            "inconclusive": "neither: the interval still allows both",
+        },
+        "estimate": "ratio to native: geometric mean of the per-run ratios; lo, hi: its interval",
+    }
+    return json.dumps(legend, indent=1) + "\n"
