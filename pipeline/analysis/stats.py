@@ -289,9 +289,17 @@ class RatioCI:
         return asdict(self)
 
 
-def log_ratio_ci(values, baseline_values, confidence: float = 0.95) -> RatioCI:
+def log_ratio_ci(
+    values, baseline_values, confidence: float = 0.95, pilot: int | None = None
+) -> RatioCI:
     """``RatioCI`` of ``values / baseline_values`` paired by position (pairs with a NaN or a
-    non-positive value dropped). One pair: the point only; none: NaN."""
+    non-positive value dropped). One pair: the point only; none: NaN.
+
+    ``pilot``: the comparison's run count was fixed by Stein's two-stage rule from its first
+    ``pilot`` pairs (a precision-planned campaign, ``pipeline/collect/planning.py``; the pairs in
+    run order). The interval is then Stein's, ``mean(d) +- t(pilot - 1) * s0 / sqrt(n)`` with
+    ``s0`` the pilot's SD (``sd_log``), which keeps its confidence where the usual t interval
+    on all runs would cover less; with ``n <= pilot`` it is the usual one."""
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     d = _log_ratios(values, baseline_values)
@@ -308,11 +316,21 @@ def log_ratio_ci(values, baseline_values, confidence: float = 0.95) -> RatioCI:
     point = float(np.exp(d.mean()))
     if n < 2:
         return RatioCI(point, nan, nan, confidence, 1, nan, nan)
-    sd = float(d.std(ddof=1))
-    lo, hi = _t_interval(d, confidence)
-    mde = resolvable(sd, n, round(1.0 - confidence, 12))
+    if _stein(pilot, n):
+        sd, df = float(d[:pilot].std(ddof=1)), float(pilot - 1)
+        half = _st.t.ppf(0.5 + confidence / 2.0, df) * sd / np.sqrt(n)
+        lo, hi = float(d.mean() - half), float(d.mean() + half)
+    else:
+        sd, df = float(d.std(ddof=1)), float(n - 1)
+        lo, hi = _t_interval(d, confidence)
+    mde = resolvable(sd, n, round(1.0 - confidence, 12), df=df)
     return RatioCI(point, float(np.exp(lo)), float(np.exp(hi)), confidence, n, sd,
                    float(np.expm1(mde)))  # fmt: skip
+
+
+def _stein(pilot: int | None, n: int) -> bool:
+    """Whether ``n`` pairs planned from a ``pilot``-pair pilot get Stein's interval and tests."""
+    return pilot is not None and 2 <= pilot < n
 
 
 def _log_ratios(values, baseline_values) -> np.ndarray:
@@ -984,23 +1002,34 @@ class TostResult:
         return asdict(self)
 
 
-def _paired_tests(d: np.ndarray, low: float, high: float, alpha: float) -> tuple[float, float]:
+def _paired_tests(
+    d: np.ndarray, low: float, high: float, alpha: float, pilot: int | None = None
+) -> tuple[float, float]:
     """``(p of the TOST for low < mean(d) < high, p of the two-sided test mean(d) = 0)`` from
-    one-sample t statistics on ``d`` (n >= 2). Zero spread: the limits of the tests (p 0 or 1)."""
+    one-sample t statistics on ``d`` (n >= 2); with a Stein ``pilot`` (``log_ratio_ci``) the
+    statistics use the pilot's SD and ``pilot - 1`` df. Zero spread: the limits of the tests
+    (p 0 or 1)."""
     n, mean = d.size, d.mean()
     if np.ptp(d) < 1e-12:  # equal values up to rounding (log(4) - log(2) != log(2) exactly)
         inside = bool(low < mean < high)
         return (0.0 if inside else 1.0), (1.0 if abs(mean) < 1e-12 else 0.0)
-    se = d.std(ddof=1) / np.sqrt(n)
+    sd, df = (d[:pilot].std(ddof=1), pilot - 1) if _stein(pilot, n) else (d.std(ddof=1), n - 1)
+    se = sd / np.sqrt(n)
+    if se < 1e-300:  # a pilot of equal values: the limits, as for zero spread
+        inside = bool(low < mean < high)
+        return (0.0 if inside else 1.0), (1.0 if abs(mean) < 1e-12 else 0.0)
     t_low, t_high = (mean - low) / se, (mean - high) / se
-    p_tost = max(_st.t.sf(t_low, n - 1), _st.t.cdf(t_high, n - 1))
-    p_diff = 2.0 * _st.t.sf(abs(mean) / se, n - 1)
+    p_tost = max(_st.t.sf(t_low, df), _st.t.cdf(t_high, df))
+    p_diff = 2.0 * _st.t.sf(abs(mean) / se, df)
     return float(p_tost), float(p_diff)
 
 
-def tost_log_ratio(values, baseline_values, margin: float, alpha: float = 0.05) -> TostResult:
+def tost_log_ratio(
+    values, baseline_values, margin: float, alpha: float = 0.05, pilot: int | None = None
+) -> TostResult:
     """Paired t analysis of ``values / baseline_values`` (paired by position: one pair per run)
-    against ``margin``; see ``TostResult``.
+    against ``margin``; see ``TostResult``. ``pilot``: a Stein-planned comparison's pilot pairs
+    (``log_ratio_ci``): intervals and tests on the pilot's SD with ``pilot - 1`` df.
 
     Assumes positive values, runs independent of each other and per-run log ratios roughly
     normal. The tests need ``TOST_MIN_RUNS`` pairs: with 2 the t distribution has one degree
@@ -1017,8 +1046,8 @@ def tost_log_ratio(values, baseline_values, margin: float, alpha: float = 0.05) 
     if (x <= 0).any() or (y <= 0).any():
         return TostResult(nan, nan, nan, nan, margin, alpha, n, None,
                           "values not all positive: no log ratio")  # fmt: skip
-    ci = log_ratio_ci(x, y, round(1.0 - alpha, 12))
-    eq = log_ratio_ci(x, y, round(1.0 - 2.0 * alpha, 12))
+    ci = log_ratio_ci(x, y, round(1.0 - alpha, 12), pilot)
+    eq = log_ratio_ci(x, y, round(1.0 - 2.0 * alpha, 12), pilot)
     common = dict(
         ratio=ci.ratio,
         lo=eq.lo,
@@ -1030,14 +1059,14 @@ def tost_log_ratio(values, baseline_values, margin: float, alpha: float = 0.05) 
         ci_hi=ci.hi,
         sd_log=ci.sd_log,
         resolvable=ci.resolvable,
-        df=float(n - 1) if n >= 2 else nan,
+        df=float((pilot if _stein(pilot, n) else n) - 1) if n >= 2 else nan,
         resolvable_log=float(np.log1p(ci.resolvable)),
     )
     if n < TOST_MIN_RUNS:
         why = f"{n} paired run(s): the TOST needs at least {TOST_MIN_RUNS}"
         return TostResult(p_value=nan, equivalent=None, reason=why, **common)
     d = np.log(x) - np.log(y)
-    p, diff_p = _paired_tests(d, np.log1p(-margin), np.log1p(margin), alpha)
+    p, diff_p = _paired_tests(d, np.log1p(-margin), np.log1p(margin), alpha, pilot)
     return TostResult(p_value=p, equivalent=bool(p < alpha), reason=None, diff_p=diff_p,
                       **common)  # fmt: skip
 
@@ -1116,17 +1145,18 @@ class Equivalence:
 
 def log_ratio_equivalence(
     values, baseline_values, margin: float = 0.05, confidence: float = 0.95,
-    higher_is_better: bool = True,
+    higher_is_better: bool = True, pilot: int | None = None,
 ) -> Equivalence:  # fmt: skip
-    """``tost_log_ratio`` of paired per-run values and the verdict (``stats.verdict``)."""
+    """``tost_log_ratio`` of paired per-run values and the verdict (``stats.verdict``);
+    ``pilot`` as for ``log_ratio_ci``."""
     return _equivalence(tost_log_ratio, values, baseline_values, margin, confidence,
-                        higher_is_better)  # fmt: skip
+                        higher_is_better, pilot=pilot)  # fmt: skip
 
 
-def _equivalence(test, values, baseline_values, margin, confidence, higher_is_better):
+def _equivalence(test, values, baseline_values, margin, confidence, higher_is_better, **kw):
     """``test`` (a TOST of the values against the baseline's) and its verdict."""
     alpha = round(1.0 - confidence, 12)
-    t = test(values, baseline_values, margin, alpha)
+    t = test(values, baseline_values, margin, alpha, **kw)
     t = replace(t, resolvable=reader_fraction(t.resolvable_log, higher_is_better))
     said = verdict(t.ratio, t.ci_lo, t.ci_hi, t.lo, t.hi, margin, higher_is_better, t.p_value,
                    alpha, t.diff_p)  # fmt: skip
@@ -1151,12 +1181,16 @@ def ratio_equivalence(
     margin: float = 0.05,
     confidence: float = 0.95,
     higher_is_better: bool = True,
+    pilot: int | None = None,
 ) -> Equivalence:
     """``log_ratio_equivalence`` over the runs where both modes were measured (``per_run`` as
-    for ``ratio_ci``). With fewer than 3 paired runs there are no tests and so no verdict but
-    "inconclusive"; with fewer than 2 no interval; with none the verdict is None."""
+    for ``ratio_ci``; pairs in run order). With fewer than 3 paired runs there are no tests and
+    so no verdict but "inconclusive"; with fewer than 2 no interval; with none the verdict is
+    None. ``pilot``: the pilot's pairs of a Stein-planned comparison (``log_ratio_ci``; the
+    campaign's ``planning`` record, ``pilot_pairs``)."""
     pairs = _paired(per_run, mode, baseline)
-    return log_ratio_equivalence(pairs[:, 0], pairs[:, 1], margin, confidence, higher_is_better)
+    return log_ratio_equivalence(pairs[:, 0], pairs[:, 1], margin, confidence, higher_is_better,
+                                 pilot)  # fmt: skip
 
 
 def quantile_equivalence(

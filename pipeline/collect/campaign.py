@@ -1049,7 +1049,8 @@ class Campaign:
         spent = sum(r["seconds"] or 0.0 for (run, *_), r in records.items()
                     if run > self.profile.runs)  # fmt: skip
         mean = {cell: float(np.mean(s)) for cell, s in seconds.items()}
-        decision = planner.next_round(self.triples, values, mean, self.planning, spent)
+        decision = planner.next_round(self.triples, values, mean, self.planning, spent,
+                                      pilot_runs=self.profile.runs)  # fmt: skip
         if not decision.done and self._next_run() > self.planning.max_runs:
             # a cell that waited for the budget in some rounds has fewer runs than the run
             # number: rounds still end at run max_runs

@@ -1,29 +1,37 @@
-"""Precision-planned campaigns: which cells get one more run, and when to stop adding runs.
+"""Precision-planned campaigns: how many runs each comparison gets, fixed from its pilot.
 
 A campaign first measures its pilot: every (mode, path, variant) cell in the profile's ``runs``
-rounds. Each comparison (a mode against native on the same path and variant) then has paired
-per-run log ratios ``d = log(mode) - log(native)``, whose Student t interval at
-``analysis.confidence`` is the interval the analysis reports (``stats.log_ratio_ci``). Its
-half-width ``t(n-1) * sd(d) / sqrt(n)`` is what planning drives down. After the pilot, each
-round measures only the cells whose comparison is still too wide, native of their path and
-variant with them (a run index then holds both sides of every pair), in a seeded random order
-like a pilot round.
+rounds. Each comparison (a mode against native on the same path and variant) then has ``n0``
+paired per-run log ratios ``d = log(mode) - log(native)`` and their SD ``s0``. **Stein's
+two-stage rule** fixes the comparison's total run count from the pilot alone:
+``n = max(n0, ceil((t(n0-1) * s0 / h) ** 2))`` with ``t(n0-1)`` the Student t quantile at
+``analysis.confidence`` and ``h`` the ``target_half_width``, capped by ``max_runs`` and by the
+budget. Its interval, ``mean(d over all n runs) +- t(n0-1) * s0 / sqrt(n)`` (the pilot's SD
+with the pilot's degrees of freedom: ``stats.log_ratio_ci`` with ``pilot``), covers the true
+mean log ratio with exactly its confidence when the per-run log ratios are normal (Stein 1945:
+``n`` depends on ``s0`` only, and the mean of all runs is independent of ``s0``), and its
+half-width is at most ``h`` unless a cap stopped it first. A cap changes the width, never the
+coverage. The usual t interval on all ``n`` runs would not keep its label: with the SD of all
+runs its coverage falls to 91-95% (tests/unit/test_planning.py, at a 3-run pilot, a 0.05 target,
+10 or 20 runs at most, per-run SDs 0.01-0.1); so would stopping as soon as the running interval
+is narrow enough (90-93%).
 
-**The stop rule looks at precision only**: a comparison gets no more runs once its half-width
-is at most ``target_half_width``, once it has ``max_runs`` runs, or once the budget cannot pay
-for its next run. Never at the estimate itself, at which side of a margin it lies, or at a
-verdict: the number of runs is chosen without looking at the effect, so the intervals and tests
-at the end keep their meaning (stopping when a test first passes would not).
+**The rule looks at the pilot's precision only**: never at the estimate, at which side of a
+margin it lies, or at a verdict, and never at a run measured after the pilot. After the pilot,
+each round measures the comparisons that have fewer runs than their ``n``, native of their path
+and variant with them (a run index then holds both sides of every pair), in a seeded random
+order like a pilot round.
 
 Allocation follows Kalibera and Jones ("Rigorous benchmarking in reasonable time", ISMM 2013):
 repetitions go where they buy the most precision per unit of time. Each round, while the budget
 lasts, the comparisons still going on are taken in order of the half-width one more run is
-projected to remove (at the SD measured so far) per second of lab time it costs (its own run,
-and native's when native is not yet in the round); one whose run the remaining budget cannot
-pay waits, and when none fits, every one left stops for the budget.
+projected to remove (at the pilot's SD) per second of lab time it costs (its own run, and
+native's when native is not yet in the round); one whose run the remaining budget cannot pay
+waits, and when none fits, every one left stops for the budget.
 
 The module is pure: measurements in, a decision out. ``Campaign`` (``campaign.py``) feeds it
-the per-run headline of every committed step and each cell's seconds per run.
+the per-run headline of every committed step, each cell's seconds per run and the pilot's run
+count.
 """
 
 from __future__ import annotations
@@ -37,8 +45,9 @@ from scipy import stats as _st
 
 BASELINE = "native"
 Cell = tuple[str, str, str]  # (mode, path, variant)
-# why a comparison gets no more runs
-TARGET, BUDGET, MAX_RUNS, UNMEASURED = "target", "budget", "max_runs", "unmeasured"
+# why a comparison gets no more runs ("pilot": fewer than 2 pilot pairs, no SD to plan from)
+TARGET, BUDGET, MAX_RUNS, UNMEASURED, PILOT = ("target", "budget", "max_runs", "unmeasured",
+                                               "pilot")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -73,6 +82,26 @@ def half_width(sd: float, n: int, confidence: float) -> float:
     return float(_st.t.ppf(0.5 + confidence / 2.0, n - 1) * sd / math.sqrt(n))
 
 
+def stein_half_width(sd_pilot: float, pilot: int, n: int, confidence: float) -> float:
+    """Half-width of Stein's interval after ``n`` runs: ``t(pilot - 1) * sd_pilot / sqrt(n)``,
+    the pilot's SD with the pilot's degrees of freedom; infinite below 2 pilot values."""
+    if pilot < 2 or n < 1 or not math.isfinite(sd_pilot):
+        return math.inf
+    return float(_st.t.ppf(0.5 + confidence / 2.0, pilot - 1) * sd_pilot / math.sqrt(n))
+
+
+def stein_runs(sd_pilot: float, pilot: int, target: float, confidence: float,
+               max_runs: int | None = None) -> int | None:  # fmt: skip
+    """Stein's total run count: ``max(pilot, ceil((t(pilot-1) * sd_pilot / target) ** 2))``,
+    at most ``max_runs``; None below 2 pilot values (no SD to plan from)."""
+    if pilot < 2 or not math.isfinite(sd_pilot):
+        return None
+    t = _st.t.ppf(0.5 + confidence / 2.0, pilot - 1)
+    # the rounding guard keeps an exact square (e.g. 49.000000000001) at its integer
+    n = max(pilot, math.ceil((t * sd_pilot / target) ** 2 - 1e-9))
+    return n if max_runs is None else min(n, max_runs)
+
+
 def runs_needed(sd: float, target: float, confidence: float, limit: int = 10**4) -> int | None:
     """The fewest runs (at least 2) whose interval's half-width at SD ``sd`` is at most
     ``target``; None beyond ``limit``."""
@@ -88,10 +117,14 @@ def runs_needed(sd: float, target: float, confidence: float, limit: int = 10**4)
 class Comparison:
     """One mode against native on one path and variant, as the data stand.
 
-    ``runs``: runs with both measured (the pairs); ``half_width`` of the interval of the mean
-    log ratio (inf below 2 pairs); ``runs_needed`` at the SD measured so far; ``stop``: why it
-    gets no more runs (``target``, ``budget``, ``max_runs``, ``unmeasured``: no pair at all, e.g.
-    a mode the host cannot run), None while it goes on."""
+    ``runs``: runs with both measured (the pairs); ``sd_log`` the SD of all pairs' log ratios;
+    ``pilot``: the pairs among the pilot's runs, ``sd_pilot`` their SD (what planning goes by);
+    ``half_width``: Stein's half-width at ``runs`` (``stein_half_width``; inf below 2 pilot
+    pairs); ``runs_needed``: Stein's run count for the target, uncapped (``stein_runs``);
+    ``runs_planned``: the same capped by ``max_runs``; ``stop``: why it gets no more runs
+    (``target``: it has its Stein run count; ``budget``; ``max_runs``; ``unmeasured``: no pair
+    at all, e.g. a mode the host cannot run; ``pilot``: fewer than 2 pilot pairs), None while
+    it goes on."""
 
     mode: str
     path: str
@@ -101,6 +134,9 @@ class Comparison:
     half_width: float
     runs_needed: int | None
     stop: str | None
+    pilot: int = 0
+    sd_pilot: float = math.nan
+    runs_planned: int | None = None
 
     @property
     def cell(self) -> Cell:
@@ -132,11 +168,12 @@ def comparisons_of(cells: Iterable[Cell]) -> list[tuple[Cell, Cell]]:
 
 
 def paired_log_ratios(values: Mapping[tuple[str, str, str, int], float], cell: Cell,
-                      baseline: Cell) -> np.ndarray:  # fmt: skip
-    """``log(cell) - log(baseline)`` for every run where both have a positive value, by run."""
+                      baseline: Cell, until: int | None = None) -> np.ndarray:  # fmt: skip
+    """``log(cell) - log(baseline)`` for every run (up to run ``until``, when given) where both
+    have a positive value, by run."""
     mine = _runs(values, cell)
     theirs = _runs(values, baseline)
-    runs = sorted(set(mine) & set(theirs))
+    runs = sorted(r for r in set(mine) & set(theirs) if until is None or r <= until)
     return np.array([math.log(mine[r]) - math.log(theirs[r]) for r in runs], dtype=float)
 
 
@@ -149,26 +186,37 @@ def standing(
     cells: Iterable[Cell],
     values: Mapping[tuple[str, str, str, int], float],
     settings: Settings,
+    pilot_runs: int,
 ) -> list[Comparison]:
-    """Every comparison's pairs, SD and half-width, stopped (``target``, ``max_runs``,
-    ``unmeasured``) or not (None) by the data alone; the budget is ``next_round``'s."""
+    """Every comparison's pairs, pilot SD, Stein run count and half-width, stopped
+    (``target``, ``max_runs``, ``unmeasured``, ``pilot``) or not (None); runs up to
+    ``pilot_runs`` (at least 2) are the pilot. The budget is ``next_round``'s."""
+    pilot_runs = max(int(pilot_runs), 2)
     out = []
     for cell, baseline in comparisons_of(cells):
         d = paired_log_ratios(values, cell, baseline)
-        n = int(d.size)
+        first = paired_log_ratios(values, cell, baseline, until=pilot_runs)
+        n, n0 = int(d.size), int(first.size)
         sd = float(d.std(ddof=1)) if n >= 2 else math.nan
-        hw = half_width(sd, n, settings.confidence)
+        s0 = float(first.std(ddof=1)) if n0 >= 2 else math.nan
+        h, conf = settings.target_half_width, settings.confidence
+        needed = stein_runs(s0, n0, h, conf)
+        planned = stein_runs(s0, n0, h, conf, settings.max_runs)
         measured = sum(1 for key in values if key[:3] == cell)  # with a value or without
         stop = None
         if n == 0:
             stop = UNMEASURED
-        elif hw <= settings.target_half_width:
-            stop = TARGET
+        elif planned is None:
+            # a pilot still short of its runs goes on (first: its half-width is infinite)
+            stop = PILOT if measured >= pilot_runs else None
+        elif n >= planned:
+            stop = TARGET if needed is not None and needed <= planned else MAX_RUNS
         elif measured >= settings.max_runs:
             stop = MAX_RUNS
-        needed = runs_needed(sd, settings.target_half_width, settings.confidence)
-        out.append(Comparison(*cell, runs=n, sd_log=sd, half_width=hw, runs_needed=needed,
-                              stop=stop))  # fmt: skip
+        out.append(Comparison(*cell, runs=n, sd_log=sd,
+                              half_width=stein_half_width(s0, n0, n, conf), runs_needed=needed,
+                              stop=stop, pilot=n0, sd_pilot=s0,
+                              runs_planned=planned))  # fmt: skip
     return out
 
 
@@ -178,20 +226,22 @@ def next_round(
     seconds: Mapping[Cell, float],
     settings: Settings,
     spent_s: float,
+    pilot_runs: int,
 ) -> Decision:
     """Which cells get one more run next round.
 
     ``values``: the per-run headline of every measured step, ``(mode, path, variant, run) ->
     value`` (None for a step measured without one: it counts as a run, not as a pair);
     ``seconds``: each cell's lab seconds per run so far; ``spent_s``: the lab seconds already
-    spent beyond the pilot. The comparisons not yet stopped by precision or run count
-    are taken in order of the projected half-width one more run removes per second it costs
-    (a comparison with fewer than 2 pairs first: its SD is not known yet), as long as the
-    remaining budget pays for the run; native of each chosen comparison's path and variant runs
-    too. With none chosen, every comparison still going on stops for the budget. What a
-    comparison's estimate is never enters (module docstring)."""
+    spent beyond the pilot; ``pilot_runs``: the pilot's rounds (runs 1 to ``pilot_runs``, at
+    least 2: a one-run pilot gets its second run before anything is planned). The
+    comparisons short of their Stein run count are taken in order of the projected half-width
+    one more run removes (at the pilot's SD) per second it costs, as long as the remaining
+    budget pays for the run; native of each chosen comparison's path and variant runs too. With
+    none chosen, every comparison still going on stops for the budget. What a comparison's
+    estimate is, and any run after the pilot, never enter (module docstring)."""
     cells = list(dict.fromkeys(cells))
-    comparisons = standing(cells, values, settings)
+    comparisons = standing(cells, values, settings, pilot_runs)
     remaining = settings.budget_s - spent_s
     known = [s for s in seconds.values() if s is not None and math.isfinite(s)]
     fallback = float(np.mean(known)) if known else 0.0
@@ -212,7 +262,8 @@ def next_round(
             marginal = cost(c.cell) + (0.0 if native in chosen else cost(native))
             if marginal > left:
                 continue
-            gain = c.half_width - half_width(c.sd_log, c.runs + 1, settings.confidence)
+            gain = c.half_width - stein_half_width(c.sd_pilot, c.pilot, c.runs + 1,
+                                                   settings.confidence)  # fmt: skip
             per_s = math.inf if not math.isfinite(gain) else gain / max(marginal, 1e-9)
             key = (per_s, c.half_width)
             if best_key is None or key > best_key:  # ties: the first in the campaign's order
@@ -243,8 +294,11 @@ def record(
     pilot_runs: int,
 ) -> dict:
     """What planning did, for the dataset's record: the settings, and per cell its runs
-    measured, and for a comparison its half-width reached and why it stopped (None while it
-    goes on); native runs while any comparison of its path and variant does."""
+    measured, and for a comparison its pairs, its pilot's pairs and SD (``pilot_pairs``,
+    ``sd_pilot``: what the analysis's Stein interval needs), its Stein run count uncapped and
+    capped (``runs_needed``, ``runs_planned``), the half-width reached and why it stopped (None
+    while it goes on); native runs while any comparison of its path and variant does.
+    ``rule`` names the stop rule (``stein``)."""
     by_cell = {c.cell: c for c in decision.comparisons}
     rows = []
     for cell in dict.fromkeys(cells):
@@ -253,12 +307,15 @@ def record(
         c = by_cell.get(cell)
         if c is not None:
             row.update(pairs=c.runs, half_width=_finite(c.half_width), sd_log=_finite(c.sd_log),
-                       runs_needed=c.runs_needed, stopped=c.stop)  # fmt: skip
+                       pilot_pairs=c.pilot, sd_pilot=_finite(c.sd_pilot),
+                       runs_needed=c.runs_needed, runs_planned=c.runs_planned,
+                       stopped=c.stop)  # fmt: skip
         else:
             row["stopped"] = "baseline" if cell[0] == BASELINE else "no native to compare with"
         rows.append(row)
     return {
         "planned": True,
+        "rule": "stein",
         "pilot_runs": pilot_runs,
         "target_half_width": settings.target_half_width,
         "confidence": settings.confidence,

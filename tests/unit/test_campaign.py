@@ -750,7 +750,7 @@ def test_a_planned_campaign_adds_rounds_records_them_and_resumes_with_a_bigger_b
     tmp_path, monkeypatch
 ):
     from pipeline.analysis import schema
-    from pipeline.collect.planning import half_width
+    from pipeline.collect.planning import stein_half_width
 
     measured = Counter()
     native, bridge = ("native", "dc", "tcp"), ("docker-bridge", "dc", "tcp")
@@ -769,31 +769,34 @@ def test_a_planned_campaign_adds_rounds_records_them_and_resumes_with_a_bigger_b
     plan_record = record["planning"]
     cells = {(c["mode"], c["path"], c["variant"]): c for c in plan_record["cells"]}
     assert cells[bridge]["runs"] == 5 and cells[bridge]["stopped"] == "budget"
-    assert cells[bridge]["half_width"] == pytest.approx(half_width(0.05, 5, 0.95))
+    # Stein's half-width: the 3-run pilot's SD with 2 df, over the 5 runs measured
+    assert cells[bridge]["half_width"] == pytest.approx(stein_half_width(0.05, 3, 5, 0.95))
+    assert cells[bridge]["pilot_pairs"] == 3 and cells[bridge]["runs_planned"] == 19
     assert cells[native] == {"mode": "native", "path": "dc", "variant": "tcp", "runs": 5,
                              "stopped": "baseline"}  # fmt: skip
     assert plan_record["spent_s"] == 40.0 and plan_record["pilot_runs"] == 3
-    # 3. a bigger budget: the same campaign goes on to the target, measuring only new runs
+    # 3. a bigger budget: the same campaign goes on to the run count Stein's rule fixed from
+    # its pilot (19), measuring only new runs
     more = _planned_campaign(tmp_path, monkeypatch, 1e6, measured)
     assert more.id == first.id
     said = []
     more.log = said.append
     more.run()
-    assert said[-1] == "planning: 4 round(s) beyond the 3-run pilot, 1m20s of " \
+    assert said[-1] == "planning: 16 round(s) beyond the 3-run pilot, 5m20s of " \
                        "16666m40s budget; comparisons: 1 target"
     cells = {(c["mode"], c["path"], c["variant"]): c
              for c in json.loads((tmp_path / "campaign.json").read_text())["planning"]["cells"]}
-    assert (cells[bridge]["runs"], cells[bridge]["stopped"]) == (7, "target")
+    assert (cells[bridge]["runs"], cells[bridge]["stopped"]) == (19, "target")
     assert set(measured.values()) == {1}  # no step measured twice, none lost
-    assert sorted(measured) == sorted((r, *c) for r in range(1, 8) for c in (native, bridge))
+    assert sorted(measured) == sorted((r, *c) for r in range(1, 20) for c in (native, bridge))
     runs = schema.read_table(tmp_path / "runs.parquet", "runs").to_pandas()
-    assert len(runs) == 14 and not runs.duplicated(["run", "mode", "path", "variant"]).any()
+    assert len(runs) == 38 and not runs.duplicated(["run", "mode", "path", "variant"]).any()
     assert runs["headline"].notna().all()
     assert set(runs.loc[runs.run > 3, "order"]) == {0, 1}  # a round ordered like a pilot's
     # 4. nothing more to do: a re-run measures nothing and plans nothing
     done = _planned_campaign(tmp_path, monkeypatch, 1e6, measured)
     done.run()
-    assert set(measured.values()) == {1} and len(done.data.rounds()) == 4
+    assert set(measured.values()) == {1} and len(done.data.rounds()) == 16
 
 
 def test_a_scenario_benchmark_keeps_fixed_runs_and_says_so(tmp_path):

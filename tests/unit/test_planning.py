@@ -1,14 +1,23 @@
-"""The precision planner against known answers: runs to a target, budget and max_runs stops,
-native always paired, and a stop rule blind to the effect."""
+"""The precision planner against known answers: Stein's run count from the pilot, budget and
+max_runs stops, native always paired, a stop rule blind to the effect and to every run after
+the pilot; and, by simulation, the coverage of the interval it is planned for."""
 
 import math
 
 import numpy as np
 import pytest
+from scipy import stats as st
 
-from pipeline.analysis.article.methods import PLANNED_COVERAGE
+from pipeline.analysis import stats
 from pipeline.collect import planning
-from pipeline.collect.planning import Settings, half_width, next_round, runs_needed
+from pipeline.collect.planning import (
+    Settings,
+    half_width,
+    next_round,
+    runs_needed,
+    stein_half_width,
+    stein_runs,
+)
 
 NATIVE = ("native", "dc", "tcp")
 BRIDGE = ("docker-bridge", "dc", "tcp")
@@ -65,7 +74,8 @@ class _Lab:
     def plan(self, settings: Settings) -> planning.Decision:
         run = self.pilot
         while True:
-            decision = next_round(self.cells, self.values, self.seconds, settings, self.spent)
+            decision = next_round(self.cells, self.values, self.seconds, settings, self.spent,
+                                  self.pilot)  # fmt: skip
             if decision.done:
                 return decision
             run += 1
@@ -77,15 +87,38 @@ def _runs(values, cell):
     return sorted(k[3] for k in values if k[:3] == cell)
 
 
-def test_a_cell_with_known_sd_reaches_the_target_after_the_predicted_runs():
+def test_stein_run_count_known_answers():
+    # t(0.975, 2) = 4.302653: (4.302653 * 0.05 / 0.05)**2 = 18.51 -> 19 runs
+    assert stein_runs(0.05, 3, 0.05, 0.95) == 19
+    assert stein_runs(0.05, 3, 0.05, 0.95, max_runs=10) == 10
+    assert stein_runs(0.01, 3, 0.05, 0.95) == 3  # the pilot is already enough: 0.74 runs
+    # t(0.975, 4) = 2.776445: (2.776445 * 0.1 / 0.05)**2 = 30.83 -> 31
+    assert stein_runs(0.1, 5, 0.05, 0.95) == 31
+    assert stein_runs(math.nan, 3, 0.05, 0.95) is None and stein_runs(0.05, 1, 0.05, 0.95) is None
+    assert stein_half_width(0.05, 3, 19, 0.95) == pytest.approx(4.302653 * 0.05 / math.sqrt(19))
+    assert stein_half_width(0.05, 3, 19, 0.95) <= 0.05 < stein_half_width(0.05, 3, 18, 0.95)
+
+
+def test_a_cell_reaches_the_run_count_its_pilot_fixed():
     settings = Settings(target_half_width=0.05, budget_s=1e6, max_runs=50)
     lab = _Lab({BRIDGE: _constant_sd(0.05, 50)}, {NATIVE: 10.0, BRIDGE: 10.0}, pilot=3)
     decision = lab.plan(settings)
     (bridge,) = decision.comparisons
-    assert bridge.stop == "target" and bridge.runs == runs_needed(0.05, 0.05, 0.95) == 7
-    assert bridge.half_width == pytest.approx(half_width(0.05, 7, 0.95))
-    assert len(lab.rounds) == 4 and lab.spent == 4 * 20.0
-    assert _runs(lab.values, NATIVE) == _runs(lab.values, BRIDGE) == list(range(1, 8))
+    assert bridge.stop == "target" and bridge.runs == bridge.runs_planned == 19
+    assert (bridge.pilot, bridge.sd_pilot) == (3, pytest.approx(0.05))
+    assert bridge.half_width == pytest.approx(stein_half_width(0.05, 3, 19, 0.95))
+    assert len(lab.rounds) == 16 and lab.spent == 16 * 20.0
+    assert _runs(lab.values, NATIVE) == _runs(lab.values, BRIDGE) == list(range(1, 20))
+
+
+def test_runs_after_the_pilot_never_change_the_run_count():
+    # the same pilot, then runs far noisier (or all equal): the count stays the pilot's 19
+    settings = Settings(target_half_width=0.05, budget_s=1e6, max_runs=50)
+    pilot = _constant_sd(0.05, 3)
+    for later in ([0.0] * 47, _constant_sd(0.5, 47)):
+        lab = _Lab({BRIDGE: pilot + later}, {NATIVE: 1.0, BRIDGE: 1.0}, pilot=3)
+        (bridge,) = lab.plan(settings).comparisons
+        assert (bridge.stop, bridge.runs, bridge.runs_planned) == ("target", 19, 19)
 
 
 def test_budget_stops_the_campaign_and_says_so():
@@ -114,8 +147,8 @@ def test_native_runs_whenever_a_comparison_of_its_path_and_variant_does():
     decision = lab.plan(settings)
     assert all(NATIVE in cells and HOST not in cells for cells in lab.rounds)
     stops = {c.mode: (c.stop, c.runs) for c in decision.comparisons}
-    assert stops == {"docker-bridge": ("target", runs_needed(0.1, 0.05, 0.95)),
-                     "docker-host": ("target", 3)}  # fmt: skip
+    # bridge's pilot asks for 75 runs (t(0.975, 2) * 0.1 / 0.05 = 8.6, squared): capped at 40
+    assert stops == {"docker-bridge": ("max_runs", 40), "docker-host": ("target", 3)}
     assert _runs(lab.values, NATIVE) == _runs(lab.values, BRIDGE)
     assert len(_runs(lab.values, HOST)) == 3
 
@@ -150,16 +183,22 @@ def test_a_tight_budget_goes_where_a_second_buys_the_most_precision():
 def test_a_mode_never_measured_is_not_planned_and_says_so():
     settings = Settings(target_half_width=0.05, budget_s=1e6, max_runs=10)
     values = {(*NATIVE, r): 1e9 for r in (1, 2, 3)}
-    decision = next_round([NATIVE, BRIDGE], values, {NATIVE: 1.0}, settings, 0.0)
+    decision = next_round([NATIVE, BRIDGE], values, {NATIVE: 1.0}, settings, 0.0, 3)
     assert decision.done and decision.comparisons[0].stop == "unmeasured"
 
 
 def test_a_pilot_of_one_run_gets_a_second_to_learn_its_sd():
     settings = Settings(target_half_width=0.05, budget_s=1e6, max_runs=10)
     values = {(*NATIVE, 1): 1e9, (*BRIDGE, 1): 9e8}
-    decision = next_round([NATIVE, BRIDGE], values, {NATIVE: 1.0, BRIDGE: 1.0}, settings, 0.0)
+    decision = next_round([NATIVE, BRIDGE], values, {NATIVE: 1.0, BRIDGE: 1.0}, settings, 0.0,
+                          1)  # fmt: skip
     assert decision.cells == (NATIVE, BRIDGE)
     assert decision.comparisons[0].half_width == math.inf
+    # a pilot whose second run failed for the mode: no SD to plan from, and it says so
+    values |= {(*NATIVE, 2): 1e9, (*BRIDGE, 2): None}
+    decision = next_round([NATIVE, BRIDGE], values, {NATIVE: 1.0, BRIDGE: 1.0}, settings, 0.0,
+                          2)  # fmt: skip
+    assert decision.done and decision.comparisons[0].stop == "pilot"
 
 
 def test_settings_from_params():
@@ -171,48 +210,76 @@ def test_settings_from_params():
 
 
 
-def _stop_at(d: np.ndarray, target: float, max_runs: int) -> np.ndarray:
-    """Per simulated campaign (a row of per-run log ratios), the runs at which the stop rule
-    ends it: the first n >= 3 whose 95% half-width is at most ``target``, else ``max_runs``."""
-    stop = np.full(d.shape[0], max_runs)
-    for n in range(max_runs - 1, 2, -1):  # the smallest n wins
-        hw = half_width(1.0, n, 0.95) * d[:, :n].std(axis=1, ddof=1)
-        stop = np.where(hw <= target, n, stop)
-    return stop
-
-
-def test_the_simulated_stop_is_the_planners():
+def test_the_planners_run_count_is_steins_from_the_pilot():
     rng = np.random.default_rng(5)
-    d = rng.normal(0.0, 0.05, (25, 15))
-    settings = Settings(0.04, 1e9, 15, 0.95)
-    for row, stop in zip(d, _stop_at(d, 0.04, 15), strict=True):
+    d = rng.normal(0.0, 0.03, (25, 20))
+    settings = Settings(0.05, 1e9, 20, 0.95)
+    for row in d:
         n = 3
         while True:
-            values = {(*NATIVE, r): 1.0 for r in range(n)}
-            values |= {(*BRIDGE, r): math.exp(x) for r, x in enumerate(row[:n])}
-            if next_round([NATIVE, BRIDGE], values, {}, settings, 0.0).done:
+            values = {(*NATIVE, r): 1.0 for r in range(1, n + 1)}
+            values |= {(*BRIDGE, r): math.exp(x) for r, x in enumerate(row[:n], start=1)}
+            if next_round([NATIVE, BRIDGE], values, {}, settings, 0.0, 3).done:
                 break
             n += 1
-        assert n == stop
+        assert n == stein_runs(float(np.std(row[:3], ddof=1)), 3, 0.05, 0.95, 20)
 
 
-@pytest.mark.parametrize("sd, target", [(0.05, 0.05), (0.05, 0.03), (0.10, 0.05)])
-def test_intervals_after_planned_stopping_cover_less_than_their_label_as_methods_says(sd, target):
-    # Stopping when the sample SD is small makes the last interval too narrow: a planned
-    # comparison's "95%" t interval covers 90-94% (docs/methods.md, precision planning), where a
-    # fixed run count's covers 95% (test_coverage.py). 20,000 campaigns: SE 0.2 points.
-    d = np.random.default_rng(11).normal(0.0, sd, (20_000, 15))
-    stop = _stop_at(d, target, 15)
-    mask = np.arange(15) < stop[:, None]
-    n = stop.astype(float)
+def _planned(sd: float, max_runs: int, seed: int, n_sim: int = 20_000):
+    """``n_sim`` simulated comparisons under the profiles' planning (a 3-run pilot, target
+    half-width 0.05 at 95%, at most ``max_runs`` runs), true mean log ratio 0: the per-run log
+    ratios, Stein's run count of each, and the pilot's SD."""
+    d = np.random.default_rng(seed).normal(0.0, sd, (n_sim, max_runs))
+    s0 = d[:, :3].std(axis=1, ddof=1)
+    t0 = st.t.ppf(0.975, 2)
+    n = np.minimum(np.maximum(3, np.ceil((t0 * s0 / 0.05) ** 2 - 1e-9)), max_runs).astype(int)
+    return d, n, s0
+
+
+SETTINGS = [(sd, cap) for cap in (10, 20) for sd in (0.01, 0.02, 0.05, 0.1)]
+
+
+@pytest.mark.parametrize("sd, max_runs", SETTINGS)
+def test_steins_interval_covers_95_percent_at_the_profiles_settings(sd, max_runs):
+    """Stein's interval (the mean of all n runs +- t(2) * s0 / sqrt(n)) covers 95% +- 1 point
+    whether the cap bites (SD 0.1: 75 runs wanted) or not (SD 0.01: the pilot suffices).
+    20,000 comparisons per case: SE 0.15 points."""
+    d, n, s0 = _planned(sd, max_runs, seed=int(1000 * sd) + max_runs)
+    # the vectorised count is the planner's
+    for k in range(5):
+        assert n[k] == stein_runs(float(s0[k]), 3, 0.05, 0.95, max_runs)
+    mask = np.arange(max_runs) < n[:, None]
     mean = (d * mask).sum(axis=1) / n
-    sd_hat = np.sqrt((((d - mean[:, None]) * mask) ** 2).sum(axis=1) / (n - 1))
-    factor = np.array([math.inf, math.inf] + [half_width(1.0, k, 0.95) for k in range(2, 16)])
-    hw = factor[stop] * sd_hat
-    coverage = float(np.mean(np.abs(mean) <= hw))
-    said = PLANNED_COVERAGE  # what the article's Methods states
-    assert (said["pilot_runs"], said["max_runs"], said["label_pct"]) == (3, 15, 95)
-    assert said["lo_pct"] - 0.5 <= 100 * coverage <= said["hi_pct"] + 0.5, coverage
+    half = st.t.ppf(0.975, 2) * s0 / np.sqrt(n)
+    coverage = float(np.mean(np.abs(mean) <= half))
+    assert coverage == pytest.approx(0.95, abs=0.01)
+    if sd <= 0.02:  # uncapped: the width is the target's
+        assert np.mean(half <= 0.05 + 1e-12) > 0.9
+
+
+@pytest.mark.parametrize("sd, max_runs", [(0.05, 10), (0.05, 20), (0.1, 20)])
+def test_the_usual_t_interval_after_a_pilot_chosen_count_covers_less(sd, max_runs):
+    """The control: the same run counts with the usual t interval of all n runs (their own SD,
+    n - 1 df) cover 91-93% here, below their 95% label: why the analysis uses Stein's."""
+    d, n, _ = _planned(sd, max_runs, seed=7 + max_runs)
+    mask = np.arange(max_runs) < n[:, None]
+    mean = (d * mask).sum(axis=1) / n
+    sd_all = np.sqrt((((d - mean[:, None]) * mask) ** 2).sum(axis=1) / (n - 1))
+    cover = np.abs(mean) <= st.t.ppf(0.975, n - 1) * sd_all / np.sqrt(n)
+    assert 0.90 <= float(np.mean(cover)) <= 0.935
+
+
+def test_the_analysis_stein_interval_is_the_planned_one():
+    """``stats.log_ratio_ci`` with ``pilot`` gives exactly the interval simulated above."""
+    rng = np.random.default_rng(2)
+    base = np.exp(rng.normal(0, 0.01, 12))
+    mode = base * np.exp(rng.normal(-0.02, 0.04, 12))
+    d = np.log(mode / base)
+    ci = stats.log_ratio_ci(mode, base, 0.95, pilot=3)
+    half = st.t.ppf(0.975, 2) * d[:3].std(ddof=1) / math.sqrt(12)
+    assert (math.log(ci.lo), math.log(ci.hi)) == pytest.approx((d.mean() - half,
+                                                                d.mean() + half))  # fmt: skip
+    assert ci.sd_log == pytest.approx(d[:3].std(ddof=1))
 
 
 def test_windows_per_run_known_answer():
