@@ -78,7 +78,7 @@ $(UV):
 
 lock: $(UV) ## re-resolve requirements/lock.txt and environment.yml from pyproject.toml
 	UV_CUSTOM_COMPILE_COMMAND="make lock" $(UV) pip compile pyproject.toml requirements/bootstrap.in \
-	  --extra dev --extra notebook --universal --python-version 3.11 --generate-hashes \
+	  --extra dev --extra notebook --extra remote --universal --python-version 3.11 --generate-hashes \
 	  $(if $(UPGRADE),--upgrade) -o $(LOCK) >/dev/null
 	$(PY) tools/lockfile.py environment
 
