@@ -86,6 +86,13 @@ def _percentiles(name: str, what: str, unit: str, levels: tuple[str, ...]) -> Da
                     "Percentile", f"{what} ({'µs' if unit == 'us' else unit})")  # fmt: skip
 
 
+def _ecdf(name: str, what: str) -> DataPlot:
+    # latency.write_ecdf's CSV: the pooled quantiles the ECDF figure draws
+    return DataPlot(f"{name}_ecdf", f"{name}_ecdf.csv", "ecdf", "value_us", ("p",),
+                    f"{what}: pooled ECDF per mode", f"{what} (µs, log scale)",
+                    "Fraction of samples ≤ x")  # fmt: skip
+
+
 _LATENCY_LEVELS = ("p50", "p90", "p99", "p99.9")
 
 
@@ -109,10 +116,7 @@ ANALYSES: dict[str, Analysis] = {
                            ("throughput",), plots=(_ratio("throughput", "TCP throughput"),)),
     "latency": Analysis("21-summarise-latency.ipynb", (*_VERDICTS, "internet_margin_us"),
                         ("latency_ecdf", "latency_percentiles"),
-                        plots=(DataPlot("latency_ecdf", "latency_ecdf.csv", "ecdf", "value_us",
-                                        ("p",), "Round-trip time: pooled ECDF per mode",
-                                        "Round-trip time (µs, log scale)",
-                                        "Fraction of samples ≤ x"),
+                        plots=(_ecdf("latency", "Round-trip time"),
                                _percentiles("latency", "Round-trip time", "us",
                                             _LATENCY_LEVELS))),
     "http": Analysis("22-summarise-http.ipynb", (*_VERDICTS, "internet_margin_us"),
@@ -254,6 +258,8 @@ def fixed_stages(params: Params) -> list[Stage]:
     the instrument check, the comparisons, the article."""
     stages = []
     if "lab" in params.environments:
+        # The calibration measures the lab's WAN emulator, which no campaign digest covers: its
+        # code deps stay its notebook's import closure, the emulator among them.
         stages += [
             Stage("collect-wan-calibration", "notebooks/collect/13-calibrate-wan.ipynb",
                   f"{EXECUTED}/collect-wan-calibration.ipynb",
