@@ -234,8 +234,10 @@ def check_profile(profile: Any, source: str) -> list[str]:
     if doc is None:
         return check.problems
     known = ("runs", "reps", *BENCHMARKS, "instrument", "wan_calibration", "leaves_out",
-             "without_modes")
+             "without_modes", "planning")
     check.keys(doc, source, known)
+    if "planning" in doc and (own := check.mapping(doc["planning"], f"{source}.planning")):
+        _check_planning(check, own, f"{source}.planning")
     if "without_modes" in doc:
         from pipeline.collect.modes import STUDY_MODES
 
@@ -397,23 +399,35 @@ def check_params(params: Any, root: Path | None = None) -> list[str]:
     return check.problems
 
 
-def _check_planning(check: _Check, planning: dict) -> None:
-    check.keys(planning, "planning", tuple(PLANNING))
+def _check_planning(check: _Check, planning: dict, key: str = "planning") -> None:
+    """One ``planning`` block (params.yaml's, or a profile's, named ``key``): known keys, and
+    every setting stated where it enables planning."""
+    check.keys(planning, key, tuple(PLANNING))
     if "enabled" in planning and not isinstance(planning["enabled"], bool):
-        check.add("planning.enabled", f"must be true or false, got {_brief(planning['enabled'])}")
+        check.add(f"{key}.enabled", f"must be true or false, got {_brief(planning['enabled'])}")
     if planning.get("enabled") is True:
-        for key in PLANNING:
-            if key not in planning:
-                check.add(f"planning.{key}", f"missing: planning is enabled (e.g. "
-                                             f"{key}: {PLANNING[key]})")  # fmt: skip
+        for name in PLANNING:
+            if name not in planning:
+                check.add(f"{key}.{name}", f"missing: planning is enabled (e.g. "
+                                           f"{name}: {PLANNING[name]})")  # fmt: skip
     # the half-width is on the log scale: 0.05 is an interval of about +-5% around the ratio
     if "target_half_width" in planning:
-        check.number(planning["target_half_width"], "planning.target_half_width", 0, 1,
+        check.number(planning["target_half_width"], f"{key}.target_half_width", 0, 1,
                      lo_open=True)  # fmt: skip
     if "budget_minutes" in planning:
-        check.number(planning["budget_minutes"], "planning.budget_minutes", 0, 10**6)
+        check.number(planning["budget_minutes"], f"{key}.budget_minutes", 0, 10**6)
     if "max_runs" in planning:  # two runs at least: one pair gives no interval
-        check.number(planning["max_runs"], "planning.max_runs", 2, 1000, integer=True)
+        check.number(planning["max_runs"], f"{key}.max_runs", 2, 1000, integer=True)
+
+
+def merged_planning(raw: Any, profile: Any) -> dict:
+    """The planning a campaign runs with: the defaults, then params.yaml's ``planning``, then
+    the profile's own ``planning`` block, key by key (a profile states its budget; params.yaml's
+    block holds for profiles without one)."""
+    given = raw.get("planning") if isinstance(raw, dict) else None
+    own = profile.get("planning") if isinstance(profile, dict) else None
+    return {**PLANNING, **(given if isinstance(given, dict) else {}),
+            **(own if isinstance(own, dict) else {})}  # fmt: skip
 
 
 def _check_modes(check: _Check, modes: dict) -> None:
@@ -483,9 +497,10 @@ class Params:
 
     def planning(self) -> dict:
         """params.yaml's ``planning`` with its defaults and ``analysis.confidence`` (the level of
-        the interval whose half-width it plans): the campaign's ``planning`` argument."""
-        given = self.raw.get("planning") or {}
-        return {**PLANNING, **given, "confidence": float(self.raw["analysis"]["confidence"])}
+        the interval whose half-width it plans), the profile's own ``planning`` block over it
+        (``merged_planning``): the campaign's ``planning`` argument."""
+        return {**merged_planning(self.raw, self.profile),
+                "confidence": float(self.raw["analysis"]["confidence"])}  # fmt: skip
 
     def interference(self) -> dict:
         """params.yaml's ``analysis.interference_*`` settings: the flagging thresholds and the
@@ -521,8 +536,8 @@ class Params:
 
 def _check_pilot(raw: dict, profile: Any) -> list[str]:
     """Planning adds runs to the profile's: a max_runs below them would add none."""
-    planning = raw.get("planning")
-    if not isinstance(planning, dict) or planning.get("enabled") is not True:
+    planning = merged_planning(raw, profile)
+    if planning.get("enabled") is not True:
         return []
     runs = profile.get("runs") if isinstance(profile, dict) else None
     most = planning.get("max_runs")

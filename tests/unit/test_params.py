@@ -235,8 +235,9 @@ def test_planning_is_checked_and_defaults_to_fixed_runs(repo):
         "planning.budget_minutes: must be a number in [0, 1e+06], got -1",
         "planning.max_runs: must be a whole number in [2, 1000], got 1.5",
     ]
+    # demo has no planning block of its own: params.yaml's applies (study's own would win)
     _edit(repo / "params.yaml", lambda d: d.update(
-        planning={"enabled": True, "max_runs": 2}, profile="study"))
+        planning={"enabled": True, "max_runs": 2}, profile="demo"))
     problems = _problems(repo)
     assert "planning.target_half_width: missing: planning is enabled (e.g. " \
            "target_half_width: 0.05)" in problems

@@ -1,0 +1,73 @@
+"""A profile's own ``planning`` block: the study and publication profiles plan their campaigns,
+demo and smoke keep fixed runs, and a profile's block is checked and wins over params.yaml's."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline import params
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load(tmp_path: Path, profile: str, edit=None, profile_edit=None) -> params.Params:
+    """params.yaml with ``profile`` chosen (and ``edit`` applied), from a copy of the
+    repository's conf/profiles (``profile_edit`` applied to the chosen one)."""
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    raw["profile"] = profile
+    if edit:
+        edit(raw)
+    shutil.copytree(ROOT / "inventory", tmp_path / "inventory")
+    (tmp_path / "conf" / "profiles").mkdir(parents=True)
+    for f in (ROOT / "conf" / "profiles").glob("*.yaml"):
+        doc = yaml.safe_load(f.read_text())
+        if f.stem == profile and profile_edit:
+            profile_edit(doc)
+        (tmp_path / "conf" / "profiles" / f.name).write_text(yaml.safe_dump(doc))
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    return params.load(tmp_path / "params.yaml", tmp_path)
+
+
+@pytest.mark.parametrize(("profile", "enabled", "max_runs", "budget"),
+                         [("demo", False, 10, 60), ("smoke", False, 10, 60),
+                          ("study", True, 10, 20), ("publication", True, 20, 120)])  # fmt: skip
+def test_study_and_publication_plan_demo_and_smoke_do_not(tmp_path, profile, enabled, max_runs,
+                                                          budget):  # fmt: skip
+    got = _load(tmp_path, profile).planning()
+    assert (got["enabled"], got["max_runs"], got["budget_minutes"]) == (enabled, max_runs, budget)
+    assert got["target_half_width"] == 0.05 and got["confidence"] == 0.95
+
+
+def test_the_profiles_block_wins_over_params_yaml(tmp_path):
+    def off(raw):
+        raw["planning"] = {"enabled": False, "target_half_width": 0.1, "budget_minutes": 5,
+                           "max_runs": 4}  # fmt: skip
+
+    got = _load(tmp_path, "study", edit=off).planning()
+    assert (got["enabled"], got["target_half_width"], got["budget_minutes"]) == (True, 0.05, 20)
+
+
+def test_a_profiles_planning_block_is_checked_by_name(tmp_path):
+    def bad(doc):
+        doc["planning"] = {"enabled": True, "max_runs": 1, "budget": 3}
+
+    with pytest.raises(params.ParamsError) as err:
+        _load(tmp_path, "study", profile_edit=bad)
+    said = "\n".join(err.value.problems)
+    assert "conf/profiles/study.yaml.planning.max_runs" in said
+    assert "conf/profiles/study.yaml.planning.budget" in said  # not a planning key
+    assert "conf/profiles/study.yaml.planning.target_half_width: missing" in said
+
+
+def test_a_profiles_max_runs_below_its_pilot_is_refused(tmp_path):
+    def few(doc):
+        doc["planning"] = {"enabled": True, "target_half_width": 0.05, "budget_minutes": 10,
+                           "max_runs": 5}  # fmt: skip
+
+    with pytest.raises(params.ParamsError) as err:
+        _load(tmp_path, "publication", profile_edit=few)  # its pilot is 10 runs
+    assert any("below the profile's 10 runs" in p for p in err.value.problems)
