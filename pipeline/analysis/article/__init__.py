@@ -72,10 +72,7 @@ from pipeline.analysis.article.sections import (
 from pipeline.analysis.article.summary import summary
 
 TITLE = "# How much do containers really cost?"
-PROVENANCE = (
-    "Assembled by `pipeline.analysis.article` from the generated tables, figures and "
-    "`numbers.json`: every number below comes from those files."
-)
+PROVENANCE = "Every number below comes from the generated tables, figures and `numbers.json`."
 
 __all__ = [
     "BASELINE",

@@ -28,6 +28,7 @@ DERIVED_T = "native's median times (ratio - 1), the ratio's interval (native's m
 HEADLINE_MODES = ("docker-bridge", "docker-nat", "docker-host", "podman", "rootless-docker")
 HEADLINE_PATHS = ("dc", "host", "local", "internet")
 MULTIPLE_FROM = 2.0  # a ratio from 2 up reads as "2.5x native", below it as a percentage
+IMPLIED_PATHS = ("dc", "host")  # the first page names a path only when it is another
 
 
 def answerable(found: list[Comparison]) -> list[Comparison]:
@@ -45,18 +46,21 @@ def _key(c: Comparison, prefix: str) -> str:
     return ".".join(k for k in (prefix, c.benchmark, c.environment, c.path, c.key, c.mode) if k)
 
 
-def ratio_number(numbers: Numbers, c: Comparison, prefix: str) -> tuple[Number, str]:
+def ratio_number(
+    numbers: Numbers, c: Comparison, prefix: str, measure: bool = False
+) -> tuple[Number, str]:
     """The ratio, registered, and how the prose writes it: "11.7x native [11.6, 11.8]" or
-    "87.2% of native [86.6, 87.8]"."""
+    "87.2% of native [86.6, 87.8]"; with ``measure``, "87.2% of native's rate [86.6, 87.8]"."""
     key = _key(c, prefix)
+    of = ("native's rate" if c.higher_is_better else "native's time") if measure else "native"
     if c.ratio >= MULTIPLE_FROM:
         n = numbers.add(f"{key}.x_native", c.ratio, "x native", c.source, c.lo, c.hi,
                         c.confidence, RATIO_T)  # fmt: skip
-        return n, f"{n.text()}x native {n.ci()}".rstrip()
+        return n, f"{n.text()}x {of} {n.ci()}".rstrip()
     n = numbers.add(f"{key}.pct_of_native", 100 * c.ratio, "% of native", c.source,
                     None if c.lo is None else 100 * c.lo, None if c.hi is None else 100 * c.hi,
                     c.confidence, RATIO_T)  # fmt: skip
-    return n, f"{n.text()}% of native {n.ci()}".rstrip()
+    return n, f"{n.text()}% of {of} {n.ci()}".rstrip()
 
 
 def diff_number(numbers: Numbers, c: Comparison, prefix: str) -> tuple[Number, str] | None:
@@ -109,11 +113,14 @@ def verdict_text(numbers: Numbers, c: Comparison, prefix: str, conf: Number) -> 
     return f"{bound(numbers, c, prefix)} at {conf.text()}%"
 
 
-def what(c: Comparison) -> str:
-    """The test, in a few words: "p50, `udp`, datacenter path"."""
+def what(c: Comparison, implied: tuple[str, ...] = ()) -> str:
+    """The test, in a few words: "p50, `udp`, datacenter path"; a path in ``implied`` is left
+    out."""
     parts = [c.statistic] if c.statistic else []
     parts += [f"`{c.variant}`"] if c.variant else []
-    return ", ".join([*parts, "on the host" if c.path == "host" else f"{path_label(c.path)} path"])
+    if c.path not in implied:
+        parts.append("on the host" if c.path == "host" else f"{path_label(c.path)} path")
+    return ", ".join(parts)
 
 
 def _order(c: Comparison, variants: dict[str, int]) -> tuple:
@@ -149,7 +156,7 @@ def internet(found: list[Comparison], c: Comparison) -> Comparison | None:
 
 
 def _clause(numbers: Numbers, c: Comparison, prefix: str, conf: Number) -> str:
-    _, ratio = ratio_number(numbers, c, prefix)
+    _, ratio = ratio_number(numbers, c, prefix, measure=True)
     diff = diff_number(numbers, c, prefix)
     # judged on added microseconds, the Internet path's answer is the difference, not a ratio
     said = diff[1] if diff and c.margin_us is not None else ratio
@@ -162,15 +169,15 @@ def _clause(numbers: Numbers, c: Comparison, prefix: str, conf: Number) -> str:
 def sentence(
     numbers: Numbers, c: Comparison, title: str, conf: Number, far: Comparison | None = None
 ) -> str:
-    """One benchmark's answer: "**Cold start** (p50, on the host): Docker bridge's time is
-    11.7x native [11.6, 11.8], +126.7 ms [+124.8, +128.6]."; ``far``, the same comparison on
-    the Internet path, adds its answer."""
+    """One benchmark's answer: "**Cold start** (p50, `nginx`): Docker bridge 11.7x native's
+    time [11.6, 11.8], +126.7 ms [+124.8, +128.6]."; the datacenter path and the host are
+    implied. ``far``, the same comparison on the Internet path, adds its answer."""
     prefix = "summary.answer"
-    measure = "time" if not c.higher_is_better else "rate"
-    said = f"**{title}** ({what(c)}): {label(c.mode)}'s {measure} is "
+    detail = what(c, IMPLIED_PATHS)
+    said = f"**{title}**" + (f" ({detail})" if detail else "") + f": {label(c.mode)} "
     said += _clause(numbers, c, prefix, conf)
     if far is not None:
-        said += f"; on the Internet path {_clause(numbers, far, prefix, conf)}"
+        said += f"; Internet path {_clause(numbers, far, prefix, conf)}"
     return said + "."
 
 

@@ -17,9 +17,9 @@ import pandas as pd
 
 from pipeline.analysis.article import answers
 from pipeline.analysis.article.comparisons import MEASURES, Comparison
-from pipeline.analysis.article.inputs import Inputs, figure_refs, missing
+from pipeline.analysis.article.inputs import RANK, RATIO_T, Inputs, figure_refs, missing
 from pipeline.analysis.article.numbers import Number, Numbers
-from pipeline.analysis.article.sections import SECTIONS
+from pipeline.analysis.article.sections import _FIT, SECTIONS
 
 # Profiles that check the pipeline rather than measure the answers (conf/profiles/).
 CHECK_PROFILES = {"demo", "smoke"}
@@ -95,8 +95,8 @@ def _machine(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> tuple[l
         if one:
             said.append(
                 f"Measured{where} on {n.text()} hosts that are network namespaces of one "
-                f"machine (the embedded lab: each its own sshd and dockerd, linked by virtual "
-                f"Ethernet, no physical NIC): {', '.join(parts)}."
+                f"machine (the embedded lab: virtual Ethernet, no physical NIC): "
+                f"{', '.join(parts)}."
             )
         else:
             said.append(f"Measured{where} on {n.text()} hosts: " + ", ".join(parts) + ".")
@@ -111,8 +111,8 @@ def _wan_text(inputs: Inputs, numbers: Numbers, found: tuple[dict, str]) -> str:
     delay = numbers.add("summary.setup.wan.delay_ms", wan["delay_ms"], "ms", source)
     rtt = numbers.add("summary.setup.wan.added_rtt_ms", 2 * float(wan["delay_ms"]), "ms", source)
     text = (
-        f"Its \"Internet\" path is emulated on the same machine: {delay.text()} ms added each "
-        f"way ({rtt.text()} ms per round trip)"
+        f"Its \"Internet\" path is emulated there: {delay.text()} ms added each way "
+        f"({rtt.text()} ms per round trip)"
     )
     if float(wan.get("jitter_ms") or 0):
         jitter = numbers.add("summary.setup.wan.jitter_ms", wan["jitter_ms"], "ms", source)
@@ -139,10 +139,81 @@ def _cannot_tell(inputs: Inputs, numbers: Numbers) -> str:
              and k.endswith(".cores")]  # fmt: skip
     on = f"{cores[0].text()} cores of " if cores else ""
     return (
-        f"**What this lab cannot tell.** Clients, servers, daemons and the emulated path share "
-        f"the {on}one machine, and every packet stays in its kernel: costs that need a physical "
-        "NIC, more cores or several machines to show up (or to vanish) are not measured here."
+        f"**What this lab cannot tell.** Clients, servers and daemons share the {on}one "
+        "machine and every packet stays in its kernel: costs that need a physical NIC, more "
+        "cores or several machines to show (or to vanish) are not measured here."
     )
+
+
+def _footprint(inputs: Inputs, numbers: Numbers) -> str | None:
+    """Rootful Docker's engine: idle and per idle container (PSS), the first environment."""
+    found = inputs.summary("footprint", "footprint_summary")
+    if found is None:
+        return None
+    frame, source = found
+    rows = frame[(frame["mode"] == "docker-bridge") & (frame["status"] == "ok")
+                 & frame["pss_per_container_kib"].notna()]  # fmt: skip
+    if rows.empty:
+        return None
+    r = rows.iloc[0]
+    key, conf = f"footprint.{r['environment']}.docker-bridge", r.get("confidence")
+    idle = numbers.add(f"{key}.pss_idle_mib", r["pss_idle_kib"] / 1024, "MiB", source,
+                       r["pss_idle_lo_kib"] / 1024, r["pss_idle_hi_kib"] / 1024, conf, _FIT,
+                       decimals=1)  # fmt: skip
+    per = numbers.add(f"{key}.pss_per_container_mib", r["pss_per_container_kib"] / 1024,
+                      "MiB/container", source, r["pss_per_container_lo_kib"] / 1024,
+                      r["pss_per_container_hi_kib"] / 1024, conf, _FIT, decimals=2)  # fmt: skip
+    return (f"**{SECTIONS['footprint'].title}**: Docker's own processes take "
+            f"{idle.with_ci(' MiB')} idle, {per.with_ci(' MiB')} per idle container")
+
+
+def _lb(inputs: Inputs, numbers: Numbers) -> str | None:
+    """The balancers furthest from and closest to one directly dialled replica's rate, at the
+    most replicas measured."""
+    found = inputs.summary("lb", "lb_summary")
+    if found is None:
+        return None
+    frame, source = found
+    ok = frame[(frame["status"] == "ok") & (frame["variant"] != "direct-r1")
+               & frame["ratio"].notna()]  # fmt: skip
+    if ok.empty:
+        return None
+    top = ok[ok["replicas"] == ok["replicas"].max()]
+    said = []
+    for r in (top.loc[top["ratio"].idxmin()], top.loc[top["ratio"].idxmax()]):
+        key = f"lb.{r['environment']}" + ("" if r["mode"] == "swarm-overlay" else f".{r['mode']}")
+        pct = numbers.add(f"{key}.{r['variant']}.pct_of_direct", 100 * r["ratio"], "% of direct",
+                          source, 100 * r["ratio_lo"], 100 * r["ratio_hi"],
+                          r.get("confidence"), RATIO_T)  # fmt: skip
+        said.append(f"{pct.with_ci('%')} ({r['configuration']})")
+    n = numbers.add("summary.lb.replicas", top["replicas"].iloc[0], "replicas", source)
+    return (f"**{SECTIONS['lb'].title}** ({n.text()} replicas): "
+            f"{' to '.join(dict.fromkeys(said))} of one replica's rate dialled directly")
+
+
+def _orchestration(inputs: Inputs, numbers: Numbers) -> str | None:
+    found = inputs.summary("orchestration", "orchestration_summary")
+    if found is None:
+        return None
+    frame, source = found
+    ok = frame[(frame["status"] == "ok") & (frame["n_runs"] > 0)]
+    said = []
+    for variant, words in (("create", "a service created in"), ("scale-10", "scaled to")):
+        rows = ok[ok["variant"] == variant]
+        if rows.empty:
+            continue
+        r = rows.iloc[0]
+        key = f"orchestration.{r['environment']}.{variant}"
+        sec = numbers.add(f"{key}.median_s", r["median_s"], "s", source, r["median_lo_s"],
+                          r["median_hi_s"], r.get("median_coverage"), RANK)  # fmt: skip
+        if variant != "create":
+            n = numbers.add(f"{key}.replicas", int(str(r["replicas"]).split(",")[-1]),
+                            "replicas", source)  # fmt: skip
+            words += f" {n.text()} replicas in"
+        said.append(f"{words} {sec.with_ci(' s')}")
+    if not said:
+        return None
+    return f"**{SECTIONS['orchestration'].title}**: {', '.join(said)}"
 
 
 def summary(
@@ -170,8 +241,8 @@ def summary(
     order = list(SECTIONS)
     picked = answers.headline(usable)
     lines = [
-        f"**Answers**, container against native ({conf.text()}% intervals; a ratio, then the "
-        "difference; the findings table in the appendix answers every mode and path):",
+        f"**Answers** ({conf.text()}% intervals; on the datacenter path unless named; every "
+        "mode and path: the appendix's findings table):",
         "",
     ]
     for benchmark in sorted(picked, key=lambda b: (order.index(b) if b in order else 99, b)):
@@ -181,6 +252,10 @@ def summary(
         refs = figure_refs(inputs, [c.section])
         far = answers.internet(usable, c)
         lines.append(f"- {answers.sentence(numbers, c, title, conf, far)[:-1]}{refs}.")
+    for extra in (_lb(inputs, numbers), _footprint(inputs, numbers),
+                  _orchestration(inputs, numbers)):  # fmt: skip
+        if extra:
+            lines.append(f"- {extra}.")
     blocks.append("\n".join(lines))
     pinned: dict[str, list[Comparison]] = {}
     for c in found:
@@ -190,8 +265,8 @@ def summary(
         tests = ", ".join(dict.fromkeys(
             f"{MEASURES.get(c.benchmark, c.benchmark)} (`{c.variant}`)" for c in cs))
         blocks.append(
-            f"Left out as no answer: {tests}, {why}: any mode that carries the offered load "
-            "ties native, so no test of it can fail."
+            f"No answer from {tests}: {why}, a mode that carries it ties native whatever it "
+            "costs."
         )
     if one_machine:
         blocks.append(_cannot_tell(inputs, numbers))
