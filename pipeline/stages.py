@@ -243,7 +243,8 @@ def collect_stages() -> list[Stage]:
             notebook=COLLECT_NOTEBOOK,
             executed=f"{EXECUTED}/collect-{name}-{{env}}.ipynb",
             parameters={"benchmark": name},
-            code=measured_code(name),
+            deps=shipped(name),  # the sources of what it ships, named first
+            code=[f for f in measured_code(name) if f not in shipped(name)],
             params=["profile", "common.seed", "modes", "lab.wan", "planning",
                     "analysis.confidence", *INTERFERENCE_PARAMS,
                     {f"{PROFILES_DIR}/${{profile}}.yaml": ["runs", "reps", name]}],
@@ -278,8 +279,9 @@ def fixed_stages(params: Params) -> list[Stage]:
     stages += [
         Stage("collect-instrument", "notebooks/collect/42-check-instrument.ipynb",
               f"{EXECUTED}/collect-instrument-{{env}}.ipynb",
-              code=sorted({f for b, modes in CHECKS.items()
-                           for f in measured_code(b, list(modes))}),
+              deps=shipped(*CHECKS),
+              code=sorted({f for b, modes in CHECKS.items() for f in measured_code(b, list(modes))}
+                          - set(shipped(*CHECKS))),
               params=["profile", "common.seed", "lab.wan",
                       {f"{PROFILES_DIR}/${{profile}}.yaml": ["reps", "instrument", *checked]}],
               outs=[{"data/raw/instrument/{env}": {"persist": True}}], per_environment=True),
