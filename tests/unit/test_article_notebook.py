@@ -31,8 +31,9 @@ def test_the_notebook_writes_the_article_and_the_metrics(tmp_path):
     )  # fmt: skip
     for name in ("numbers.json", "article.md", "article.html"):
         assert (tmp_path / "reports" / name).exists(), name
-    tree = json.loads(metrics.read_text())
-    assert tree["throughput"]["docker-bridge"]["dc"]["tcp"]["verdict"] == "overhead"
+    flat = json.loads(metrics.read_text())
+    legend = json.loads(metrics.with_name("verdicts.json").read_text())
+    assert legend["codes"][str(flat["throughput.docker-bridge.dc.tcp.verdict"])] == "overhead"
     executed = nbformat.read(tmp_path / "executed.ipynb", 4)
     printed = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
     assert str(metrics) in printed  # where it wrote, said in the notebook
