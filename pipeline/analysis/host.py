@@ -530,7 +530,9 @@ def _panel(frame: pd.DataFrame, values: pd.DataFrame, ratio_domain, conf: float)
     x_ratio = alt.X(
         "ratio:Q", title="Ratio to native", scale=alt.Scale(domain=ratio_domain, zero=False)
     )
-    rtip = [alt.Tooltip(f"{c}:Q", format=".4f") for c in ("ratio", "ratio_lo", "ratio_hi")]
+    rtip = [alt.Tooltip("ratio:Q", format=".4f", title="estimate"),
+            alt.Tooltip("ratio_interval:N", title="interval"),
+            alt.Tooltip("ratio_n_runs:Q", title="runs")]  # fmt: skip
     margin = float(frame["margin"].iloc[0])
     right = alt.layer(
         alt.Chart(pd.DataFrame({"lo": [1.0 - margin], "hi": [1.0 + margin]}))
@@ -544,7 +546,8 @@ def _panel(frame: pd.DataFrame, values: pd.DataFrame, ratio_domain, conf: float)
         .encode(x="ratio_lo:Q", x2="ratio_hi:Q", y=y_bare, color=color),
         alt.Chart(ratios)
         .mark_point(shape="diamond", size=110)
-        .encode(x=x_ratio, y=y_bare, color=color, tooltip=["configuration:N", *rtip]),
+        .encode(x=x_ratio, y=y_bare, color=color,
+                tooltip=[alt.Tooltip("configuration:N", title="mode"), *rtip]),
     ).properties(title="Relative to native", width=240)
     numbers = (
         alt.Chart(frame)
@@ -582,6 +585,7 @@ def figure(summary: pd.DataFrame, per_run_values: pd.DataFrame) -> tuple[alt.VCo
         for st, r in zip(frame["status"], frame["reason"], strict=True)
     ]
     frame["ratio_text"] = [_ratio_text(r) for r in frame.itertuples()]
+    frame["ratio_interval"] = figures.interval_text(frame["ratio_lo"], frame["ratio_hi"], "{:.4f}")
     compared = frame[(frame["ratio_n_runs"] > 0) & (frame["mode"] != BASELINE)]
     margin = float(frame["margin"].iloc[0])
     lo = float(np.nanmin(np.r_[compared["ratio_lo"], compared["ratio"], 1.0 - margin]))
@@ -631,6 +635,9 @@ def figure(summary: pd.DataFrame, per_run_values: pd.DataFrame) -> tuple[alt.VCo
             + ", ".join(short)
             + "), the bar spans all runs and the table gives its actual coverage."
         )
+    caption += figures.outside_text(
+        compared, "ratio", "ratio_lo", "ratio_hi",
+        lambda r: f"{r['configuration']}, {variant_label(r['variant'])}")  # fmt: skip
     if skipped:
         caption += " Not measured: " + "; ".join(skipped) + "."
     return chart, caption
