@@ -375,8 +375,8 @@ def test_missing_benchmarks_are_reported_as_not_measured_once(md):
         ("Internet vs datacenter", "`compare-internet-datacenter`"),
     ):
         assert title not in headings  # no section that only says it is missing
-        line = next(x for x in limits.splitlines() if x.startswith(f"- {title}: "))
-        assert "Not measured in this campaign" in line and stage in line, title
+        line = next(x for x in limits.splitlines() if x.startswith(f"| {title} | "))
+        assert stage in line, title
         assert md.count(stage) == 1, stage
     for title in ("Network throughput", "Latency", "HTTP", "CPU"):
         assert "Not measured" not in _section(md, title)
@@ -440,12 +440,18 @@ def test_methods(md):
     assert ("`throughput` (`lab`): 0.62 (150 s inside load windows of 240 s wall; 30 s "
             "starting and stopping servers, 21 s in client commands outside their windows "
             "(SSH, the tool's own start-up))." in methods)  # fmt: skip
-    assert "`latency` (`lab`): not recorded" in methods
+    assert "- not recorded (no campaign.json): `coldstart` (`lab`), `cpu` (`lab`)" in methods
+    assert "`latency` (`lab`)" in methods
     assert ("`throughput` (`lab`): a 3-run pilot and 0 planned runs, target half-width 0.200 of "
             "the log ratio; comparisons stopped: 1 budget, 1 target." in methods)  # fmt: skip
     assert "intervals labelled 95% cover 90-93%" in methods
     assert methods.count("Precision-planned") == 1  # the unplanned latency campaign: nothing
-    assert "20 ms configured one way, UDP: the median round trip grew by 40,123 us" in methods
+    assert "| 20 ms | UDP | 40,123 us [40,103, 40,148] | 40,000 us | +123 us [+103, +148] |" \
+        in methods  # fmt: skip
+    # one row per distinct set of host facts, its hosts named together
+    assert "| `lab` | `node1` (server), `node2` (server), `dc-client` (dc_client), " \
+        "`inet-client` (internet_client) | `6.1.0-fixture-amd64` |" in methods  # fmt: skip
+    assert "| `cpu` | 15 | 6 | 6 | 5 to 6 | 5 to 30 |" in methods
 
 
 def test_html_is_self_contained_with_every_figure_inline(tree, md):

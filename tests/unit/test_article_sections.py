@@ -128,7 +128,7 @@ def test_syscall_goes_through_the_host_section(md, tree):
     appendix = md.split("\n## Appendix: tables\n")[1]
     assert "### Tables: System calls and context switches" in appendix
     assert "<!-- include: reports/tables/syscall.md" in appendix
-    assert "- System calls and context switches:" not in _section(md, "Limitations")
+    assert "| System calls and context switches |" not in _section(md, "Limitations")
 
 
 def test_a_benchmark_without_a_section_gets_the_generic_one(md):

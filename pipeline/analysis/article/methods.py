@@ -63,31 +63,29 @@ def _hosts(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[str]
     cols = [c for c, _ in HOST_COLUMNS]
     for col in NUMERIC_HOST:  # int in one table, float (nullable) in another: one spelling
         hosts[col] = pd.to_numeric(hosts[col], errors="coerce")
-    distinct = hosts[["environment", *cols]].drop_duplicates()
+    facts = [c for c in cols if c not in ("host", "role")]
+    hosts["named"] = "`" + hosts["host"].astype(str) + "` (" + hosts["role"].astype(str) + ")"
     source = inputs.raw
+    shown = [(c, t) for c, t in HOST_COLUMNS if c not in ("host", "role")]
     lines = [
-        "| Environment | " + " | ".join(t for _, t in HOST_COLUMNS) + " |",
-        "| " + " | ".join([":---"] * (len(HOST_COLUMNS) + 1)) + " |",
+        "| Environment | Hosts | " + " | ".join(t for _, t in shown) + " |",
+        "| " + " | ".join([":---"] * (len(shown) + 2)) + " |",
     ]
-    seen: dict[tuple, int] = {}
-    for _, row in distinct.iterrows():
-        host = (row["environment"], row["host"])
-        seen[host] = seen.get(host, -1) + 1
-        suffix = f".{seen[host]}" if seen[host] else ""
-        cells = [f"`{row['environment']}`"]
-        for col, _ in HOST_COLUMNS:
-            value = row[col]
+    groups = hosts.groupby(["environment", *facts], sort=False, dropna=False)
+    for index, (key, rows) in enumerate(groups):
+        env, values = key[0], dict(zip(facts, key[1:], strict=True))
+        suffix = f".{index}" if groups.ngroups > 1 else ""
+        cells = [f"`{env}`", ", ".join(dict.fromkeys(rows["named"]))]
+        for col, _ in shown:
+            value = values[col]
             if missing(value):
                 cells.append("n/a")
             elif col in NUMERIC_HOST:
                 v = float(value) / 2**30 if col == "mem_total_bytes" else float(value)
                 n = numbers.add(
-                    f"hosts.{row['environment']}.{row['host']}{suffix}.{col}",
-                    v,
-                    NUMERIC_HOST[col],
-                    source,
+                    f"hosts.{env}{suffix}.{col}", v, NUMERIC_HOST[col], source,
                     decimals=1 if col == "mem_total_bytes" else 0,
-                )
+                )  # fmt: skip
                 cells.append(n.text())
             else:
                 cells.append(f"`{value}`")
@@ -97,7 +95,9 @@ def _hosts(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[str]
 
 
 def _runs(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[str]:
-    lines = []
+    """One row per benchmark: its (mode, path, variant) cells, runs, distinct measurement
+    orders, measured runs per cell and pooled samples per cell."""
+    rows = []
     for b in benchmarks:
         runs = inputs.raw_table(b, "runs")
         if runs is None:
@@ -110,23 +110,25 @@ def _runs(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[str]:
         orders = runs.sort_values(["run", "order"]).groupby("run")["mode"].apply(lambda m: tuple(m))
         n_orders = numbers.add(f"{key}.distinct_orders", orders.nunique(), "orders", src)
         ok = runs[runs["status"] == "ok"].groupby(["mode", "path", "variant"])["run"].nunique()
-        text = (
-            f"- `{b}`: {n_cells.text()} (mode, path, variant) cells in {n_runs.text()} runs, "
-            f"{n_orders.text()} distinct measurement orders"
-        )
+        per_cell = samples = ""
         if len(ok):
             lo = numbers.add(f"{key}.ok_runs_per_cell_min", ok.min(), "runs", src)
             hi = numbers.add(f"{key}.ok_runs_per_cell_max", ok.max(), "runs", src)
-            text += f"; measured runs per cell: {_span(lo, hi)}"
+            per_cell = _span(lo, hi)
         found = inputs.summary(b, f"{b}_summary")
         if found is not None and "n_samples" in found[0].columns:
             s = found[0][found[0]["status"] == "ok"]["n_samples"]
             if len(s):
                 lo = numbers.add(f"{key}.samples_per_cell_min", s.min(), "samples", found[1])
                 hi = numbers.add(f"{key}.samples_per_cell_max", s.max(), "samples", found[1])
-                text += f"; samples per cell (all runs pooled): {_span(lo, hi)}"
-        lines.append(text + ".")
-    return lines
+                samples = _span(lo, hi)
+        rows.append(f"| `{b}` | {n_cells.text()} | {n_runs.text()} | {n_orders.text()} | "
+                    f"{per_cell} | {samples} |")  # fmt: skip
+    if not rows:
+        return []
+    head = ("| Benchmark | Cells | Runs | Distinct orders | Measured runs per cell | Samples per "
+            "cell (runs pooled) |")  # fmt: skip
+    return [head, "| :--- | :--- | :--- | :--- | :--- | :--- |", *rows]
 
 
 def _span(lo: Number, hi: Number) -> str:
@@ -155,17 +157,18 @@ def _seeds(inputs: Inputs) -> set:
 
 
 def _duty_cycle(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[str]:
-    lines = []
+    lines: list[str] = []
+    unrecorded: dict[str, list[str]] = {}
     for b in benchmarks:
         for dataset in sorted((inputs.raw / b).glob("*/runs.parquet")):
             env = dataset.parent.name
             record = dataset.parent / "campaign.json"
             if not record.exists():
-                lines.append(f"- `{b}` (`{env}`): not recorded (no campaign.json).")
+                unrecorded.setdefault("no campaign.json", []).append(f"`{b}` (`{env}`)")
                 continue
             data = json.loads(record.read_text())
             if data.get("duty_cycle") is None:
-                lines.append(f"- `{b}` (`{env}`): not recorded (no session timings).")
+                unrecorded.setdefault("no session timings", []).append(f"`{b}` (`{env}`)")
                 continue
             key = f"methods.{b}.{env}.duty_cycle"
             d = numbers.add(key, data["duty_cycle"], "fraction", record, decimals=2)
@@ -184,6 +187,8 @@ def _duty_cycle(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list
                 f"- `{b}` (`{env}`): {d.text()} ({w.text()} s inside load windows of "
                 f"{t.text()} s wall{where}){_placement(data.get('placements') or [])}."
             )
+    for why, named in unrecorded.items():
+        lines.append(f"- not recorded ({why}): {', '.join(named)}.")
     return lines
 
 
@@ -260,7 +265,12 @@ def _wan(inputs: Inputs, numbers: Numbers) -> list[str]:
     table = pd.read_csv(path, dtype=str)
     measured = [c for c in table.columns if c.startswith("Measured added RTT")]
     excess = [c for c in table.columns if c.startswith("Emulator excess")]
-    lines = ["WAN emulator calibration (native server, Internet minus datacenter round trip):\n"]
+    lines = [
+        "WAN emulator calibration (native server, Internet minus datacenter round trip, at the "
+        "median):\n",
+        "| One-way delay | Protocol | Round trip grew by | Expected | Emulator excess |",
+        "| :--- | :--- | :--- | :--- | :--- |",
+    ]
     for r in table.to_dict("records"):
         if not measured or r["Quantile"] != "p50":
             continue
@@ -270,34 +280,15 @@ def _wan(inputs: Inputs, numbers: Numbers) -> list[str]:
         expected = numbers.add(f"{key}.expected_us", expected_us, "us", path, decimals=0)
         m = _interval(r[measured[0]])
         e = _interval(r[excess[0]]) if excess else None
-        add = numbers.add(
-            f"{key}.added_us",
-            *m[:1],
-            "us",
-            path,
-            *m[1:],
-            inputs.confidence,
-            SHIFT_T,
-            decimals=0,
-        )
-        text = (
-            f"- {delay.text()} ms configured one way, {r['Protocol']}: the median round trip "
-            f"grew by {add.with_ci(' us')} against {expected.text()} us expected"
-        )
+        add = numbers.add(f"{key}.added_us", *m[:1], "us", path, *m[1:], inputs.confidence,
+                          SHIFT_T, decimals=0)  # fmt: skip
+        extra = ""
         if e is not None:
-            ex = numbers.add(
-                f"{key}.excess_us",
-                e[0],
-                "us",
-                path,
-                e[1],
-                e[2],
-                inputs.confidence,
-                SHIFT_T,
-                decimals=0,
-            )
-            text += f" (emulator excess {ex.with_ci(' us', signed=True)})"
-        lines.append(text + ".")
+            ex = numbers.add(f"{key}.excess_us", e[0], "us", path, e[1], e[2], inputs.confidence,
+                             SHIFT_T, decimals=0)  # fmt: skip
+            extra = ex.with_ci(" us", signed=True)
+        lines.append(f"| {delay.text()} ms | {r['Protocol']} | {add.with_ci(' us')} | "
+                     f"{expected.text()} us | {extra} |")  # fmt: skip
     return ["\n".join(lines), *tables_for(inputs, WAN_TABLES, "Methods: WAN emulator calibration")]
 
 
@@ -668,9 +659,12 @@ def limitations(
         + ("\n".join(skipped) if skipped else "none: every planned mode ran.")
     )
     if not_measured:
+        said = "Not measured in this campaign: "
+        rows = [f"| {s.title} | {missing_text(s, inputs, numbers).removeprefix(said)} |"
+                for s in not_measured]  # fmt: skip
         blocks.append(
-            "Not measured or not analysed in this campaign:\n\n"
-            + "\n".join(f"- {s.title}: {missing_text(s, inputs, numbers)}" for s in not_measured)
+            "Not measured or not analysed in this campaign:\n\n| Section | Why |\n"
+            "| :--- | :--- |\n" + "\n".join(rows)
         )
     found = inputs.summary("throughput", "throughput_summary")
     if found is not None and "median_ci_reached" in found[0].columns:
