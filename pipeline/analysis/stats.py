@@ -328,6 +328,16 @@ def log_ratio_ci(
                    float(np.expm1(mde)))  # fmt: skip
 
 
+def planned_pilots(planning: dict | None) -> dict[tuple[str, str, str], int]:
+    """Each Stein-planned comparison's pilot pairs, by (mode, path, variant), from a campaign's
+    ``planning`` record (campaign.json): what ``log_ratio_ci``'s ``pilot`` needs. Empty when
+    the campaign was not planned by Stein's rule (fixed runs keep the usual interval)."""
+    if not planning or not planning.get("planned") or planning.get("rule") != "stein":
+        return {}
+    return {(c["mode"], c["path"], c["variant"]): int(c["pilot_pairs"])
+            for c in planning.get("cells", []) if c.get("pilot_pairs")}  # fmt: skip
+
+
 def _stein(pilot: int | None, n: int) -> bool:
     """Whether ``n`` pairs planned from a ``pilot``-pair pilot get Stein's interval and tests."""
     return pilot is not None and 2 <= pilot < n

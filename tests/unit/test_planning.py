@@ -321,3 +321,13 @@ def test_windows_per_run_with_no_run_component_takes_the_cap():
 def test_windows_per_run_needs_two_runs_of_two_windows(d):
     with pytest.raises(ValueError, match="at least 2 runs"):
         planning.windows_per_run(d, 1.0, 1.0)
+
+
+def test_the_analysis_reads_each_comparisons_pilot_from_the_planning_record():
+    settings = Settings(target_half_width=0.05, budget_s=1e6, max_runs=10)
+    lab = _Lab({BRIDGE: _constant_sd(0.05, 50)}, {NATIVE: 1.0, BRIDGE: 1.0}, pilot=3)
+    decision = lab.plan(settings)
+    record = planning.record(lab.cells, lab.values, decision, settings, 3)
+    assert stats.planned_pilots(record) == {BRIDGE: 3}
+    assert stats.planned_pilots({"planned": False, "reason": "fixed runs"}) == {}
+    assert stats.planned_pilots(None) == {}
