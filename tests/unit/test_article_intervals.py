@@ -76,7 +76,24 @@ def test_no_table_prints_an_estimate_outside_its_interval(tree):
             for cell in frame[column]:
                 printed += len(PRINTED.findall(cell))
                 assert outside(cell) == [], (path.name, column, cell)
+        for point, lo, hi in triplets(frame.columns):  # an estimate and its ends as columns
+            values = frame[[point, lo, hi]].apply(pd.to_numeric, errors="coerce").dropna()
+            bad = values[(values[point] < values[lo]) | (values[point] > values[hi])]
+            assert bad.empty, (path.name, point, bad)
     assert printed > 200  # the check reads the tables' intervals, it is not vacuous
+
+
+def triplets(columns) -> list[tuple[str, str, str]]:
+    """(estimate, lo, hi) column names: ``x``, ``x_lo``, ``x_hi`` or ``estimate``, ``lo``,
+    ``hi``."""
+    names = set(columns)
+    out = [(c, f"{c}_lo", f"{c}_hi") for c in columns if {f"{c}_lo", f"{c}_hi"} <= names]
+    return out + ([("estimate", "lo", "hi")] if {"estimate", "lo", "hi"} <= names else [])
+
+
+def test_triplet_columns_are_read():
+    assert triplets(["ratio", "ratio_lo", "ratio_hi", "n"]) == [("ratio", "ratio_lo", "ratio_hi")]
+    assert triplets(["estimate", "lo", "hi"]) == [("estimate", "lo", "hi")]
 
 
 def test_no_number_of_the_article_lies_outside_its_interval(tree):
