@@ -172,3 +172,24 @@ def test_an_unknown_placement_is_refused():
     bench.configure({"placement": "pinned"})
     with pytest.raises(CampaignError, match="placement must be"):
         _campaign(bench, _Placer())
+
+
+def test_the_placement_bench_reports_each_level_its_ratio_and_threshold():
+    import pandas as pd
+
+    from harness import placement as bench
+
+    rows = [
+        {"placement": p, "round": r, "run": 1, "mode": "native", "variant": "udp", "value": v}
+        for r, (low, high) in enumerate([(6.0, 54.0), (6.5, 60.0), (7.0, float("nan"))])
+        for p, v in (("colocated", low), ("split", high))
+    ]
+    lines = bench.levels(pd.DataFrame(rows), ["colocated", "split"])
+    assert lines[0].startswith("levels udp colocated: p50 6.5 us")
+    assert "failed windows 0" in lines[0] and "range 6.0-7.0" in lines[0]
+    assert lines[1].startswith("levels udp split: p50 57.0 us") and "failed windows 1" in lines[1]
+    # the ratio pairs rounds both placements measured: 54/6 and 60/6.5, geometric mean
+    ratio = (54 / 6 * 60 / 6.5) ** 0.5
+    assert lines[2].startswith(f"levels udp split / colocated: {ratio:.2f} [")
+    assert f"threshold (geometric midpoint) {(6.5 * 57.0) ** 0.5:.1f} us" in lines[2]
+    assert f"slowest window is {54 / 7:.2f}x below the higher's fastest" in lines[2]
