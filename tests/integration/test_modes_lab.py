@@ -12,6 +12,7 @@ from pipeline.collect.modes import MODES, Context
 from pipeline.collect.modes.base import leftovers
 from pipeline.collect.remote import Pool
 from pipeline.lab import cpus
+from tests.integration.lab_campaign import smoke_settings
 
 pytestmark = pytest.mark.lab
 
@@ -54,11 +55,12 @@ def test_mode_runs_next_to_native_and_leaves_nothing(collected, mode):
     assert len(mine.drop_duplicates(cells)) == len(everything.drop_duplicates(cells)), everything
     failed = everything[everything["status"] != "ok"]
     assert failed["reason"].str.len().gt(10).all() and len(failed) <= len(everything) // 4, failed
-    # the default placement ("shared"), seen on the server's own processes in every engine
-    every = cpus.fmt(cpus.plan("shared")[inv_server()])
+    # the smoke profile's placement, seen on the server's own processes in every engine
+    placement = smoke_settings("throughput")[1]["placement"]
+    every = cpus.fmt(cpus.plan(placement)[inv_server()])
     pair = runs[runs["mode"].isin(["native", mode]) & (runs["status"] == "ok")]
     for notes in map(json.loads, pair["notes"]):
-        assert "placement" not in notes and notes["server_cpus"] == every, notes
+        assert notes["placement"] == placement and notes["server_cpus"] == every, notes
     for notes in map(json.loads, mine["notes"]):
         if mode == "swarm-overlay-mtu":
             assert int(notes["overlay_mtu"]) == int(notes["underlay_mtu"]) - 50

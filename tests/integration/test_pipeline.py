@@ -110,9 +110,10 @@ def test_smoke_repro_measures_every_mode(workdir):
 
     ok = runs[runs.status == "ok"]
     assert ok["binary_sha256"].str.fullmatch(r"[0-9a-f]{64}").all()
-    if cpus.unavailable() is None:  # every engine's server may run on every CPU (shared)
+    if cpus.unavailable() is None:  # every engine's server on the CPUs the placement gives node1
+        placement = smoke_settings("throughput")[1]["placement"]
         where = {(n.get("placement"), n["server_cpus"]) for n in ok["notes"].map(json.loads)}
-        assert where == {(None, cpus.fmt(cpus.plan("shared")["node1"]))}, where
+        assert where == {(placement, cpus.fmt(cpus.plan(placement)["node1"]))}, where
     containers = ok[ok["image"].notna()]  # pasta runs the host binary in pasta's namespace
     assert set(containers["mode"]) >= {"docker-host", "podman", "rootless-docker"}
     assert containers["image_digest"].str.fullmatch(r"(sha256:)?[0-9a-f]{64}").all()
