@@ -17,27 +17,31 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_article import FIXTURES, build_tree
+from test_article import FIXTURES, MARGINS, build_tree
 
-from pipeline.analysis import footprint, network, tables
+from pipeline.analysis import article, footprint, latency, network, tables
 from pipeline.analysis import host as host_analysis
 
 NUM = r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
-UNIT = r"(?: ?(?:%|[A-Za-z/]+))?"
-# "12.3 [11.0, 13.1]", "+91.1 us [-75.1, +257.2]", "3.2 us [6.1 us, 234.9 us]", "11.67x [..]"
+UNIT = r"(?: ?(%|[A-Za-z/]+))?"
+# "12.3 [11.0, 13.1]", "+91.1 us [-75.1, +257.2]", "1.41 ms [428.5 us, 2.66 ms]", "11.67x [..]"
 PRINTED = re.compile(rf"(?<![\w.,])({NUM}){UNIT}x? \[({NUM}){UNIT}, ({NUM}){UNIT}\]")
+# a printed unit -> its size in the smallest of its kind, so that ends in another unit compare
+SCALE = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6, "KiB": 1.0, "MiB": 1024.0, "GiB": 1024.0**2}
 
 
-def _value(text: str) -> float:
-    return float(text.replace(",", ""))
+def _value(text: str, unit: str | None, fallback: str | None) -> float:
+    return float(text.replace(",", "")) * SCALE.get(unit or fallback or "", 1.0)
 
 
 def outside(text: str) -> list[str]:
-    """Every "estimate [lo, hi]" in ``text`` whose estimate is not inside its interval."""
+    """Every "estimate [lo, hi]" in ``text`` whose estimate is not inside its interval (an end
+    without a unit has the estimate's)."""
     bad = []
     for match in PRINTED.finditer(text):
-        point, lo, hi = (_value(g) for g in match.groups())
-        if not lo <= point <= hi:
+        p, pu, lo, lu, hi, hu = match.groups()
+        point = _value(p, pu, None)
+        if not _value(lo, lu, pu) <= point <= _value(hi, hu, pu):
             bad.append(match.group(0))
     return bad
 
@@ -50,6 +54,8 @@ def test_the_checker_catches_an_estimate_outside_its_interval():
     assert outside("1,000 events/s [996, 1,004]; +20.0% [+19.6, +20.4]; 0.56x [0.55, 0.58]") \
         == []  # fmt: skip
     assert outside("p99.9 [1, 2]; 40,123 [40,103, 40,148]") == []
+    assert outside("1.41 ms [428.5 us, 2.66 ms]; 900 us [0.5 ms, 1.2 ms]") == []
+    assert outside("1.41 ms [1.5 ms, 2.66 ms]") == ["1.41 ms [1.5 ms, 2.66 ms]"]
 
 
 @pytest.fixture(scope="module")
@@ -59,16 +65,30 @@ def tree(tmp_path_factory) -> Path:
     memory = pd.read_parquet(FIXTURES / "processed" / "memory" / "memory_summary.parquet")
     tables.write(host_analysis.article_table(memory), tabs, "memory",
                  host_analysis.table_caption(memory))  # fmt: skip
+    # the Internet vs datacenter decomposition, as its stage writes it (fewer refits)
+    cells = latency.load_cells(FIXTURES / "raw", "latency", latency.LATENCY_METRICS)
+    per_run = network.per_run_summaries(cells)
+    components, effects = network.decompose(per_run, confidence=0.95, n_sim=20, seed=1)
+    network.write_outputs(per_run, components, effects,
+                          root / "data" / "processed" / "internet_vs_dc")  # fmt: skip
+    tables.write(network.article_table(components), tabs, "internet_vs_dc",
+                 network.table_caption(components))  # fmt: skip
+    (tabs / "internet_vs_dc_sentences.md").write_text(
+        network.sentences(components, network.path_effects(per_run)) + "\n")
     density = pd.read_parquet(FIXTURES / "processed" / "footprint" / "density_summary.parquet")
     tables.write(footprint.density_table(density), tabs, "density",
                  footprint.density_caption(density))  # fmt: skip
+    # the article again, with the Internet vs datacenter section
+    article.build(root / "data" / "processed", root / "data" / "raw", tabs, root / "figures",
+                  root / "reports", MARGINS, 0.95, root=root)  # fmt: skip
     return root
 
 
 def test_no_table_prints_an_estimate_outside_its_interval(tree):
     files = sorted((tree / "reports" / "tables").glob("*.csv"))
     assert {p.stem for p in files} >= {"throughput", "latency", "cpu", "coldstart", "lb",
-                                       "footprint", "memory", "density", "replication"}
+                                       "footprint", "memory", "density", "replication",
+                                       "internet_vs_dc"}
     printed = 0
     for path in files:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
@@ -105,8 +125,11 @@ def test_no_number_of_the_article_lies_outside_its_interval(tree):
         slack = 1e-9 * max(1.0, abs(entry["value"]))
         assert lo - slack <= entry["value"] <= hi + slack, (key, entry)
     md = (tree / "reports" / "article.md").read_text(encoding="utf-8")
+    assert "## Internet vs datacenter" in md
     assert len(PRINTED.findall(md)) > 300
     assert outside(md) == []
+    sentences = (tree / "reports" / "tables" / "internet_vs_dc_sentences.md").read_text()
+    assert len(PRINTED.findall(sentences)) >= 12 and outside(sentences) == []
 
 
 def test_an_interval_above_its_own_estimate_is_taken_down_to_the_boundary():
@@ -136,7 +159,6 @@ def test_a_rise_of_available_memory_is_said_as_one(tmp_path):
     interval in order, and says so; the table calls the column memory taken."""
     import shutil
 
-    from pipeline.analysis import article
     from pipeline.analysis.article.sections import _density
 
     processed = tmp_path / "processed"
