@@ -498,7 +498,7 @@ def figure(summary: pd.DataFrame, per_run: pd.DataFrame) -> tuple[alt.HConcatCha
     pad = 0.05 * max(hi - lo, 0.1)
     ratio_domain = alt.Scale(domain=[max(0.0, lo - pad), hi + pad], zero=False, nice=False)
     x_ratio = alt.X("ratio:Q", title="Ratio to native on the same path", scale=ratio_domain,
-                    axis=alt.Axis(format=".1f", labelOverlap="greedy"))  # fmt: skip
+                    axis=alt.Axis(labelOverlap="greedy", labelSeparation=4))  # fmt: skip
     rbase = alt.Chart(ratios)
     reference = [
         alt.Chart(pd.DataFrame({"one": [1.0]}))
