@@ -721,3 +721,29 @@ def test_a_profile_that_measures_less_says_so_first_in_the_limitations(tree):
         root=tree, profile="study",
     )  # fmt: skip
     assert "Profile: study." in full.markdown and "measures less" not in full.markdown
+
+
+def test_identical_hosts_outside_the_lab_are_not_called_one_machine(tmp_path):
+    """Four servers of one model are several machines: only a lab campaign (its runs record
+    the emulated path) or the environment named lab is said to be one machine."""
+    from pipeline.analysis.article.summary import _machine
+
+    for env in ("lab", "rack"):
+        d = tmp_path / "raw" / "cpu" / env
+        d.mkdir(parents=True)
+        hosts = pd.read_parquet(FIXTURES / "raw" / "cpu" / "lab" / "hosts.parquet")
+        hosts.assign(environment=env).to_parquet(d / "hosts.parquet", index=False)
+        runs = pd.read_parquet(FIXTURES / "raw" / "cpu" / "lab" / "runs.parquet")
+        runs.assign(environment=env, notes=None).to_parquet(d / "runs.parquet", index=False)
+    inputs = article.Inputs(processed=tmp_path / "p", raw=tmp_path / "raw", tables=tmp_path / "t",
+                            figures=tmp_path / "f", out=tmp_path, margins={}, confidence=0.95,
+                            root=tmp_path)  # fmt: skip
+    said, one = _machine(inputs, article.Numbers(root=tmp_path), ["cpu"])
+    lab, rack = said
+    assert one and "in `lab` on 1 host that is a network namespace of one machine" in lab
+    assert "in `rack` on 1 host: 2 cores" in rack and "one machine" not in rack
+    only_rack = article.Inputs(**{**inputs.__dict__, "raw": tmp_path / "rack-only"})
+    (tmp_path / "rack-only" / "cpu").mkdir(parents=True)
+    (tmp_path / "raw" / "cpu" / "rack").rename(tmp_path / "rack-only" / "cpu" / "rack")
+    said, one = _machine(only_rack, article.Numbers(root=tmp_path), ["cpu"])
+    assert not one and said == [rack.replace("Measured in `rack` on", "Measured on")]

@@ -6,7 +6,9 @@ which reads the summary ``pipeline.analysis.host`` writes. A benchmark found in 
 an entry gets ``generic_section``: its comparisons with native if its summary has any, its
 figures and its tables.
 
-A section whose data does not exist says so and names the stage that would produce it.
+A section with nothing measured, drawn or tabled is left out of the body: Limitations names it
+and the stage that would produce it. What would repeat with only its numbers changed (a sentence
+per path, test or engine) is a compact table.
 """
 
 from __future__ import annotations

@@ -61,17 +61,20 @@ def _wan(inputs: Inputs, benchmarks: list[str]) -> tuple[dict, str] | None:
 
 
 def _machine(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> tuple[list[str], bool]:
-    """Sentences on the hosts and whether they are one machine (the embedded lab)."""
+    """Sentences on the hosts and whether they are one machine (the embedded lab): hosts with
+    the same facts in an environment whose campaigns recorded the lab's emulated path (only a
+    lab inventory records it) or that is named "lab"."""
     hosts = _hosts(inputs, benchmarks)
     if hosts.empty:
         return ["No campaign recorded its hosts."], False
     wan = _wan(inputs, benchmarks)
     source = inputs.raw
-    said = []
+    said, lab = [], False
     for env, rows in hosts.groupby("environment", sort=True):
         names = rows["host"].nunique()
         facts = rows[FACTS].drop_duplicates()
         one = len(facts) == 1 and (wan is not None or env == "lab")
+        lab |= one
         n = numbers.add(f"summary.setup.{env}.hosts", names, "hosts", source)
         f = facts.iloc[0]
         parts = []
@@ -92,17 +95,19 @@ def _machine(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> tuple[l
         parts.append(f"virtualisation `{', '.join(kinds)}`" if kinds
                      else "virtualisation not recorded in the hosts facts")  # fmt: skip
         where = f" in `{env}`" if hosts["environment"].nunique() > 1 else ""
+        hosts_text = f"{n.text()} host{'s' * (names != 1)}"
         if one:
+            what = ("hosts that are network namespaces" if names != 1
+                    else "host that is a network namespace")  # fmt: skip
             said.append(
-                f"Measured{where} on {n.text()} hosts that are network namespaces of one "
-                f"machine (the embedded lab: virtual Ethernet, no physical NIC): "
-                f"{', '.join(parts)}."
+                f"Measured{where} on {n.text()} {what} of one machine (the embedded lab: "
+                f"virtual Ethernet, no physical NIC): {', '.join(parts)}."
             )
         else:
-            said.append(f"Measured{where} on {n.text()} hosts: " + ", ".join(parts) + ".")
+            said.append(f"Measured{where} on {hosts_text}: " + ", ".join(parts) + ".")
         if one and wan is not None:
             said.append(_wan_text(inputs, numbers, wan))
-    return said, any(len(r[FACTS].drop_duplicates()) == 1 for _, r in hosts.groupby("environment"))
+    return said, lab
 
 
 def _wan_text(inputs: Inputs, numbers: Numbers, found: tuple[dict, str]) -> str:
