@@ -402,10 +402,12 @@ def runs_figure(per_run: pd.DataFrame) -> tuple[alt.FacetChart, str]:
         .mark_line(point=alt.OverlayMarkDef(size=40, filled=True), strokeWidth=0.8, opacity=0.8)
         .encode(
             x=alt.X("label:N", sort=labels, title=None, axis=alt.Axis(labelAngle=-35)),
-            y=alt.Y("value:Q", title="Per-run RTT statistic (µs)", scale=alt.Scale(zero=False)),
+            y=alt.Y("value:Q", title="Per-run RTT statistic", scale=alt.Scale(zero=False),
+                    axis=alt.Axis(labelExpr=figures.TIME_US_LABEL)),  # the Internet path in ms
             color=alt.Color("run:O", title="Run", scale=alt.Scale(scheme="tableau10")),
             detail="run:O",
-            tooltip=["label:N", "run:O", alt.Tooltip("value:Q", format=".1f")],
+            tooltip=[alt.Tooltip("label:N", title="mode"), "run:O",
+                     alt.Tooltip("value:Q", format=",.1f", title="µs")],
         )
         .properties(width=220, height=180)
         .facet(facet=alt.Facet("panel:N", title=None, sort=order), columns=4)
@@ -414,10 +416,10 @@ def runs_figure(per_run: pd.DataFrame) -> tuple[alt.FacetChart, str]:
     )
     caption = (
         "Per-run median and p99 round-trip time by mode, one panel per path, statistic and "
-        "variant (own y range). Each dot is one run of one mode; lines join the modes of the "
-        "same run. Parallel lines mean a shared run effect; lines that move together by more "
-        "than the modes differ are the 001 article's 'variance between tests is larger than "
-        "the delta between configurations'."
+        "variant (own y range; µs, the Internet path in ms). Each dot is one run of one mode; "
+        "lines join the modes of the same run. Parallel lines mean a shared run effect; lines "
+        "that move together by more than the modes differ are the 001 article's 'variance "
+        "between tests is larger than the delta between configurations'."
     )
     return chart, caption
 
