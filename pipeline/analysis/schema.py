@@ -383,8 +383,44 @@ def has_dataset(raw_dir: Path | str, benchmark: str) -> bool:
     return any((Path(raw_dir) / benchmark).glob("*/runs.parquet"))
 
 
+# The runs column a Stein-planned campaign adds (``read_dataset``): each comparison's pilot pairs.
+PILOT = "pilot_pairs"
+
+
+def planned_pilots(dataset_dir: Path | str) -> dict[tuple[str, str, str], int]:
+    """Each Stein-planned comparison's pilot pairs by (mode, path, variant), from the
+    ``planning`` record of the campaign.json in ``dataset_dir`` (``stats.planned_pilots``);
+    empty without one, or for a campaign with fixed runs."""
+    from pipeline.analysis.stats import planned_pilots as from_record
+
+    path = Path(dataset_dir) / "campaign.json"
+    return from_record(json.loads(path.read_text()).get("planning")) if path.exists() else {}
+
+
+def _pilot_column(runs: pa.Table, pilots: dict[tuple[str, str, str], int]) -> list[float]:
+    """Each row's pilot pairs in ``runs`` (NaN where its cell was not planned)."""
+    keys = zip(*(runs.column(k).to_pylist() for k in ("mode", "path", "variant")), strict=True)
+    return [float(pilots.get(k, np.nan)) for k in keys]
+
+
+def pilot_of(run_rows: pd.DataFrame) -> int | None:
+    """The pilot pairs Stein's rule planned one comparison's runs from (``run_rows``: its runs
+    rows, as ``read_dataset`` gives them): what ``stats.ratio_equivalence``'s ``pilot`` takes.
+    None for a cell whose run count was fixed (an unplanned campaign, native, no record)."""
+    if PILOT not in run_rows or not run_rows[PILOT].notna().any():
+        return None
+    found = run_rows[PILOT].dropna().unique()
+    if found.size != 1:
+        raise ValueError(f"one comparison, several pilots: {sorted(found)}")
+    return int(found[0])
+
+
 def read_dataset(raw_dir: Path | str, benchmark: str, table: str) -> pd.DataFrame:
-    """One table of a benchmark across every environment collected under ``raw_dir``."""
+    """One table of a benchmark across every environment collected under ``raw_dir``.
+
+    The runs of a Stein-planned campaign (its campaign.json's ``planning`` record) get the
+    ``PILOT`` column: every comparison's pilot pairs, so each summary gives that comparison
+    Stein's interval (``pilot_of``); other campaigns' runs are read exactly as stored."""
     base = Path(raw_dir) / benchmark
     files = sorted(base.glob(f"*/{table}.parquet"))
     if not files:
@@ -393,7 +429,13 @@ def read_dataset(raw_dir: Path | str, benchmark: str, table: str) -> pd.DataFram
             f"(dvc repro collect-{benchmark})"
         )
     if table != "samples":
-        return pa.concat_tables([read_table(f, table) for f in files]).to_pandas()
+        tables = [read_table(f, table) for f in files]
+        out = pa.concat_tables(tables).to_pandas()
+        pilots = [planned_pilots(f.parent) for f in files] if table == "runs" else []
+        if any(pilots):
+            out[PILOT] = [x for t, p in zip(tables, pilots, strict=True)
+                          for x in _pilot_column(t, p)]  # fmt: skip
+        return out
     # the estimates rest on clean windows: each environment's flagged windows left out where
     # their step has a clean one (window_flags)
     frames = [without_excluded(read_table(f, "samples").to_pandas(),
