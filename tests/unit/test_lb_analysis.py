@@ -286,6 +286,6 @@ def test_the_article_states_each_orchestrators_numbers_under_its_own_keys(tmp_pa
     swarm, kube = sections._lb(inputs, numbers)
     assert swarm.startswith("Docker Swarm: One replica dialled directly served 1,025 req/s")
     assert kube.startswith("Kubernetes: One replica dialled directly served 2,050 req/s")
-    assert "Kubernetes Service (NodePort, kube-proxy iptables) 60.0% [" in kube
+    assert "| Kubernetes Service (NodePort, kube-proxy iptables) | 60.0% [" in kube
     assert numbers.entries["lb.lab.haproxy-r2.pct_of_direct"].value == pytest.approx(50.0)
     assert numbers.entries["lb.lab.k8s-pod.haproxy-r2.pct_of_direct"].value == pytest.approx(75.0)
