@@ -201,10 +201,12 @@ def _add_ratio(
     n_runs: int,
     value: str,
     margin: float = 0.05,
+    pilot: int | None = None,
 ) -> None:
     """Add ``ratio*`` (geometric mean of the per-run ratios of ``value`` to native on the same
     environment and path) and the verdict columns to ``row``; a measured mode whose path has no
-    native run says so in its reason."""
+    native run says so in its reason. ``pilot``: the comparison's Stein pilot
+    (``schema.pilot_of``; None for fixed runs)."""
     mode, path = row["mode"], row["path"]
     row.update(margin=margin, equivalence_confidence=stats.equivalence_level(row["confidence"]))
     if mode == BASELINE and n_runs:
@@ -216,7 +218,7 @@ def _add_ratio(
         & per_run["mode"].isin([mode, BASELINE])
     ][["run", "mode", value]].rename(columns={value: "value"})
     eq = stats.ratio_equivalence(
-        pair, mode, BASELINE, margin, row["confidence"], higher_is_better=True
+        pair, mode, BASELINE, margin, row["confidence"], higher_is_better=True, pilot=pilot
     )
     row.update(
         ratio=eq.ratio,
@@ -287,7 +289,7 @@ def summarise(
             median_coverage=med.coverage,
             median_ci_reached=med.reached,
         )
-        _add_ratio(row, per_run, med.n, "value", margin)
+        _add_ratio(row, per_run, med.n, "value", margin, schema.pilot_of(run_rows))
         rows.append(row)
     out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     for col, src in (
@@ -740,7 +742,7 @@ def summarise_udp(
                     f"{name}_ci_reached": q.reached,
                 }
             )
-        _add_ratio(row, per_run, len(mine), "received_gbps", margin)
+        _add_ratio(row, per_run, len(mine), "received_gbps", margin, schema.pilot_of(run_rows))
         _add_loss(row, per_run, 100.0 * loss_margin)
         rows.append(row)
     out = pd.DataFrame(rows, columns=UDP_SUMMARY_COLUMNS)
