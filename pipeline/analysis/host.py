@@ -240,7 +240,7 @@ def summarise(
             & (values["variant"] == variant)
             & (values["metric"] == metric)
         ]
-        _add_comparison(row, same, confidence, margin)
+        _add_comparison(row, same, confidence, margin, schema.pilot_of(run_rows))
         rows.append(row)
     out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     # Worse than native, in percent: a rate's larger ratio loses less, a time's costs more.
@@ -261,10 +261,10 @@ def summarise(
 
 
 def _add_comparison(
-    row: dict, same: pd.DataFrame, confidence: float, margin: float
+    row: dict, same: pd.DataFrame, confidence: float, margin: float, pilot: int | None = None
 ) -> None:
     """The ratio to native and the verdict columns; a measured mode without a native run on its
-    path says so in its reason."""
+    path says so in its reason. ``pilot``: the comparison's Stein pilot (``schema.pilot_of``)."""
     nan = float("nan")
     row.update(
         ratio=nan, ratio_lo=nan, ratio_hi=nan, ratio_n_runs=0, ratio_eq_lo=nan, ratio_eq_hi=nan,
@@ -278,7 +278,7 @@ def _add_comparison(
         return
     pair = same[same["mode"].isin([row["mode"], BASELINE])][["run", "mode", "value"]]
     eq = stats.ratio_equivalence(
-        pair, row["mode"], BASELINE, margin, confidence, row["higher_is_better"]
+        pair, row["mode"], BASELINE, margin, confidence, row["higher_is_better"], pilot
     )
     if not eq.n_runs:
         extra = f"no {BASELINE} baseline measured on path {row['path']}"
