@@ -422,6 +422,9 @@ def findings(summary: pd.DataFrame, qs=QUANTILES) -> str:
     return "\n".join(out)
 
 
+FIGURE_WIDTH = 460
+
+
 def figure(summary: pd.DataFrame, samples: pd.DataFrame, runs: pd.DataFrame, qs=QUANTILES):
     """Per mode (one row each, the project's order and colours): every measured start as a dot
     (log time axis), the p50 and p99 (geometric means of the runs' own) with their t intervals.
@@ -454,7 +457,9 @@ def figure(summary: pd.DataFrame, samples: pd.DataFrame, runs: pd.DataFrame, qs=
     low = max(float(np.nanmin(np.r_[starts["ms"], marks["lo"]])) * 0.8, 1e-3)
     high = float(np.nanmax(np.r_[starts["ms"], marks["hi"]])) * 1.25
     x = alt.X("ms:Q", title="Cold start, ms (log scale)",
-              scale=alt.Scale(type="log", domain=[low, high], nice=False))  # fmt: skip
+              scale=alt.Scale(type="log", domain=[low, high], nice=False),
+              axis=alt.Axis(values=figures.log_ticks(low, high, FIGURE_WIDTH),
+                            labelExpr="format(datum.value, '~g')"))  # fmt: skip
     chart = alt.layer(
         alt.Chart(starts)
         .mark_tick(opacity=0.35, thickness=1, size=22)
@@ -466,7 +471,7 @@ def figure(summary: pd.DataFrame, samples: pd.DataFrame, runs: pd.DataFrame, qs=
             x="ms:Q",
             y=y,
             color=color,
-            shape=alt.Shape("level:N", title="Quantile (runs' own, geometric mean)"),
+            shape=alt.Shape("level:N", title="Quantile"),  # what it is: the caption
             tooltip=[
                 alt.Tooltip("configuration:N", title="mode"),
                 "level:N",
@@ -479,7 +484,8 @@ def figure(summary: pd.DataFrame, samples: pd.DataFrame, runs: pd.DataFrame, qs=
         .mark_text(align="left", dx=4, color="#b30000", fontStyle="italic", limit=420)
         .encode(x=alt.datum(low), y=y, text="text:N"),
     ).properties(
-        width=460, height=alt.Step(40), title="Cold start: run command to nginx answering, per mode"
+        width=FIGURE_WIDTH, height=alt.Step(40),
+        title="Cold start: run command to nginx answering, per mode",
     )
     if summary["environment"].nunique() > 1:
         chart = chart.facet(row="environment:N")
