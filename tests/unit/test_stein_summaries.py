@@ -1,0 +1,143 @@
+"""A Stein-planned campaign's summaries give each planned comparison Stein's interval.
+
+A small synthetic campaign (native and docker-bridge, 8 runs; for cpu also podman) whose
+campaign.json carries a planning record with a 3-run pilot for docker-bridge: the summary's
+95% interval must be ``mean(d) +- t(0.975, 2) * sd(d[:3]) / sqrt(8)`` on the per-run log
+ratios ``d``, computed here by hand, and not the usual t interval on all 8 runs. The same data
+without the record (fixed runs) keeps the usual interval, as does a comparison the record did
+not plan.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as st
+
+from pipeline.analysis import host, schema, throughput
+from pipeline.analysis.schema import RUNS, SAMPLES, to_table, write_table
+
+PILOT = 3
+# Per-run values, run 1..8. The pilot's log ratios are close together (SD 0.0033) and the
+# later runs spread more (SD of all 8: 0.0142), so Stein's interval is about 2.4 times narrower
+# than the usual one: 0.8712 [0.8669, 0.8756] against [0.8609, 0.8816].
+NATIVE = [9.40, 9.42, 9.38, 9.41, 9.39, 9.40, 9.43, 9.37]
+BRIDGE = [8.20, 8.27, 8.22, 8.05, 8.35, 8.10, 8.31, 8.02]
+PODMAN = [9.30, 9.29, 9.31, 9.10, 9.40, 9.20, 9.35, 9.12]  # cpu only: unplanned by the record
+
+
+def _stein(mode: list[float], base: list[float], pilot: int, conf: float = 0.95):
+    d = np.log(mode) - np.log(base)
+    half = st.t.ppf(0.5 + conf / 2, pilot - 1) * d[:pilot].std(ddof=1) / math.sqrt(d.size)
+    return math.exp(d.mean() - half), math.exp(d.mean() + half)
+
+
+def _usual(mode: list[float], base: list[float], conf: float = 0.95):
+    d = np.log(mode) - np.log(base)
+    half = st.t.ppf(0.5 + conf / 2, d.size - 1) * d.std(ddof=1) / math.sqrt(d.size)
+    return math.exp(d.mean() - half), math.exp(d.mean() + half)
+
+
+def _planning(cells: list[tuple[str, str, str]], planned: dict[tuple[str, str, str], int]):
+    """A planning record as ``planning.record`` writes it (the fields the analysis reads)."""
+    rows = []
+    for cell in cells:
+        row = {"mode": cell[0], "path": cell[1], "variant": cell[2], "runs": len(NATIVE)}
+        if cell in planned:
+            row.update(pairs=len(NATIVE), pilot_pairs=planned[cell], sd_pilot=0.006,
+                       runs_needed=len(NATIVE), runs_planned=len(NATIVE), stopped="target")
+        else:
+            row["stopped"] = "baseline"
+        rows.append(row)
+    return {"planned": True, "rule": "stein", "pilot_runs": PILOT, "target_half_width": 0.01,
+            "confidence": 0.95, "budget_s": 600.0, "max_runs": 20, "spent_s": 100.0,
+            "cells": rows}  # fmt: skip
+
+
+def _write(root: Path, benchmark: str, series: dict, metric: str, unit: str, path: str,
+           variant: str, scale: float, planning: dict | None) -> Path:  # fmt: skip
+    samples, runs = [], []
+    t0 = pd.Timestamp("2026-11-28T08:00:00Z")
+    for run in range(1, len(NATIVE) + 1):
+        for order, (mode, values) in enumerate(series.items(), start=1):
+            key = dict(environment="lab", campaign="planned", benchmark=benchmark, mode=mode,
+                       path=path, variant=variant, run=run)  # fmt: skip
+            started = t0 + pd.Timedelta(seconds=60 * run + order)
+            runs.append({**key, "order": order, "status": "ok", "reason": None,
+                         "started_at": started, "ended_at": started + pd.Timedelta(seconds=5),
+                         "tool": "fixture", "command": "fixture"})  # fmt: skip
+            samples.append({**key, "metric": metric, "unit": unit, "rep": 1, "sample": 0,
+                            "value": values[run - 1] * scale, "warmup": False})  # fmt: skip
+    out = root / benchmark / "lab"
+    write_table(to_table(pd.DataFrame(samples), SAMPLES), out / "samples.parquet")
+    write_table(to_table(pd.DataFrame(runs), RUNS), out / "runs.parquet")
+    if planning is not None:
+        (out / "campaign.json").write_text(json.dumps({"planning": planning}))
+    return root
+
+
+def _throughput(root: Path, planned: bool) -> pd.Series:
+    cells = [("native", "dc", "tcp"), ("docker-bridge", "dc", "tcp")]
+    record = _planning(cells, {cells[1]: PILOT}) if planned else None
+    _write(root, "throughput", {"native": NATIVE, "docker-bridge": BRIDGE},
+           "tcp_throughput_received", "bit/s", "dc", "tcp", 1e9, record)  # fmt: skip
+    summary = throughput.summarise(*throughput.load(root))
+    return summary.set_index("mode").loc["docker-bridge"]
+
+
+def test_the_planned_throughput_comparison_gets_steins_interval(tmp_path):
+    row = _throughput(tmp_path, planned=True)
+    lo, hi = _stein(BRIDGE, NATIVE, PILOT)
+    assert (row["ratio_lo"], row["ratio_hi"]) == (pytest.approx(lo, rel=1e-12),
+                                                  pytest.approx(hi, rel=1e-12))  # fmt: skip
+    assert row["ratio"] == pytest.approx(math.exp(np.mean(np.log(BRIDGE) - np.log(NATIVE))))
+    # the known answer, to 4 digits (t(0.975, 2) = 4.3027)
+    assert (round(row["ratio_lo"], 4), round(row["ratio_hi"], 4)) == (0.8669, 0.8756)
+    usual = _usual(BRIDGE, NATIVE)  # [0.8609, 0.8816]
+    assert row["ratio_lo"] - usual[0] > 0.005 and usual[1] - row["ratio_hi"] > 0.005
+
+
+def test_the_same_runs_without_a_planning_record_keep_the_usual_interval(tmp_path):
+    row = _throughput(tmp_path, planned=False)
+    lo, hi = _usual(BRIDGE, NATIVE)
+    assert (row["ratio_lo"], row["ratio_hi"]) == (pytest.approx(lo, rel=1e-12),
+                                                  pytest.approx(hi, rel=1e-12))  # fmt: skip
+    assert schema.PILOT not in throughput.load(tmp_path)[1]
+
+
+def test_a_fixed_runs_record_gives_no_pilot(tmp_path):
+    cells = [("native", "dc", "tcp"), ("docker-bridge", "dc", "tcp")]
+    _write(tmp_path, "throughput", {"native": NATIVE, "docker-bridge": BRIDGE},
+           "tcp_throughput_received", "bit/s", "dc", "tcp", 1e9,
+           {"planned": False, "reason": "fixed runs"})  # fmt: skip
+    assert schema.planned_pilots(tmp_path / "throughput" / "lab") == {}
+    runs = throughput.load(tmp_path)[1]
+    assert schema.PILOT not in runs
+    (tmp_path / "throughput" / "lab" / "campaign.json").write_text(
+        json.dumps({"planning": _planning(cells, {cells[1]: PILOT})}))  # fmt: skip
+    runs = throughput.load(tmp_path)[1]
+    assert schema.pilot_of(runs[runs["mode"] == "docker-bridge"]) == PILOT
+    assert schema.pilot_of(runs[runs["mode"] == "native"]) is None
+
+
+def test_the_planned_host_comparison_gets_steins_interval_and_the_unplanned_one_does_not(
+    tmp_path,
+):
+    cells = [("native", "host", "cpu"), ("docker-bridge", "host", "cpu"),
+             ("podman", "host", "cpu")]  # fmt: skip
+    _write(tmp_path, "cpu", {"native": NATIVE, "docker-bridge": BRIDGE, "podman": PODMAN},
+           "cpu_events_per_s", "events/s", "host", "cpu", 1.0,
+           _planning(cells, {cells[1]: PILOT}))  # fmt: skip
+    summary = host.summarise(*host.load(tmp_path, "cpu"), "cpu").set_index("mode")
+    planned, unplanned = summary.loc["docker-bridge"], summary.loc["podman"]
+    lo, hi = _stein(BRIDGE, NATIVE, PILOT)
+    assert planned["ratio_lo"] == pytest.approx(lo, rel=1e-12)
+    assert planned["ratio_hi"] == pytest.approx(hi, rel=1e-12)
+    lo, hi = _usual(PODMAN, NATIVE)
+    assert unplanned["ratio_lo"] == pytest.approx(lo, rel=1e-12)
+    assert unplanned["ratio_hi"] == pytest.approx(hi, rel=1e-12)
