@@ -141,3 +141,27 @@ def test_the_planned_host_comparison_gets_steins_interval_and_the_unplanned_one_
     lo, hi = _usual(PODMAN, NATIVE)
     assert unplanned["ratio_lo"] == pytest.approx(lo, rel=1e-12)
     assert unplanned["ratio_hi"] == pytest.approx(hi, rel=1e-12)
+
+
+def _methods_planning(raw: Path) -> str:
+    from pipeline.analysis.article.inputs import Inputs
+    from pipeline.analysis.article.methods import _planning
+    from pipeline.analysis.article.numbers import Numbers
+
+    inputs = Inputs(processed=raw, raw=raw, tables=raw, figures=raw, out=raw, margins={},
+                    confidence=0.95, root=raw)  # fmt: skip
+    return "\n".join(_planning(inputs, Numbers(raw), ["throughput", "cpu"]))
+
+
+def test_the_methods_say_steins_coverage_only_for_a_stein_planned_campaign(tmp_path):
+    cells = [("native", "dc", "tcp"), ("docker-bridge", "dc", "tcp")]
+    _write(tmp_path, "throughput", {"native": NATIVE, "docker-bridge": BRIDGE},
+           "tcp_throughput_received", "bit/s", "dc", "tcp", 1e9, None)  # fmt: skip
+    assert _methods_planning(tmp_path) == ""  # unplanned: nothing said
+    record = tmp_path / "throughput" / "lab" / "campaign.json"
+    record.write_text(json.dumps({"planning": _planning(cells, {cells[1]: PILOT})}))
+    said = _methods_planning(tmp_path)
+    assert "Stein's two-stage rule" in said and "covers exactly its 95%" in said
+    assert "a cap widens it but does not lower its coverage" in said
+    assert "95% +- 1 point" in said and "cover 90-93%" not in said
+    assert "- `throughput` (`lab`): a 3-run pilot" in said

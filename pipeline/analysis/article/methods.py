@@ -192,15 +192,21 @@ def _duty_cycle(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list
     return lines
 
 
-# What a planned campaign's intervals cover, simulated (tests/unit/test_planning.py checks it):
-# a 3-run pilot, at most 15 runs, the true SD 1 to 2 times the target.
-PLANNED_COVERAGE = {"pilot_runs": 3, "max_runs": 15, "label_pct": 95, "lo_pct": 90, "hi_pct": 93}
+# What a Stein-planned campaign's intervals cover (tests/unit/test_planning.py simulates it): a
+# 3-run pilot, at most 10 or 20 runs, per-run SDs 0.01 to 0.1, the cap biting or not: 95 +- 1%.
+PLANNED_COVERAGE = {"pilot_runs": 3, "max_runs_lo": 10, "max_runs_hi": 20, "label_pct": 95,
+                    "within_pct": 1}  # fmt: skip
+# A campaign planned before Stein's rule (its record names no ``rule``) stopped once its running
+# interval was narrow enough and has the usual t intervals: 90-93% in that rule's simulation.
+EARLIER_RULE_COVERAGE = {"pilot_runs": 3, "max_runs": 15, "label_pct": 95, "lo_pct": 90,
+                         "hi_pct": 93}  # fmt: skip
 
 
 def _planning(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[str]:
     """The precision-planned campaigns (their campaign.json's ``planning`` record), with what
-    such stopping does to the intervals; nothing when no campaign was planned."""
-    lines = []
+    their rule does to the intervals: Stein's (``rule`` "stein") keeps their 95%, the earlier
+    stop rule did not; nothing when no campaign was planned."""
+    lines: dict[bool, list[str]] = {True: [], False: []}
     for b in benchmarks:
         for record in sorted((inputs.raw / b).glob("*/campaign.json")):
             plan = json.loads(record.read_text()).get("planning") or {}
@@ -218,25 +224,42 @@ def _planning(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[s
                     stops[why] = stops.get(why, 0) + 1
             said = [f"{numbers.add(f'{key}.stopped.{why}', n, 'comparisons', record).text()} {why}"
                     for why, n in sorted(stops.items())]  # fmt: skip
-            lines.append(
+            lines[plan.get("rule") == "stein"].append(
                 f"- `{b}` (`{record.parent.name}`): a {pilot.text()}-run pilot and "
                 f"{rounds.text()} planned runs, target half-width {target.text()} of the log "
                 f"ratio; comparisons stopped: {', '.join(said) or 'none'}."
             )
-    if not lines:
-        return []
+    out = []
     sim = "simulation: tests/unit/test_planning.py"
-    c = {k: numbers.add(f"methods.planning.coverage.{k}", v, "runs" if "runs" in k else "%", sim)
-         for k, v in PLANNED_COVERAGE.items()}  # fmt: skip
-    return [
-        "Precision-planned campaigns (runs added where an interval was still wider than its "
-        "target, within a budget; the rule looks at the half-width only). Stopping when the "
-        "sample SD happens to be small leaves the last interval too narrow: in simulation "
-        f"(a {c['pilot_runs'].text()}-run pilot, at most {c['max_runs'].text()} runs) their "
-        f"intervals labelled {c['label_pct'].text()}% cover "
-        f"{c['lo_pct'].text()}-{c['hi_pct'].text()}%:"
-        "\n\n" + "\n".join(lines)
-    ]
+    if lines[True]:
+        c = {k: numbers.add(f"methods.planning.coverage.{k}", v,
+                            "runs" if "runs" in k else "%", sim)
+             for k, v in PLANNED_COVERAGE.items()}  # fmt: skip
+        out.append(
+            "Precision-planned campaigns, by Stein's two-stage rule: each comparison's run count "
+            "is fixed from its pilot's SD alone (enough runs for the target half-width, capped "
+            "by the most runs and the budget), and its interval uses the pilot's SD with the "
+            "pilot's degrees of freedom. It covers exactly its 95% when per-run log ratios are "
+            "normal; a cap widens it but does not lower its coverage (in simulation, a "
+            f"{c['pilot_runs'].text()}-run pilot and at most {c['max_runs_lo'].text()} or "
+            f"{c['max_runs_hi'].text()} runs: {c['label_pct'].text()}% "
+            f"+- {c['within_pct'].text()} point):\n\n" + "\n".join(lines[True])
+        )
+    if lines[False]:
+        earlier = "simulation: the stop rule before Stein's (docs/methods.md, precision planning)"
+        c = {k: numbers.add(f"methods.planning.earlier_rule.{k}", v,
+                            "runs" if "runs" in k else "%", earlier)
+             for k, v in EARLIER_RULE_COVERAGE.items()}  # fmt: skip
+        out.append(
+            "Precision-planned campaigns (runs added where an interval was still wider than its "
+            "target, within a budget; the rule looks at the half-width only). Stopping when the "
+            "sample SD happens to be small leaves the last interval too narrow: in simulation "
+            f"(a {c['pilot_runs'].text()}-run pilot, at most {c['max_runs'].text()} runs) their "
+            f"intervals labelled {c['label_pct'].text()}% cover "
+            f"{c['lo_pct'].text()}-{c['hi_pct'].text()}%:"
+            "\n\n" + "\n".join(lines[False])
+        )
+    return out
 
 
 def _placement(placements: list[dict]) -> str:
