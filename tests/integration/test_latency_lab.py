@@ -9,7 +9,9 @@ Needs root (it brings the lab up).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 import shlex
 import shutil
 import time
@@ -128,6 +130,10 @@ def test_campaign_measures_every_path_and_variant(dataset):
     assert (runs["binary_sha256"] == built).all()
     assert runs["command"].str.contains("--full-log /dev/stdout").all()
     assert not list(Path(PID_DIR, runs["campaign"].iloc[0]).glob("*.pid"))
+    # every path's runs under the benchmark's own placement, recorded with the CPUs applied
+    notes = runs["notes"].map(json.loads)
+    assert notes.map(lambda n: n["placement"]).eq(Latency.options["placement"]).all()
+    assert notes.map(lambda n: isinstance(n["placement_cpus"], dict)).all()
 
 
 def test_campaign_samples_are_full_round_trips(dataset):
@@ -154,8 +160,11 @@ def test_kept_logs_are_residues_that_rebuild_sockperfs_output(dataset):
         assert row.raw_log.endswith(rawlog.RESIDUE_SUFFIX), row.raw_log
         rebuilt = rawlog.read_log(dataset, row.raw_log)  # time-based windows: every row kept
         values = [s.value for s in bench.parse(row.variant, rebuilt)]
+        # the step's last window: a window the interference watch flagged is measured again
+        # under the next rep, and the runs row names that one's log
+        rep = int(re.search(r"_rep(\d+)", row.raw_log).group(1))
         stored = samples[(samples["path"] == row.path) & (samples["variant"] == row.variant)
-                         & (samples["rep"] == 1)].sort_values("sample")  # fmt: skip
+                         & (samples["rep"] == rep)].sort_values("sample")  # fmt: skip
         assert values == stored["value"].tolist()
     assert not (dataset / "parts").exists()  # folded into the tables
     kept = sum(f.stat().st_size for f in dataset.rglob("*") if f.is_file())
