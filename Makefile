@@ -80,7 +80,7 @@ lock: $(UV) ## re-resolve requirements/lock.txt and environment.yml from pyproje
 	UV_CUSTOM_COMPILE_COMMAND="make lock" $(UV) pip compile pyproject.toml requirements/bootstrap.in \
 	  --extra dev --extra notebook --extra remote --universal --python-version 3.11 --generate-hashes \
 	  $(if $(UPGRADE),--upgrade) -o $(LOCK) >/dev/null
-	$(PY) tools/lockfile.py environment
+	python3 tools/lockfile.py environment
 
 # The open-loop HTTP load generator: standard library only, static, so it also runs inside the
 # tool image. GOTOOLCHAIN=local and GOPROXY=off: nothing is downloaded.
