@@ -387,14 +387,21 @@ def has_dataset(raw_dir: Path | str, benchmark: str) -> bool:
 PILOT = "pilot_pairs"
 
 
-def planned_pilots(dataset_dir: Path | str) -> dict[tuple[str, str, str], int]:
-    """Each Stein-planned comparison's pilot pairs by (mode, path, variant), from the
-    ``planning`` record of the campaign.json in ``dataset_dir`` (``stats.planned_pilots``);
-    empty without one, or for a campaign with fixed runs."""
-    from pipeline.analysis.stats import planned_pilots as from_record
+def record_pilots(planning: dict | None) -> dict[tuple[str, str, str], int]:
+    """Each Stein-planned comparison's pilot pairs, by (mode, path, variant), from a campaign's
+    ``planning`` record (campaign.json, ``pipeline/collect/planning.py``'s ``record``): what
+    ``stats.log_ratio_ci``'s ``pilot`` needs. Empty when the campaign was not planned by
+    Stein's rule (fixed runs keep the usual interval)."""
+    if not planning or not planning.get("planned") or planning.get("rule") != "stein":
+        return {}
+    return {(c["mode"], c["path"], c["variant"]): int(c["pilot_pairs"])
+            for c in planning.get("cells", []) if c.get("pilot_pairs")}  # fmt: skip
 
+
+def planned_pilots(dataset_dir: Path | str) -> dict[tuple[str, str, str], int]:
+    """``record_pilots`` of the campaign.json in ``dataset_dir``; empty without one."""
     path = Path(dataset_dir) / "campaign.json"
-    return from_record(json.loads(path.read_text()).get("planning")) if path.exists() else {}
+    return record_pilots(json.loads(path.read_text()).get("planning")) if path.exists() else {}
 
 
 def _pilot_column(runs: pa.Table, pilots: dict[tuple[str, str, str], int]) -> list[float]:

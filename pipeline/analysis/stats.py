@@ -332,10 +332,9 @@ def planned_pilots(planning: dict | None) -> dict[tuple[str, str, str], int]:
     """Each Stein-planned comparison's pilot pairs, by (mode, path, variant), from a campaign's
     ``planning`` record (campaign.json): what ``log_ratio_ci``'s ``pilot`` needs. Empty when
     the campaign was not planned by Stein's rule (fixed runs keep the usual interval)."""
-    if not planning or not planning.get("planned") or planning.get("rule") != "stein":
-        return {}
-    return {(c["mode"], c["path"], c["variant"]): int(c["pilot_pairs"])
-            for c in planning.get("cells", []) if c.get("pilot_pairs")}  # fmt: skip
+    from pipeline.analysis.schema import record_pilots  # the record's reader, below collection
+
+    return record_pilots(planning)
 
 
 def _stein(pilot: int | None, n: int) -> bool:
