@@ -248,7 +248,7 @@ def collect_stages() -> list[Stage]:
             code=[f for f in measured_code(name) if f not in shipped(name)],
             params=["profile", "common.seed", "modes", "lab.wan", "planning",
                     "analysis.confidence", *INTERFERENCE_PARAMS,
-                    {f"{PROFILES_DIR}/${{profile}}.yaml": ["runs", "reps", name]}],
+                    {f"{PROFILES_DIR}/${{profile}}.yaml": ["runs", "reps", "planning", name]}],
             outs=[{f"data/raw/{name}/{{env}}": {"persist": True}}],
             per_environment=True,
         ))  # fmt: skip
