@@ -351,10 +351,12 @@ def _log_ratios(values, baseline_values) -> np.ndarray:
     return np.log(x[keep]) - np.log(y[keep])
 
 
-def _t_interval(d: np.ndarray, confidence: float) -> tuple[float, float]:
-    """Student t interval of ``mean(d)`` (n >= 2); zero width when every value is equal."""
+def _t_interval(d: np.ndarray, confidence: float, pilot: int | None = None) -> tuple[float, float]:
+    """Student t interval of ``mean(d)`` (n >= 2); zero width when every value is equal. With a
+    Stein ``pilot`` (``log_ratio_ci``): the pilot's SD with ``pilot - 1`` df."""
     n = d.size
-    half = _st.t.ppf(0.5 + confidence / 2.0, n - 1) * d.std(ddof=1) / np.sqrt(n)
+    sd, df = (d[:pilot].std(ddof=1), pilot - 1) if _stein(pilot, n) else (d.std(ddof=1), n - 1)
+    half = _st.t.ppf(0.5 + confidence / 2.0, df) * sd / np.sqrt(n)
     return float(d.mean() - half), float(d.mean() + half)
 
 
@@ -545,8 +547,10 @@ def quantile_shift_ci(
     qs=(0.5, 0.99),
     confidence: float = 0.95,
     paired: bool = True,
+    pilot: int | None = None,
 ) -> pd.DataFrame:
     """Shift ``cell - baseline`` of per-run quantiles, in the unit of the samples and as a ratio.
+    ``pilot``: a Stein-planned comparison's pilot pairs (``log_ratio_ci``; paired only).
 
     Paired (the default): over the runs measured in both cells, ``shift`` is the mean of the
     per-run differences and ``ratio`` the geometric mean of the per-run ratios, each with its
@@ -584,10 +588,10 @@ def quantile_shift_ci(
             x, y = qa[:, i], qb[:, i]
             if paired:
                 row["shift"] = float(np.mean(x - y))
-                r = log_ratio_ci(x, y, confidence)
+                r = log_ratio_ci(x, y, confidence, pilot)
                 row.update(ratio=r.ratio, ratio_lo=r.lo, ratio_hi=r.hi)
                 if n_runs >= 2:
-                    row["lo"], row["hi"] = _t_interval(x - y, confidence)
+                    row["lo"], row["hi"] = _t_interval(x - y, confidence, pilot)
             else:
                 row["shift"] = float(x.mean() - y.mean())
                 row["ratio"] = float(np.exp(np.log(x).mean() - np.log(y).mean()))
@@ -1209,12 +1213,14 @@ def quantile_equivalence(
     margin: float = 0.05,
     confidence: float = 0.95,
     higher_is_better: bool = False,
+    pilot: int | None = None,
 ) -> pd.DataFrame:
     """Verdicts for ratios of per-run quantiles ``cell / baseline`` (latency: lower is better),
     over the runs both measured: ``log_ratio_equivalence`` of the per-run quantiles. One row per
     level: ``q``, ``ratio``, ``lo``, ``hi``, ``lo_eq``, ``hi_eq``, ``n_runs``, ``margin``,
     ``tost_p``, ``diff_p``, ``sd_log``, ``resolvable``, ``tost_reason``, ``verdict``; a level
     some run is too short for (``min_samples``) has no ratio and says so in ``tost_reason``.
+    ``pilot``: a Stein-planned comparison's pilot pairs (``log_ratio_ci``).
     """
     qs = np.atleast_1d(np.asarray(qs, dtype=float))
     common = np.intersect1d(cell.runs, baseline.runs)
@@ -1225,7 +1231,7 @@ def quantile_equivalence(
     for i, q in enumerate(qs):
         short = short_runs_reason(a, float(q)) or short_runs_reason(b, float(q))
         x, y = (qa[:, i], qb[:, i]) if short is None else (np.empty(0), np.empty(0))
-        eq = log_ratio_equivalence(x, y, margin, confidence, higher_is_better)
+        eq = log_ratio_equivalence(x, y, margin, confidence, higher_is_better, pilot)
         t = eq.tost
         rows.append({
             "q": float(q), "ratio": eq.ratio, "lo": eq.lo, "hi": eq.hi, "lo_eq": eq.lo_eq,
@@ -1423,10 +1429,12 @@ class ShiftEquivalence:
 
 def shift_equivalence(
     values, baseline_values, margin: float, confidence: float = 0.95,
-    higher_is_better: bool = False,
+    higher_is_better: bool = False, pilot: int | None = None,
 ) -> ShiftEquivalence:  # fmt: skip
     """``ShiftEquivalence`` of ``values - baseline_values`` paired by position (NaN pairs
-    dropped); the verdict rule of ``verdict_from_p`` with the shift's side of 0."""
+    dropped); the verdict rule of ``verdict_from_p`` with the shift's side of 0. ``pilot``: a
+    Stein-planned comparison's pilot pairs: intervals, tests and ``sd`` on the pilot's SD with
+    ``pilot - 1`` df (``log_ratio_ci``)."""
     x = np.asarray(values, dtype=float)
     y = np.asarray(baseline_values, dtype=float)
     if x.shape != y.shape:
@@ -1440,15 +1448,16 @@ def shift_equivalence(
     shift = float(d.mean())
     lo = hi = lo_eq = hi_eq = mde = sd = nan
     if n >= 2:
-        lo, hi = _t_interval(d, confidence)
-        lo_eq, hi_eq = _t_interval(d, equivalence_level(confidence))
-        sd = float(d.std(ddof=1))
-        mde = resolvable(sd, n, alpha)
+        lo, hi = _t_interval(d, confidence, pilot)
+        lo_eq, hi_eq = _t_interval(d, equivalence_level(confidence), pilot)
+        stein = _stein(pilot, n)
+        sd = float(d[:pilot].std(ddof=1) if stein else d.std(ddof=1))
+        mde = resolvable(sd, n, alpha, df=float(pilot - 1) if stein else None)
     if n < TOST_MIN_RUNS:
         why = f"{n} paired run(s): the TOST needs at least {TOST_MIN_RUNS}"
         return ShiftEquivalence(shift, lo, hi, lo_eq, hi_eq, margin, n, nan, nan, mde, why,
                                 "inconclusive", sd)  # fmt: skip
-    tost_p, diff_p = _paired_tests(d, -margin, margin, alpha)
+    tost_p, diff_p = _paired_tests(d, -margin, margin, alpha, pilot)
     said = verdict_from_p(1.0 + shift, tost_p, diff_p, higher_is_better, alpha)
     return ShiftEquivalence(shift, lo, hi, lo_eq, hi_eq, margin, n, tost_p, diff_p, mde, None,
                             said, sd)  # fmt: skip
