@@ -349,10 +349,12 @@ def _verdicts(
     overhead,
     margin: float,
     confidence: float,
+    pilot: int | None = None,
 ) -> dict:
-    """The verdict columns of one mode against native (latency: lower is better)."""
+    """The verdict columns of one mode against native (latency: lower is better); ``pilot``:
+    the comparison's Stein pilot (``schema.pilot_of``)."""
     eq = stats.quantile_equivalence(
-        cell, base, overhead, margin, confidence, higher_is_better=False
+        cell, base, overhead, margin, confidence, higher_is_better=False, pilot=pilot
     )
     out = {}
     for r in eq.itertuples():
@@ -371,7 +373,8 @@ def _verdicts(
 
 
 def _shift_verdicts(
-    cell: stats.RunSamples, base: stats.RunSamples, overhead, margin_us: float, confidence: float
+    cell: stats.RunSamples, base: stats.RunSamples, overhead, margin_us: float, confidence: float,
+    pilot: int | None = None,
 ) -> dict:
     """The verdict columns of one mode against native judged on the added microseconds
     (``stats.shift_equivalence`` of the per-run percentiles over the runs both measured):
@@ -384,7 +387,8 @@ def _shift_verdicts(
         short = stats.short_runs_reason(a, q) or stats.short_runs_reason(b, q)
         x, y = (a.run_quantiles([q])[:, 0], b.run_quantiles([q])[:, 0]) if (
             common.size and short is None) else (np.empty(0), np.empty(0))  # fmt: skip
-        eq = stats.shift_equivalence(x, y, margin_us, confidence, higher_is_better=False)
+        eq = stats.shift_equivalence(x, y, margin_us, confidence, higher_is_better=False,
+                                     pilot=pilot)  # fmt: skip
         out |= {
             f"ratio_{lab}_eq_lo": np.nan,
             f"ratio_{lab}_eq_hi": np.nan,
@@ -481,7 +485,8 @@ def summarise(
             row["tail_note"] = "; ".join(r for r in pct["reason"].dropna().unique()) or None
             base = cells.get((env, BASELINE, path, variant))
             if base is not None and base.n_samples:
-                shift = stats.quantile_shift_ci(cell, base, overhead, confidence)
+                pilot = schema.pilot_of(run_rows)
+                shift = stats.quantile_shift_ci(cell, base, overhead, confidence, pilot=pilot)
                 row["overhead_n_runs"] = int(shift["n_runs"].iloc[0])
                 for r in shift.itertuples():
                     lab = q_label(r.q)
@@ -496,10 +501,11 @@ def summarise(
                         }
                     )
                 if mode != BASELINE and path == INTERNET and internet_margin_us is not None:
-                    row |= _shift_verdicts(cell, base, overhead, internet_margin_us, confidence)
+                    row |= _shift_verdicts(cell, base, overhead, internet_margin_us, confidence,
+                                           pilot)  # fmt: skip
                     row["margin"] = np.nan
                 elif mode != BASELINE:
-                    row |= _verdicts(cell, base, overhead, margin, confidence)
+                    row |= _verdicts(cell, base, overhead, margin, confidence, pilot)
             elif status == "ok":
                 extra = f"no {BASELINE} baseline measured on path {path} ({variant})"
                 row["reason"] = f"{reason}; {extra}" if reason else extra

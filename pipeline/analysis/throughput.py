@@ -743,14 +743,16 @@ def summarise_udp(
                 }
             )
         _add_ratio(row, per_run, len(mine), "received_gbps", margin, schema.pilot_of(run_rows))
-        _add_loss(row, per_run, 100.0 * loss_margin)
+        _add_loss(row, per_run, 100.0 * loss_margin, schema.pilot_of(run_rows))
         rows.append(row)
     out = pd.DataFrame(rows, columns=UDP_SUMMARY_COLUMNS)
     return out if out.empty else _finish(out, multiplicity, UDP_VERDICTS, UDP_MDE)
 
 
-def _add_loss(row: dict, per_run: pd.DataFrame, margin_pp: float) -> None:
-    """The loss columns of one UDP row: its per-run loss against native's on the same path."""
+def _add_loss(row: dict, per_run: pd.DataFrame, margin_pp: float,
+              pilot: int | None = None) -> None:  # fmt: skip
+    """The loss columns of one UDP row: its per-run loss against native's on the same path
+    (``pilot``: the comparison's Stein pilot, ``schema.pilot_of``)."""
     row["loss_margin_pp"] = margin_pp
     if row["mode"] == BASELINE:
         return
@@ -760,7 +762,8 @@ def _add_loss(row: dict, per_run: pd.DataFrame, margin_pp: float) -> None:
         return
     pair = wide[[row["mode"], BASELINE]].dropna()
     eq = stats.shift_equivalence(pair[row["mode"]], pair[BASELINE], margin_pp,
-                                 row["confidence"], higher_is_better=False)  # fmt: skip
+                                 row["confidence"], higher_is_better=False,
+                                 pilot=pilot)  # fmt: skip
     row.update(
         loss_shift_pp=eq.shift, loss_shift_lo_pp=eq.lo, loss_shift_hi_pp=eq.hi,
         loss_tost_p=eq.tost_p, loss_diff_p=eq.diff_p, loss_resolvable_pp=eq.resolvable,

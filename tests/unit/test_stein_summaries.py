@@ -60,7 +60,8 @@ def _planning(cells: list[tuple[str, str, str]], planned: dict[tuple[str, str, s
 
 
 def _write(root: Path, benchmark: str, series: dict, metric: str, unit: str, path: str,
-           variant: str, scale: float, planning: dict | None) -> Path:  # fmt: skip
+           variant: str, scale: float, planning: dict | None,
+           samples_per_run: int = 1) -> Path:  # fmt: skip
     samples, runs = [], []
     t0 = pd.Timestamp("2026-11-28T08:00:00Z")
     for run in range(1, len(NATIVE) + 1):
@@ -71,8 +72,9 @@ def _write(root: Path, benchmark: str, series: dict, metric: str, unit: str, pat
             runs.append({**key, "order": order, "status": "ok", "reason": None,
                          "started_at": started, "ended_at": started + pd.Timedelta(seconds=5),
                          "tool": "fixture", "command": "fixture"})  # fmt: skip
-            samples.append({**key, "metric": metric, "unit": unit, "rep": 1, "sample": 0,
-                            "value": values[run - 1] * scale, "warmup": False})  # fmt: skip
+            samples += [{**key, "metric": metric, "unit": unit, "rep": 1, "sample": k,
+                         "value": values[run - 1] * scale, "warmup": False}
+                        for k in range(samples_per_run)]  # fmt: skip
     out = root / benchmark / "lab"
     write_table(to_table(pd.DataFrame(samples), SAMPLES), out / "samples.parquet")
     write_table(to_table(pd.DataFrame(runs), RUNS), out / "runs.parquet")
@@ -165,3 +167,55 @@ def test_the_methods_say_steins_coverage_only_for_a_stein_planned_campaign(tmp_p
     assert "a cap widens it but does not lower its coverage" in said
     assert "95% +- 1 point" in said and "cover 90-93%" not in said
     assert "- `throughput` (`lab`): a 3-run pilot" in said
+
+
+# latency (microseconds): every sample of a run's window at its run's value, so each run's own
+# percentiles are that value exactly and the per-run log ratios are those of the lists above
+NATIVE_US = [52.0, 51.5, 52.3, 51.8, 52.1, 51.9, 52.4, 51.6]
+BRIDGE_US = [60.1, 59.7, 60.4, 62.0, 58.3, 61.5, 59.0, 62.6]
+
+
+def _latency_samples(root: Path, planned: bool) -> pd.DataFrame:
+    from pipeline.analysis import latency
+
+    cells = [("native", "dc", "udp"), ("docker-bridge", "dc", "udp")]
+    record = _planning(cells, {cells[1]: PILOT}) if planned else None
+    _write(root, "latency", {"native": NATIVE_US, "docker-bridge": BRIDGE_US}, "udp_rtt", "us",
+           "dc", "udp", 1.0, record, samples_per_run=1000)  # fmt: skip
+    runs = latency.load_runs(root, "latency")
+    cells_ = latency.load_cells(root, "latency", latency.LATENCY_METRICS)
+    return latency.summarise(cells_, runs).set_index("mode").loc["docker-bridge"]
+
+
+@pytest.mark.parametrize("planned", [True, False])
+def test_the_planned_latency_comparison_gets_steins_intervals(tmp_path, planned):
+    row = _latency_samples(tmp_path, planned)
+    lo, hi = _stein(BRIDGE_US, NATIVE_US, PILOT) if planned else _usual(BRIDGE_US, NATIVE_US)
+    for q in ("p50", "p99"):
+        assert row[f"ratio_{q}_lo"] == pytest.approx(lo, rel=1e-9)
+        assert row[f"ratio_{q}_hi"] == pytest.approx(hi, rel=1e-9)
+    # the added microseconds: the same rule on the per-run differences
+    d = np.subtract(BRIDGE_US, NATIVE_US)
+    sd, df = (d[:PILOT].std(ddof=1), PILOT - 1) if planned else (d.std(ddof=1), d.size - 1)
+    half = st.t.ppf(0.975, df) * sd / math.sqrt(d.size)
+    assert row["d_p50_lo_us"] == pytest.approx(d.mean() - half, rel=1e-9)
+    assert row["d_p50_hi_us"] == pytest.approx(d.mean() + half, rel=1e-9)
+    assert row["sd_p50"] == pytest.approx(
+        np.std((np.log(BRIDGE_US) - np.log(NATIVE_US))[:PILOT if planned else None], ddof=1))
+
+
+def test_a_shift_comparison_with_a_pilot_uses_the_pilots_sd_and_degrees_of_freedom():
+    from pipeline.analysis import stats
+
+    d = np.subtract(BRIDGE_US, NATIVE_US)
+    eq = stats.shift_equivalence(BRIDGE_US, NATIVE_US, 15.0, 0.95, pilot=PILOT)
+    s0 = d[:PILOT].std(ddof=1)
+    half = st.t.ppf(0.975, PILOT - 1) * s0 / math.sqrt(d.size)
+    assert (eq.lo, eq.hi) == (pytest.approx(d.mean() - half), pytest.approx(d.mean() + half))
+    assert eq.sd == pytest.approx(s0)
+    # the TOST against +-15 us: the larger one-sided p, t on the pilot's SD with 2 df
+    se = s0 / math.sqrt(d.size)
+    p = max(st.t.sf((d.mean() + 15.0) / se, 2), st.t.cdf((d.mean() - 15.0) / se, 2))
+    assert eq.tost_p == pytest.approx(p)
+    usual = stats.shift_equivalence(BRIDGE_US, NATIVE_US, 15.0, 0.95)
+    assert usual.sd == pytest.approx(d.std(ddof=1)) and usual.lo != pytest.approx(eq.lo)
