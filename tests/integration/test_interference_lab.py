@@ -16,9 +16,14 @@ busy loop outside the lab's cgroups (two shell loops in a session of their own, 
   kept flagged;
 - the lab's CPU weight is set (``pipeline/lab/weight.py``) and nothing is left on the hosts.
 
-Other work on this machine (another user's build) is "other processes" too: the threshold is
-set above what a quiet machine shows and below the two loops, and the assertions hold whatever
-else gets flagged.
+The lab's CPU weight (``pipeline/lab/weight.py``, set by the bring-up) starves such a loop:
+beside a lab under its weight the loop barely runs and no window is flagged for it
+(harness/lab_weight.py measures that). So the campaign here runs with the weight at everyone's
+default, as on hosts without it, and the weight is set again at the end whatever happens.
+The thresholds are params.yaml's defaults (0.25 CPUs of other processes). Other work on this
+machine (another user's build) is "other processes" too and may flag windows of its own; the
+assertions hold whatever else gets flagged (on a quiet machine the re-measured windows are
+clean and every estimate rests on clean windows).
 """
 
 from __future__ import annotations
@@ -45,7 +50,6 @@ pytestmark = [pytest.mark.lab, ROOT_ONLY]
 
 RETRIES = 2
 HOG_S = 8.0  # the loop's length: about two steps' windows
-THRESHOLD_CPUS = 0.9  # two loops on two CPUs use more than this beside a 1-thread sysbench
 
 
 def _hog_once_saved(root, hogs: list, stop: threading.Event) -> None:
@@ -57,23 +61,31 @@ def _hog_once_saved(root, hogs: list, stop: threading.Event) -> None:
         time.sleep(0.05)
     else:
         return
-    loop = ["timeout", f"{HOG_S:g}", "sh", "-c", "while :; do :; done"]
+    # a shell under a name of its own, which the watch then names beside the windows
+    shell = root.parents[2] / "co-busy-loop"
+    shell.symlink_to("/bin/sh")
+    loop = ["timeout", f"{HOG_S:g}", str(shell), "-c", "while :; do :; done"]
     hogs += [subprocess.Popen(loop, start_new_session=True) for _ in range(2)]
+    hogs.append(time.time_ns())  # when they started (the watch's clock)
     stop.wait(HOG_S)
 
 
 def _kill(hogs: list) -> None:
-    for hog in hogs:
+    for hog in hogs[:-1]:
         if hog.poll() is None:
             os.killpg(hog.pid, signal.SIGKILL)
         hog.wait(timeout=10)
 
 
 def test_a_hog_s_windows_are_measured_again_and_left_out(tmp_path):
-    from pipeline.collect.campaign import Profile
-    from pipeline.environments import collect
+    from pipeline import lab
+    from pipeline.collect.campaign import Profile, collect
     from pipeline.lab import weight
     from pipeline.lab.topology import CGROUP_PARENT
+
+    lab.up()
+    assert weight.state().get(CGROUP_PARENT) == weight.V1_SHARES  # the bring-up set it
+    base, _ = weight.hierarchy()
 
     _, options = smoke_settings("cpu")
     profile = Profile(runs=3, seconds=2.0, omit_seconds=0.0, warmup_seconds=0.0)
@@ -85,17 +97,21 @@ def test_a_hog_s_windows_are_measured_again_and_left_out(tmp_path):
     starter.start()
     started = time.monotonic()
     try:
+        (base / CGROUP_PARENT / "cpu.shares").write_text(str(weight.V1_DEFAULT))
         collect("cpu", ROOT / INVENTORY, tmp_path, profile, seed=3,
                 modes=["native", "docker-bridge"], variants=("1thread",), options=options,
                 log=lambda line: (said.append(line), print(line)),
-                interference={"interference_cpus": THRESHOLD_CPUS,
-                              "interference_retries": RETRIES})  # fmt: skip
+                interference={"interference_retries": RETRIES})
     finally:
         stop.set()
         starter.join(timeout=30)
         _kill(hogs)
+        weight.ensure()
     print(f"campaign and re-measurements: {time.monotonic() - started:.0f} s")
-    assert hogs and all(h.poll() is not None for h in hogs)
+    print(schema.window_flags(schema.read_table(root / "runs.parquet", "runs").to_pandas())
+          .drop(columns=["environment", "campaign"]).to_string())  # fmt: skip
+    assert hogs and all(h.poll() is not None for h in hogs[:-1])
+    hog_from, hog_to = hogs[-1], hogs[-1] + int(HOG_S * 1e9)
     assert weight.state().get(CGROUP_PARENT) == weight.V1_SHARES
 
     runs = schema.read_table(root / "runs.parquet", "runs").to_pandas()
@@ -108,11 +124,14 @@ def test_a_hog_s_windows_are_measured_again_and_left_out(tmp_path):
     # bounded: never more than 1 + retries measurements; flagged at the end only when spent
     assert attempts.max() <= 1 + RETRIES
     assert (attempts[still] == 1 + RETRIES).all(), attempts[still]
-    # the loop was seen beside at least one window, and that window's step measured again
-    watched = interference.windows(tmp_path)
-    beside = watched[watched["decided"].fillna("").str.contains("other processes")
-                     & watched["top"].fillna("").str.contains(r"\bsh ")]  # fmt: skip
+    # the watch named the loop beside a window (one that ended inside a window is not seen,
+    # pipeline/collect/watch.py): those windows were flagged and their steps measured again
+    watched = interference.windows(tmp_path).dropna(subset=["t_ns"])
+    beside = watched[watched["top"].fillna("").str.contains("co-busy-loop")]
     assert not beside.empty, f"no window saw the loop:\n{said}"
+    start = beside["t_ns"].astype("int64")
+    assert ((start < hog_to) & (start + beside["seconds"].astype(float) * 1e9 > hog_from)).all()
+    assert (beside["decided"].fillna("").str.contains("other processes")).all(), beside
     for r in beside.itertuples():
         assert attempts[(r.run, r.mode, r.path, r.variant)] > r.attempt, r
     assert any(line.startswith("measuring again the") for line in said)
