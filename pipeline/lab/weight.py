@@ -73,7 +73,7 @@ def _cpu_cgroup(pid: int, kind: str) -> str | None:
         return None
     for line in lines:
         _, controllers, path = line.split(":", 2)
-        if (kind == "v2" and controllers == "") or "cpu" in controllers.split(","):
+        if (controllers == "") if kind == "v2" else ("cpu" in controllers.split(",")):
             return path
     return None
 
