@@ -125,10 +125,13 @@ def test_saved_figure_is_what_vl_convert_renders_from_vega_lite(tmp_path):
             color=alt.Color("mode:N", scale=figures.mode_scale(data["mode"])),
         )
     )
-    svg, png, spec = figures.save(chart, tmp_path, "check")
+    svg, png, html, spec = figures.save(chart, tmp_path, "check")
     vega_lite = json.loads(spec.read_text())
     assert svg.read_text(encoding="utf-8") == vlc.vegalite_to_svg(vega_lite)
     assert png.read_bytes() == vlc.vegalite_to_png(vega_lite, scale=2)
+    page = html.read_text(encoding="utf-8")  # the interactive page embeds the same spec
+    embedded = page.split("const spec = ", 1)[1].split(";\n", 1)[0]
+    assert json.loads(embedded) == vega_lite
 
 
 @pytest.mark.filterwarnings("ignore:The MLE may be on the boundary")
