@@ -3,7 +3,24 @@ collected once (tests/integration/lab_campaign.py)."""
 
 import pytest
 
+from pipeline.analysis.interference import Thresholds
 from tests.integration.lab_campaign import SmokeRepo
+
+
+@pytest.fixture(scope="session", autouse=True)
+def measured_once_unless_asked():
+    """A campaign started here measures a flagged window once, unless its test asks for
+    re-measurement (``interference_retries`` given, as test_interference_lab does): the other
+    lab tests count windows, warm-ups and reps, which a background job on the CI machine must
+    not change. Re-measurement has tests of its own (unit and lab)."""
+    plain = Thresholds.from_params.__func__
+
+    def from_params(cls, analysis: dict | None = None) -> Thresholds:
+        return plain(cls, {"interference_retries": 0, **(analysis or {})})
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Thresholds, "from_params", classmethod(from_params))
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -130,6 +130,8 @@ class SmokeRepo:
                     ["commit", "-qm", "clone"]):  # fmt: skip
             subprocess.run(["git", *git], cwd=dest, check=True, capture_output=True)
         set_param(dest, r"^profile: \w+$", "profile: smoke")
+        # one measurement per window, as every campaign a lab test starts (conftest.py)
+        set_param(dest, r"^  interference_retries: \d+$", "  interference_retries: 0")
         set_param(dest, r"^  lab: inventory/lab\.yaml$", f"  lab: {OPERATOR_INVENTORY}")
         # the stages' dependencies name the inventory, as after a user's own edit
         subprocess.run([sys.executable, "-m", "pipeline.stages"], cwd=dest, check=True,

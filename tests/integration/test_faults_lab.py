@@ -79,9 +79,10 @@ class Campaign:
         self.root = raw / BENCHMARK / "lab"
         code = textwrap.dedent(f"""
             from pipeline.collect.campaign import Profile, collect
+            ONCE = {'interference_retries': 0}  # a flagged window is not measured again here
             profile = Profile(runs={RUNS}, seconds=1, omit_seconds=0, warmup_seconds=1)
             collect({BENCHMARK!r}, {INVENTORY!r}, {str(raw)!r}, profile, 11, {MODES!r},
-                    paths=("dc",), variants=("tcp",))
+                    paths=("dc",), variants=("tcp",), interference=ONCE)
         """)  # fmt: skip
         self.proc = subprocess.Popen(
             [sys.executable, "-u", "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
