@@ -343,6 +343,7 @@ def fixed_stages(params: Params) -> list[Stage]:
                       {f"{PROFILES_DIR}/${{profile}}.yaml": ["leaves_out"]}],
               outs=[{"reports/numbers.json": {"cache": False}},
                     {"reports/article.md": {"cache": False}},
+                    {"reports/verdicts.json": {"cache": False}},
                     {"reports/article.html": {"cache": False}}],
               metrics=["reports/metrics.json"]),
     ]  # fmt: skip
