@@ -102,6 +102,7 @@ HOSTS = pa.schema(
         ("userland_proxy", pa.string()),
         ("ipvs", pa.string()),
         ("netem", pa.string()),
+        ("virtualization", pa.string()),  # "vm: kvm; container: none" (systemd-detect-virt)
     ]
 )
 

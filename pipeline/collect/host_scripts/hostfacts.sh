@@ -20,6 +20,12 @@ echo "cpu_model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
 echo "cpu_count=$(nproc)"
 echo "governor=$(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null || echo n/a)"
 echo "mem_total_bytes=$(awk '/^MemTotal/ {printf "%.0f", $2 * 1024}' /proc/meminfo)"
+# What the host itself runs on (a VM, a container): systemd's answer, else the CPU's flag
+vm=$(systemd-detect-virt --vm 2>/dev/null); ct=$(systemd-detect-virt --container 2>/dev/null)
+if [ -z "$vm" ]; then
+  if grep -qsw hypervisor /proc/cpuinfo; then vm="a hypervisor"; else vm=n/a; fi
+fi
+echo "virtualization=vm: $vm; container: ${ct:-n/a}"
 if docker info >/dev/null 2>&1; then
   echo "docker_version=$(docker version --format '{{.Server.Version}}')"
   echo "storage_driver=$(docker info --format '{{.Driver}}')"
