@@ -109,6 +109,9 @@ class Benchmark:
     # relative to the repository): a load generator, a server config. They go into the tool
     # image too, at the same path, so containers run them bit-identically.
     uploads: dict[str, str] = {}
+    # Repository files the benchmark reads to make what it runs (a config filled in per step),
+    # besides its uploads: part of its campaign's code digest, like its module.
+    templates: tuple[str, ...] = ()
     # Count-based tools whose every output row is one sample: a window is a count of samples,
     # and one run takes the warm-up and the first measured window (``folded``).
     warmup_in_window: bool = False

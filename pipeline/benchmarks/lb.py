@@ -288,6 +288,8 @@ class Lb(Benchmark):
     modes = ("swarm-overlay", KUBERNETES_MODE)
     paths = ("dc",)
     summary_metric = "lb_requests_per_s"
+    templates = ("pipeline/collect/tool_conf/haproxy-lb.cfg",
+                 "pipeline/collect/tool_conf/nginx-lb.conf")  # render_config fills them in
     uploads = {
         BACKEND_CONF: "pipeline/collect/tool_conf/nginx-1k.conf",
         WRK_SCRIPT: "pipeline/collect/tool_conf/lb-wrk.lua",

@@ -166,11 +166,12 @@ MEASURING_FILES = ("pipeline/collect/host_scripts/build_tool_image.sh",)
 def code_digest(benchmark: Benchmark, modes: list[str]) -> dict:
     """The code that measures: the benchmark's module, the planned modes' modules and the
     campaign, with what they import (registries aside), the tool-image recipe and the files the
-    benchmark ships to the hosts. Part of a campaign's identity, so that a changed parser or
-    mode measures again instead of resuming parts the old code made."""
+    benchmark ships to the hosts or fills in (``templates``). Part of a campaign's identity, so
+    that a changed parser or mode measures again instead of resuming parts the old code made."""
     modules = [type(benchmark).__module__, __name__, *(type(MODES[m]).__module__ for m in modes)]
     files = [f for f in imports.files(imports.own_closure(modules)) if f != "pipeline/imports.py"]
-    files += [f for f in (*MEASURING_FILES, *benchmark.uploads.values()) if (ROOT / f).is_file()]
+    shipped = (*MEASURING_FILES, *benchmark.uploads.values(), *benchmark.templates)
+    files += [f for f in shipped if (ROOT / f).is_file()]
     digest = hashlib.sha256()
     for name in sorted(set(files)):
         digest.update(name.encode() + b"\0" + (ROOT / name).read_bytes() + b"\0")
