@@ -449,12 +449,25 @@ def _interference(inputs: Inputs, numbers: Numbers) -> list[str]:
                           decimals=0)  # fmt: skip
     names = [n for text in watch["beside_flagged"] for n in str(text).split(", ") if n]
     beside = f"; beside them ran {', '.join(dict.fromkeys(names))}" if names else ""
+    counts = {c: int(pd.to_numeric(watch[c], errors="coerce").fillna(0).sum())
+              for c in ("remeasured", "kept_flagged") if c in watch}  # fmt: skip
+    if counts:
+        again = numbers.add("interference.remeasured", counts.get("remeasured", 0), "windows",
+                            path, decimals=0)  # fmt: skip
+        kept = numbers.add("interference.kept_flagged", counts.get("kept_flagged", 0), "windows",
+                           path, decimals=0)  # fmt: skip
+        rule = (f"A flagged window's step was measured again later in its campaign "
+                f"({again.text()} windows), and the estimates leave a flagged window out where "
+                f"its step has a clean one; {kept.text()} flagged windows stayed in the "
+                f"estimates because every attempt at their step was flagged.")
+    else:
+        rule = "These campaigns recorded no re-measurement: their flagged windows stay in."
     text = (
         f"Interference watch. Before and after every measured window each host it used was "
         f"read: the CPU time of processes other than the study's, steal, and a fixed-work "
         f"probe. {flagged.text()} of {windows.text()} measured windows were flagged (other "
         f"processes, steal or a slowed probe above the thresholds of params.yaml){beside}. "
-        f"Flagged windows are kept in every estimate; the table names them per campaign."
+        f"{rule} The table names them per campaign."
     )
     blocks = figure_blocks(inputs, numbers, "noise")
     return [text, *blocks, *tables_for(inputs, ["interference"], "Methods: interference watch")]
