@@ -133,21 +133,9 @@ def adopt() -> None:
     its group, or by an older lab) into the host's group: those in the host's network
     namespace and their descendants (the rootless dockerd runs in a namespace of its own).
     Container processes already sit in a cgroup of their engine and stay there."""
-    pids = processes.all_pids()
-    parents = {p: processes.parent(p) for p in pids}
-    inodes = {p: processes.netns_inode(p) for p in pids}
+    found = processes.namespace_members({h.name: h.netns for h in SSH_HOSTS})
     for host in SSH_HOSTS:
-        try:
-            inode = os.stat(host.netns).st_ino
-        except OSError:
-            continue
-        members = {p for p, i in inodes.items() if i == inode}
-        grown = True
-        while grown:  # descendants, whatever their namespace
-            more = {p for p, parent in parents.items() if parent in members} - members
-            members |= more
-            grown = bool(more)
-        for pid in sorted(members):
+        for pid in sorted(found.get(host.name, ())):
             if _cpuset_of(pid) == "/":
                 with contextlib.suppress(ProcessLookupError, FileNotFoundError):
                     (group(host) / "cgroup.procs").write_text(str(pid))

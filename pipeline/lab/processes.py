@@ -129,3 +129,26 @@ def lab_pids(netns_inodes: set[int], needles: Sequence[str]) -> set[int]:
         if netns_inode(pid) in netns_inodes or any(n in cmdline(pid) for n in needles):
             found.add(pid)
     return found
+
+
+def namespace_members(netns: dict[str, Path]) -> dict[str, set[int]]:
+    """Name -> the processes in that network namespace (``netns``: name -> its /run/netns
+    file) and their descendants, whatever their namespace (the rootless dockerd's). A missing
+    namespace is left out."""
+    pids = all_pids()
+    parents = {p: parent(p) for p in pids}
+    inodes = {p: netns_inode(p) for p in pids}
+    found = {}
+    for name, path in netns.items():
+        try:
+            inode = os.stat(path).st_ino
+        except OSError:
+            continue
+        members = {p for p, i in inodes.items() if i == inode}
+        grown = True
+        while grown:
+            more = {p for p, up in parents.items() if up in members} - members
+            members |= more
+            grown = bool(more)
+        found[name] = members
+    return found

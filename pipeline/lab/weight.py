@@ -29,7 +29,6 @@ back on down (it outlives the lab), the lab's own groups go with the lab's cgrou
 from __future__ import annotations
 
 import contextlib
-import os
 from pathlib import Path
 
 from pipeline.lab import processes
@@ -80,23 +79,7 @@ def _cpu_cgroup(pid: int, kind: str) -> str | None:
 
 def _members() -> dict[str, set[int]]:
     """Lab host name -> the processes in its network namespace and their descendants."""
-    pids = processes.all_pids()
-    parents = {p: processes.parent(p) for p in pids}
-    inodes = {p: processes.netns_inode(p) for p in pids}
-    found = {}
-    for host in HOSTS:
-        try:
-            inode = os.stat(host.netns).st_ino
-        except OSError:
-            continue
-        members = {p for p, i in inodes.items() if i == inode}
-        grown = True
-        while grown:  # descendants, whatever their namespace (the rootless dockerd's)
-            more = {p for p, parent in parents.items() if parent in members} - members
-            members |= more
-            grown = bool(more)
-        found[host.name] = members
-    return found
+    return processes.namespace_members({h.name: h.netns for h in HOSTS})
 
 
 def ensure() -> dict:
