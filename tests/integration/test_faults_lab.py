@@ -79,7 +79,7 @@ class Campaign:
         self.root = raw / BENCHMARK / "lab"
         code = textwrap.dedent(f"""
             from pipeline.collect.campaign import Profile, collect
-            ONCE = {'interference_retries': 0}  # a flagged window is not measured again here
+            ONCE = {{'interference_retries': 0}}  # a flagged window is not measured again here
             profile = Profile(runs={RUNS}, seconds=1, omit_seconds=0, warmup_seconds=1)
             collect({BENCHMARK!r}, {INVENTORY!r}, {str(raw)!r}, profile, 11, {MODES!r},
                     paths=("dc",), variants=("tcp",), interference=ONCE)

@@ -50,7 +50,7 @@ def _child(benchmark: str, raw: str) -> subprocess.Popen:
     options, modes = CASES[benchmark]
     code = textwrap.dedent(f"""
         from pipeline.collect.campaign import Profile, collect
-        ONCE = {'interference_retries': 0}  # a flagged window is not measured again here
+        ONCE = {{'interference_retries': 0}}  # a flagged window is not measured again here
         profile = Profile(runs=3, seconds=2, omit_seconds=0, warmup_seconds=1)
         collect({benchmark!r}, {INVENTORY!r}, {raw!r}, profile, 11, {modes!r},
                 paths={('dc', 'host')!r}, options={options!r}, interference=ONCE)
