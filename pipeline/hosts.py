@@ -13,6 +13,9 @@ SCRATCH_DIR = "/var/tmp/container-overhead"
 STORAGE_DIR = f"{SCRATCH_DIR}/disk"  # the disk benchmark's test directory, in every mode
 STDERR_TAIL_LINES = 20
 MAX_COMMAND_CHARS = 2000  # in error messages; the full command stays on the exception
+# Where a network benchmark's client and server run on a machine whose CPUs the hosts share
+# (the embedded lab, pipeline/lab/cpus.py): one CPU for both, disjoint CPUs, or any CPU.
+PLACEMENTS = ("colocated", "split", "shared")
 
 
 class ModeUnavailable(RuntimeError):

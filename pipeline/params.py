@@ -23,6 +23,7 @@ import yaml
 
 from pipeline.benchmarks import BENCHMARKS, Benchmark
 from pipeline.collect.inventory import MAX_YAML_BYTES, load_yaml, redact, yaml_problem
+from pipeline.hosts import PLACEMENTS
 
 ROOT = Path(__file__).resolve().parent.parent
 PARAMS_FILE = "params.yaml"
@@ -153,6 +154,9 @@ def _check_window(check: _Check, entry: dict, key: str, bench: Benchmark) -> Non
     for name in ("omit_seconds", "warmup_seconds"):
         if name in entry:
             check.number(entry[name], f"{key}.{name}", 0, 86400)
+    if "placement" in entry and entry["placement"] not in PLACEMENTS:
+        check.add(f"{key}.placement", f"must be one of {', '.join(PLACEMENTS)}, got "
+                                      f"{_brief(entry['placement'])}")  # fmt: skip
     for name in bench.whole_seconds:
         if _is_number(entry.get(name)) and not float(entry[name]).is_integer():
             check.add(f"{key}.{name}", f"must be whole seconds ({bench.tool} reads it as an "

@@ -47,6 +47,7 @@ from pipeline.collect.modes.base import (
     own_work_dirs,
 )
 from pipeline.collect.remote import Pool, RemoteError, Session
+from pipeline.hosts import PLACEMENTS
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository, for shipped files
 WARMUP_CONNECT_BUDGET_S = 30.0  # a server that accepts nothing within this is a failed start
@@ -852,7 +853,7 @@ class Campaign:
         ``interference.Thresholds``). Not part of the campaign's identity either: more retries
         resume the campaign and measure the steps still flagged."""
         placement = placement or benchmark.options.get("placement", "shared")
-        if placement not in ("colocated", "split", "shared"):
+        if placement not in PLACEMENTS:
             raise CampaignError(
                 f"placement must be 'colocated', 'split' or 'shared', got {placement!r}"
             )

@@ -34,6 +34,7 @@ import threading
 from collections.abc import Collection, Iterator
 from pathlib import Path
 
+from pipeline.hosts import PLACEMENTS
 from pipeline.lab import processes
 from pipeline.lab.commands import LabError
 from pipeline.lab.topology import CGROUP_PARENT, MANAGER, SSH_HOSTS
@@ -46,7 +47,6 @@ PODMAN_PARENT = CPUSET / "libpod_parent"  # rootful podman's parent cgroup with 
 # inet-client, node2 (the overlay modes' client container) and node1 itself (the local path).
 SERVER_SIDE = (MANAGER,)
 CLIENT_SIDE = tuple(h for h in SSH_HOSTS if h not in SERVER_SIDE)
-PLACEMENTS = ("colocated", "split", "shared")
 
 
 def parse(text: str) -> list[int]:

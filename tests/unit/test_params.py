@@ -81,6 +81,7 @@ def test_profile_windows_runs_and_options(repo):
         d["cpu"]["compile_packages"] = ""
         d["coldstart"]["starts"] = 2.5
         d["lb"]["wrk_threads"] = 4
+        d["latency"]["placement"] = "colocted"
 
     _edit(repo / "conf/profiles/demo.yaml", broken)
     problems = _problems(repo)
@@ -92,6 +93,8 @@ def test_profile_windows_runs_and_options(repo):
     assert f"{src}.cpu.compile_packages: must be a non-empty text, got ''" in problems
     assert f"{src}.coldstart.starts: must be a whole number in [1, 1e+09], got 2.5" in problems
     assert any(p.startswith(f"{src}.lb.wrk_threads: unknown setting") for p in problems)
+    assert (f"{src}.latency.placement: must be one of colocated, split, shared, got 'colocted'"
+            in problems)
 
 
 def test_a_profile_plans_fewer_modes_and_paths_and_says_so(repo):
