@@ -300,6 +300,10 @@ class Lb(Benchmark):
         self.variants = variant_names(parse_replicas(self.options["replicas"]))
         self.versions: dict[str, str] = {}
         self.kept: _Backend | None = None  # left up by a step for the next one (keep)
+        # Steps so far: a step's objects carry its ordinal, so a step that repeats the one
+        # before (a retry, or the next run starting with the same variant) never takes the
+        # name, or the labels, of objects that are still being removed.
+        self.steps = 0
         # waits(log) for what steps removed to leave every node: Swarm stops a service's tasks
         # ~2 s after `service rm` returns (its gossip delay) and deletes them seconds later
         self.draining: list[Callable[[list[str]], None]] = []
@@ -375,9 +379,11 @@ class _Step:
         # the prefix names the mode; the variant (the group and run for a shared service) keeps
         # a step's objects apart from those of the step before, whose overlay network Swarm
         # may still be deleting
-        stem = f"{scenario.prefix}-{scenario.variant}"
+        bench.steps += 1
+        self.ordinal = str(bench.steps)
+        stem = f"{scenario.prefix}-{scenario.variant}-{self.ordinal}"
         self.group = bench.server_group(scenario.variant)
-        shared = f"{scenario.prefix}-{self.group}-run{scenario.run}"
+        shared = f"{scenario.prefix}-{self.group}-{self.ordinal}"  # unless a kept one is reused
         self.network = f"{shared if self.balancer in SHARED else stem}-net"
         self.service = f"{shared if self.balancer in SHARED else stem}-replicas"
         self.front = f"{stem}-{self.balancer}"  # the balancer or the direct replica
@@ -501,16 +507,18 @@ class _Step:
     def _backend(self, image: str, backend: list[str]) -> list[str]:
         """The replicas' service on its overlay: the one a previous step of this group kept,
         or a new one. Returns the replicas' overlay addresses."""
-        self.notes["replica_service"] = self.service
         kept, self.bench.kept = self.bench.kept, None
         if kept is not None:  # run() released any other group's; this step owns it now
+            self.service, self.network = kept.service, kept.network
             self.created += [("service", kept.service), ("network", kept.network)]
             self.log.append(
                 f"--- replicas: {kept.service} on {kept.network}, started by an earlier step "
                 f"of this run's {self.group} group ---"
             )
-            self.notes.update(placement=kept.placement, replica_addresses=",".join(kept.addresses))
+            self.notes.update(placement=kept.placement, replica_addresses=",".join(kept.addresses),
+                              replica_service=self.service)  # fmt: skip
             return kept.addresses
+        self.notes["replica_service"] = self.service
         labels = self.s.labels
         self.created.append(("network", self.network))
         self.docker("network", "create", "--driver", "overlay", "--attachable", *labels,
@@ -811,7 +819,7 @@ class _KubeStep(_Step):
         super().__init__(bench, scenario)
         ctx = scenario.ctx
         self.kube_host, self.kubectl = ctx.kubectl()
-        stem = kube_name(scenario.prefix, scenario.variant)
+        stem = kube_name(scenario.prefix, scenario.variant, self.ordinal)
         self.replica_set = f"{stem}-replicas"  # the Deployment
         self.front = f"{stem}-{self.balancer}"  # the balancer pod, or the direct replica's
         self.config = f"{stem}-conf"

@@ -336,3 +336,19 @@ def test_a_task_container_that_never_goes_fails_by_name(monkeypatch):
     _lb_step(docker, bench, "haproxy-r2", keep=False)
     with pytest.raises(ToolOutputError, match=r"-replicas still on node1 0 s after its removal"):
         bench.release()
+
+
+def test_a_step_that_repeats_the_one_before_names_its_objects_apart():
+    """A retried window, or a run that starts with the variant the last one ended with, must
+    not reuse the names (and so the listing selectors) of objects still being removed: the
+    drain would wait for the new step's own service and fail."""
+    docker, bench = _FakeDocker(_data("lb-wrk-haproxy-r2-2s.txt")), Lb()
+    for run in (1, 1, 2):
+        _lb_step(docker, bench, "haproxy-r2", keep=False, run=run)
+    created = [c.split("--name ")[1].split()[0] for c in docker.commands
+               if "docker service create" in c]  # fmt: skip
+    networks = [c.split()[-1] for c in docker.commands if "docker network create" in c]
+    fronts = [c.split("--name ")[1].split()[0] for c in docker.commands
+              if "docker create" in c]  # fmt: skip
+    assert len(created) == 3 and len(set(created)) == 3, created
+    assert len(set(networks)) == 3 and len(set(fronts)) == 3, (networks, fronts)
