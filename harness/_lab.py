@@ -11,13 +11,13 @@ import pyarrow.parquet as pq
 
 from harness._proc import ROOT
 from pipeline import lab
-from pipeline.analysis import schema
 from pipeline.benchmarks import Benchmark
 from pipeline.benchmarks.latency import Latency
 from pipeline.collect import inventory
 from pipeline.collect.campaign import Campaign, Profile, upload
 from pipeline.collect.modes import MODES
 from pipeline.collect.remote import Pool
+from pipeline.data import schema
 from pipeline.lab import cpus
 
 INVENTORY = ROOT / "inventory" / "lab.yaml"

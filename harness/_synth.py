@@ -3,7 +3,7 @@
 Shape: ``modes x paths x runs`` measured windows (one UDP round-trip window each, rep 1) plus a
 warm-up window (rep 0, ``warmup`` true, 1 % of the count as in the publication profile),
 consolidated into ``<root>/latency/<environment>/{samples,runs,hosts}.parquet`` in the order the
-campaign's part files sort in, through ``pipeline.analysis.schema``'s stored layout and writer
+campaign's part files sort in, through ``pipeline.data.schema``'s stored layout and writer
 options.
 
 The distributions copy what the lab's sockperf logs show (integer-nanosecond timestamps):
@@ -28,7 +28,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.analysis import schema
+from pipeline.data import schema
 
 MODES = (
     "native", "docker-host", "docker-bridge", "docker-nat", "swarm-overlay", "macvlan",

@@ -46,12 +46,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from harness._lab import cases_on_the_lab  # noqa: E402
-from pipeline.analysis import schema, stats  # noqa: E402
+from pipeline.analysis import stats  # noqa: E402
 from pipeline.benchmarks import Benchmark  # noqa: E402
 from pipeline.benchmarks.http import Http  # noqa: E402
 from pipeline.benchmarks.latency import Latency  # noqa: E402
 from pipeline.benchmarks.throughput import Throughput  # noqa: E402
 from pipeline.collect.campaign import Campaign, CampaignError, Profile  # noqa: E402
+from pipeline.data import schema  # noqa: E402
 from pipeline.lab import cpus  # noqa: E402
 
 RUNS = 2  # runs per campaign: each mode's windows in two independent runs

@@ -62,11 +62,12 @@ sys.path.insert(0, str(ROOT))
 
 from harness._lab import cases_on_the_lab, one_variant  # noqa: E402
 from pipeline import params  # noqa: E402
-from pipeline.analysis import interference, schema, stats  # noqa: E402
+from pipeline.analysis import interference, stats  # noqa: E402
 from pipeline.benchmarks.latency import Latency  # noqa: E402
 from pipeline.benchmarks.throughput import Throughput  # noqa: E402
 from pipeline.collect import planning  # noqa: E402
 from pipeline.collect.campaign import Campaign, Profile  # noqa: E402
+from pipeline.data import schema  # noqa: E402
 from pipeline.lab import cpus  # noqa: E402
 
 MARGIN = 0.05

@@ -2,7 +2,7 @@
 
 The same synthetic windows (harness/_synth.py, 10 modes x 2 paths x 10 runs, warm-up included in
 the file) are written twice: as the writer did before (the SAMPLES columns, zstd only) and as
-``pipeline.analysis.schema.write_table`` writes the consolidated file now (``schema.to_storage`` and
+``pipeline.data.schema.write_table`` writes the consolidated file now (``schema.to_storage`` and
 ``schema.parquet_options``). Bytes per sample = file size / measured samples. The stored file
 is read back with ``schema.read_table`` and compared with the plain one column by column:
 ``value`` bit for bit, ``t_ns`` and every other column exactly.
@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from harness import _synth
 from harness._proc import ROOT
-from pipeline.analysis import schema
+from pipeline.data import schema
 
 GOAL = 4.0
 

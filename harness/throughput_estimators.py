@@ -40,8 +40,8 @@ from scipy import stats as sps
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.analysis import schema  # noqa: E402
 from pipeline.analysis.instrument import tbf_goodput_mbit  # noqa: E402
+from pipeline.data import schema  # noqa: E402
 
 ESTIMATORS = ("received", "interval_median", "trimmed_mean", "steady_mean")
 TBF_TOLERANCE = 0.02

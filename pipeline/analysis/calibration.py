@@ -17,6 +17,7 @@ import pandas as pd
 
 from pipeline.analysis import latency as latency_analysis
 from pipeline.analysis import stats
+from pipeline.data.calibration import label
 
 METRICS = {"udp": "udp_rtt", "tcp": "tcp_rtt"}
 QUANTILES = (0.5, 0.99)
@@ -24,10 +25,6 @@ COLUMNS = [
     "delay_ms", "variant", "q", "expected_added_us", "added_us", "added_lo_us", "added_hi_us",
     "excess_us", "excess_lo_us", "excess_hi_us", "n_runs",
 ]  # fmt: skip
-
-
-def label(delay_ms: float) -> str:
-    return f"delay_{delay_ms:g}ms"
 
 
 def summarise(

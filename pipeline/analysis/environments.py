@@ -35,9 +35,10 @@ import pandas as pd
 from pipeline.analysis import host as host_analysis
 from pipeline.analysis import latency as latency_analysis
 from pipeline.analysis import network as network_analysis
-from pipeline.analysis import schema, stats, tables
+from pipeline.analysis import stats, tables
 from pipeline.analysis import throughput as throughput_analysis
 from pipeline.benchmarks import BENCHMARKS
+from pipeline.data import schema
 
 BASELINE = "native"
 PATHS = ("dc", "local", "host")

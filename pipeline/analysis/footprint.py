@@ -206,7 +206,7 @@ COST_COLUMNS = [
 def load(raw_dir, benchmark: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(samples, runs)`` of ``benchmark`` across environments; empty frames (with the
     schema's columns) when it was never collected, so the stage reports it instead of failing."""
-    from pipeline.analysis import schema
+    from pipeline.data import schema
 
     try:
         return (

@@ -25,9 +25,10 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from pipeline.analysis import figures, schema, stats, tables
+from pipeline.analysis import figures, stats, tables
 from pipeline.analysis.latency import as_text, cell_status, note_parts, status_text
 from pipeline.benchmarks import BENCHMARKS
+from pipeline.data import schema
 
 BASELINE = "native"
 # Durations are better short; every other unit here is a rate (events/s, MiB/s, IOPS).

@@ -25,11 +25,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pipeline.analysis import calibration, schema, tables
+from pipeline.analysis import calibration, tables
 from pipeline.analysis import host as host
 from pipeline.analysis import latency as latency
 from pipeline.analysis import throughput as throughput
 from pipeline.benchmarks.throughput import UDP_LENGTH
+from pipeline.data import schema
 
 AA = "native-aa"
 # the benchmarks whose check data this analysis decides, with their margin in common.margins

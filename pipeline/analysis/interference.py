@@ -9,26 +9,26 @@ Collection takes a reading on each host of a measured window before and after it
 - or the fixed-work probe beside it took more than ``probe`` times its median on that host
   in the campaign (``analysis.interference_probe``).
 
-Collection applies the same rule as each window ends (``reasons``, the probe against its
-host's median so far) and stores the decision with the window (its watch entry's ``why``); a
-flagged window is kept in the raw data and its (run, mode, path, variant) measured again later
-in the campaign, up to ``analysis.interference_retries`` times. The estimates rest on clean
-windows: where a step has one, its flagged windows are left out of the per-run values
-(``schema.window_flags``, applied where samples are read); where every attempt was flagged,
-the flagged windows stay and are counted as kept flagged. The table names each campaign's
-flagged windows, how many were measured again and how many stayed in the estimates flagged, and
+Collection applies the same rule as each window ends (``pipeline.data.interference``, the probe
+against its host's median so far) and stores the decision with the window (its watch entry's
+``why``); a flagged window is kept in the raw data and its (run, mode, path, variant) measured
+again later in the campaign, up to ``analysis.interference_retries`` times. The estimates rest
+on clean windows: where a step has one, its flagged windows are left out of the per-run values
+(``schema.window_flags``, applied where samples are read); where every attempt was flagged, the
+flagged windows stay and are counted as kept flagged. The table names each campaign's flagged
+windows, how many were measured again and how many stayed in the estimates flagged, and
 what ran beside them; the figure shows the contamination over the campaign's time.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from pipeline.analysis import schema
+from pipeline.data import schema
+from pipeline.data.interference import reasons
 
 WINDOW = ["environment", "benchmark", "campaign", "run", "mode", "path", "variant", "rep"]
 COLUMNS = [*WINDOW, "host", "t_ns", "seconds", "cpus", "other_cpus", "busy_share",
@@ -46,42 +46,6 @@ CAPTION = (
     "in the campaign (re-measured); the estimates rest on the clean windows, and a step whose "
     "every attempt was flagged keeps its flagged value (kept flagged)."
 )
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """The flagging rule's thresholds (params.yaml ``analysis.interference_*``) and how many
-    times a flagged step is measured again (``analysis.interference_retries``)."""
-
-    cpus: float = 0.25
-    steal: float = 0.05
-    probe: float = 2.0
-    retries: int = 2
-
-    @classmethod
-    def from_params(cls, analysis: dict | None) -> Thresholds:
-        """From params.yaml's ``analysis`` section (or any dict with its ``interference_*``
-        keys); keys it lacks keep their defaults."""
-        given = {k.removeprefix("interference_"): v for k, v in (analysis or {}).items()
-                 if k.startswith("interference_")}  # fmt: skip
-        known = {k: given[k] for k in ("cpus", "steal", "probe", "retries") if k in given}
-        return cls(**known)
-
-
-def reasons(other_cpus: float | None, steal_share: float | None, probe_ratio: float | None,
-            cpus: float, steal: float, probe: float) -> str:  # fmt: skip
-    """Why a window on one host is flagged ("" when it is not): the rule of ``flag``, one
-    window at a time (collection decides with it whether to measure a step again)."""
-
-    def above(value, limit) -> bool:  # noqa: ANN001
-        return value is not None and value == value and float(value) > limit
-
-    found = [
-        f"other processes > {cpus:g} CPUs" if above(other_cpus, cpus) else "",
-        f"steal > {steal:.0%}" if above(steal_share, steal) else "",
-        f"probe > {probe:g}x its median" if above(probe_ratio, probe) else "",
-    ]
-    return "; ".join(f for f in found if f)
 
 
 # collections beside the study's own (data/raw/<collection>/.../<benchmark>/<environment>/)

@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 import polars as pl
 
-from pipeline.analysis import figures, schema, stats, tables
+from pipeline.analysis import figures, stats, tables
+from pipeline.data import schema
 
 BASELINE = "native"
 KEYS = ["environment", "mode", "path", "variant"]

@@ -38,9 +38,10 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from pipeline.analysis import figures, schema, stats, tables
+from pipeline.analysis import figures, stats, tables
 from pipeline.analysis.latency import as_text, cell_status, status_text
 from pipeline.benchmarks.lb import BALANCERS, parse_variant
+from pipeline.data import schema
 
 BASELINE = "direct-r1"
 # The study mode each mode's baseline stands for. Swarm's: one container on the default bridge,

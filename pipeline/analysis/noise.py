@@ -26,8 +26,9 @@ import pandas as pd
 from pipeline.analysis import host as host_analysis
 from pipeline.analysis import latency as latency_analysis
 from pipeline.analysis import network as network_analysis
-from pipeline.analysis import schema, stats
+from pipeline.analysis import stats
 from pipeline.analysis import throughput as throughput
+from pipeline.data import schema
 
 BASELINE = "native"
 KEYS = ["benchmark", "environment", "path", "variant", "metric"]

@@ -29,10 +29,11 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from pipeline.analysis import figures, schema
+from pipeline.analysis import figures
 from pipeline.analysis.article.comparisons import MEASURES, comparisons, summary_files
 from pipeline.analysis.article.inputs import path_label
 from pipeline.benchmarks import BENCHMARKS
+from pipeline.data import schema
 
 BASELINE = "native"
 VM = "VM"

@@ -332,7 +332,7 @@ def planned_pilots(planning: dict | None) -> dict[tuple[str, str, str], int]:
     """Each Stein-planned comparison's pilot pairs, by (mode, path, variant), from a campaign's
     ``planning`` record (campaign.json): what ``log_ratio_ci``'s ``pilot`` needs. Empty when
     the campaign was not planned by Stein's rule (fixed runs keep the usual interval)."""
-    from pipeline.analysis.schema import record_pilots  # the record's reader, below collection
+    from pipeline.data.schema import record_pilots  # the record's reader, below collection
 
     return record_pilots(planning)
 

@@ -24,8 +24,9 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from pipeline.analysis import figures, schema, stats, tables
+from pipeline.analysis import figures, stats, tables
 from pipeline.analysis.latency import as_text, cell_status, note_parts, status_text
+from pipeline.data import schema
 
 BENCHMARK = "throughput"
 METRIC = "tcp_throughput_received"

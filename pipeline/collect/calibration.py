@@ -7,9 +7,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from pipeline.analysis.calibration import label
 from pipeline.collect import campaign, inventory
 from pipeline.collect.modes import MODES
+from pipeline.data.calibration import label
 
 
 def collect(

@@ -32,8 +32,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import imports
-from pipeline.analysis import interference as interference_rule
-from pipeline.analysis import rawlog, schema
 from pipeline.benchmarks import BENCHMARKS, Benchmark, Scenario, ToolOutputError, Window
 from pipeline.collect import hostfacts, images, inventory, watch
 from pipeline.collect import planning as planner
@@ -47,6 +45,8 @@ from pipeline.collect.modes.base import (
     own_work_dirs,
 )
 from pipeline.collect.remote import Pool, RemoteError, Session
+from pipeline.data import interference as interference_rule
+from pipeline.data import rawlog, schema
 from pipeline.hosts import PLACEMENTS
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository, for shipped files
@@ -216,7 +216,7 @@ class Dataset:
       them.
     - ``superseded/<campaign>/``: an earlier campaign's consolidated tables (other settings or
       other code), moved aside when another campaign consolidated; never read with this one's.
-    - ``logs/<campaign>/``: the tools' own output (``pipeline.analysis.rawlog``).
+    - ``logs/<campaign>/``: the tools' own output (``pipeline.data.rawlog``).
     - precision planning's rounds (the cells each run beyond the pilot measures, recorded
       before it starts) and its record (per cell: runs, half-width, why it stopped): parts
       ``round-run-NNN.json`` and ``plan.json``, then campaign.json's ``rounds`` and
@@ -850,8 +850,8 @@ class Campaign:
         of the campaign's identity: a bigger budget resumes the campaign and adds runs.
         ``interference``: params.yaml's ``analysis.interference_*`` settings (the flagging
         thresholds and how many times a flagged step is measured again; defaults
-        ``interference.Thresholds``). Not part of the campaign's identity either: more retries
-        resume the campaign and measure the steps still flagged."""
+        ``pipeline.data.interference.Thresholds``). Not part of the campaign's identity either:
+        more retries resume the campaign and measure the steps still flagged."""
         placement = placement or benchmark.options.get("placement", "shared")
         if placement not in PLACEMENTS:
             raise CampaignError(
@@ -1647,7 +1647,7 @@ class Campaign:
         self, step: Step, rep: int, raw: str, windows: dict | None = None,
         attempt: str | None = None,
     ) -> str:  # fmt: skip
-        """The tool's own output (``pipeline.analysis.rawlog``): where the benchmark's samples
+        """The tool's own output (``pipeline.data.rawlog``): where the benchmark's samples
         rebuild it (``windows``: rep -> the samples parsed from it, as saved), only what they do
         not hold; otherwise the output itself, compressed. ``attempt`` names a failed
         attempt's output apart from the step's. ``rep`` and ``windows``' keys count from this

@@ -16,7 +16,7 @@ whole; one that exited inside the window is not seen: a parent's time of reaped 
 would count a child's whole life in the window it ended, so it is left out), the steal and softirq
 shares of the host's CPU capacity, the probe's two times and the busiest other processes by
 name. The analysis flags windows above the thresholds of ``params.yaml``
-(``pipeline.analysis.interference``). A reading that fails is recorded as such and never fails
+(``pipeline.data.interference``). A reading that fails is recorded as such and never fails
 the step.
 """
 

@@ -3,7 +3,7 @@ collected once (tests/integration/lab_campaign.py)."""
 
 import pytest
 
-from pipeline.analysis.interference import Thresholds
+from pipeline.data.interference import Thresholds
 from tests.integration.lab_campaign import SmokeRepo
 
 

@@ -23,13 +23,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from pipeline.analysis import schema
 from pipeline.collect import inventory
 from pipeline.collect.campaign import Profile
 from pipeline.collect.inventory import Inventory
 from pipeline.collect.modes import MODES, Context
 from pipeline.collect.modes.base import leftovers
 from pipeline.collect.remote import Pool
+from pipeline.data import schema
 
 INVENTORY = "inventory/lab.yaml"
 OPERATOR_INVENTORY = "inventory/lab-operator.yaml"
@@ -201,8 +201,8 @@ class ShortCampaigns:
 def measured_wrk_log(runs: pd.DataFrame, samples: pd.DataFrame, root: Path, variant: str) -> str:
     """The lb step's kept log for ``variant``, after checking that its last wrk output (the
     measured window) re-parses to the stored rate; returns the whole log."""
-    from pipeline.analysis import rawlog
     from pipeline.benchmarks.lb import parse_wrk
+    from pipeline.data import rawlog
 
     row = runs[runs["variant"] == variant].iloc[0]
     raw = rawlog.read_log(root, row.raw_log)

@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from pipeline.analysis import rawlog
 from pipeline.benchmarks import BENCHMARKS, Scenario, ToolOutputError, Window
 from pipeline.benchmarks.coldstart import parse_coldstart
 from pipeline.collect import inventory
@@ -16,6 +15,7 @@ from pipeline.collect.campaign import Campaign
 from pipeline.collect.modes import MODES, Context
 from pipeline.collect.modes.base import LABEL
 from pipeline.collect.remote import Pool
+from pipeline.data import rawlog
 from tests.integration.lab_campaign import (
     INVENTORY,
     ROOT_ONLY,

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from pipeline.analysis import rawlog
 from pipeline.benchmarks import BENCHMARKS, Window
 from pipeline.collect.modes.base import SCRATCH_DIR
+from pipeline.data import rawlog
 from tests.integration.lab_campaign import (
     ROOT_ONLY,
     assert_nothing_left,

@@ -30,8 +30,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipeline.analysis import schema
 from pipeline.collect.modes.base import leftovers
+from pipeline.data import schema
 from pipeline.hosts import LABEL
 from tests.integration.lab_campaign import (
     INVENTORY,

@@ -8,9 +8,9 @@ import re
 import pandas as pd
 import pytest
 
-from pipeline.analysis import rawlog
 from pipeline.analysis.footprint import TOTAL_PSS, fit_line
 from pipeline.benchmarks.footprint import engine_memory, parse_reading
+from pipeline.data import rawlog
 from tests.integration.lab_campaign import (
     ROOT_ONLY,
     assert_nothing_left,

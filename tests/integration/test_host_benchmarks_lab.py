@@ -8,9 +8,9 @@ import shlex
 import pandas as pd
 import pytest
 
-from pipeline.analysis import rawlog
 from pipeline.benchmarks import BENCHMARKS, Window
 from pipeline.benchmarks.sysbench import run_seconds
+from pipeline.data import rawlog
 from tests.integration.lab_campaign import (
     ROOT_ONLY,
     assert_nothing_left,

@@ -5,8 +5,8 @@ one sample per second of the window, perf's own output kept and re-parsable, not
 
 import pytest
 
-from pipeline.analysis import rawlog
 from pipeline.benchmarks import BENCHMARKS, Window
+from pipeline.data import rawlog
 from tests.integration.lab_campaign import (
     ROOT_ONLY,
     assert_nothing_left,

@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.analysis import rawlog, schema
 from pipeline.benchmarks.http import RATE
 from pipeline.collect.campaign import Profile
 from pipeline.collect.modes.base import PID_DIR
+from pipeline.data import rawlog, schema
 from pipeline.environments import collect
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -37,7 +37,8 @@ import time
 
 import pytest
 
-from pipeline.analysis import interference, schema
+from pipeline.analysis import interference
+from pipeline.data import schema
 from tests.integration.lab_campaign import (
     INVENTORY,
     ROOT,

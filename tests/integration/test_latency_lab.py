@@ -21,7 +21,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.analysis import rawlog, schema
 from pipeline.benchmarks import ToolOutputError, Window
 from pipeline.benchmarks.latency import BINARY, Latency
 from pipeline.collect import inventory
@@ -29,6 +28,7 @@ from pipeline.collect.campaign import Profile, upload
 from pipeline.collect.modes import MODES
 from pipeline.collect.modes.base import PID_DIR
 from pipeline.collect.remote import Pool
+from pipeline.data import rawlog, schema
 from pipeline.environments import collect
 
 ROOT = Path(__file__).resolve().parents[2]

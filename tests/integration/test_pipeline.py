@@ -22,11 +22,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipeline.analysis import rawlog, schema
 from pipeline.benchmarks.throughput import Throughput
 from pipeline.collect.campaign import plan
 from pipeline.collect.modes import MODES, NETWORK_MODES, STUDY_MODES
 from pipeline.collect.modes.base import LABEL, PID_DIR
+from pipeline.data import rawlog, schema
 from pipeline.lab import cpus
 from tests.integration.lab_campaign import (
     ctrl_c_reaches_the_child,

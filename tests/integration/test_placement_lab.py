@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.analysis import schema
 from pipeline.benchmarks.latency import Latency
 from pipeline.collect.campaign import Campaign, Profile
+from pipeline.data import schema
 from pipeline.environments import collect
 from pipeline.lab import cpus
 from tests.integration.lab_campaign import INVENTORY, ROOT, smoke_settings

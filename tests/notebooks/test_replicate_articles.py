@@ -22,8 +22,8 @@ from pipeline.analysis import host as host_analysis
 from pipeline.analysis import latency as latency_analysis
 from pipeline.analysis import lb as lb_analysis
 from pipeline.analysis import orchestration as orchestration_analysis
-from pipeline.analysis import schema
 from pipeline.analysis import throughput as throughput_analysis
+from pipeline.data import schema
 
 NOTEBOOK = nc.ANALYSIS / "25-replicate-articles.ipynb"
 EXECUTED = nc.HERE / "25-replicate-articles.fixture.ipynb"

@@ -150,7 +150,7 @@ def test_smoke_sized_data_gives_na_with_reasons_not_errors(tmp_path):
     output is still written; what cannot be estimated is n/a with the reason."""
     from pipeline.analysis import figures, tables
     from pipeline.analysis import footprint as fa
-    from pipeline.analysis.schema import RUNS, SAMPLES, to_table, write_table
+    from pipeline.data.schema import RUNS, SAMPLES, to_table, write_table
 
     s, r = fa.load(nc.FIXTURE, "footprint")
     s, r = s[(s["run"] == 1) & (s["sample"] <= 5)], r[r["run"] == 1]

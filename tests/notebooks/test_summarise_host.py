@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.analysis import schema
+from pipeline.data import schema
 
 NOTEBOOK = nc.ANALYSIS / "26-summarise-host.ipynb"
 CONFIDENCE, MARGIN = 0.95, 0.02

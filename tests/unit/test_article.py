@@ -39,7 +39,7 @@ from pipeline.analysis import lb as lb_analysis
 from pipeline.analysis import orchestration as orchestration
 from pipeline.analysis import throughput as throughput
 from pipeline.analysis.article.methods import _interval as read_interval
-from pipeline.analysis.schema import read_dataset
+from pipeline.data.schema import read_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"

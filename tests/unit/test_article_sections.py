@@ -20,7 +20,7 @@ import pytest
 
 from pipeline.analysis import article, figures, tables
 from pipeline.analysis import host as host_analysis
-from pipeline.analysis.schema import read_dataset
+from pipeline.data.schema import read_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"

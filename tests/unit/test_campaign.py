@@ -353,7 +353,7 @@ def test_dataset_commits_by_runs_part_and_consolidates_without_duplicates(tmp_pa
     data.save(s2, [_sample(s2, 2e9)], _row(s2))
     # a crash between the samples part and its runs part leaves an orphan that must not count
     s3 = Step(2, 0, "native", "dc", "tcp")
-    from pipeline.analysis import schema
+    from pipeline.data import schema
     schema.write_table(schema.to_table([_sample(s3, 9e9)], schema.SAMPLES),
                        data.parts / f"{s3.stem}.samples.parquet")
     assert data.done() == {(1, "native", "dc", "tcp"), (1, "docker-host", "dc", "tcp")}
@@ -544,7 +544,7 @@ def _failed(step, reason="docker: Cannot connect to the Docker daemon"):
 
 
 def test_a_failed_step_is_measured_again_and_its_failure_kept(tmp_path):
-    from pipeline.analysis import schema
+    from pipeline.data import schema
 
     data = Dataset(tmp_path, "c")
     s1, s2 = Step(1, 0, "native", "dc", "tcp"), Step(1, 1, "docker-bridge", "dc", "tcp")
@@ -595,7 +595,7 @@ def test_a_step_that_keeps_failing_is_retried_once_and_stops_the_stage(tmp_path,
     hosts = "(on node1)" if broken.path == "local" else "(client dc-client, server node1)"
     assert f"connection reset {hosts}" in message  # the step's hosts
     assert "`dvc repro` again: it measures only these steps" in message
-    from pipeline.analysis import schema
+    from pipeline.data import schema
     runs = schema.read_table(tmp_path / "runs.parquet", "runs").to_pandas()
     assert len(runs) == len(campaign.steps) and (runs.status == "failed").sum() == 1
     assert len(schema.read_table(tmp_path / "attempts.parquet", "attempts")) == 2
@@ -649,9 +649,9 @@ def test_sigterm_is_an_interrupt_inside_a_campaign_only():
 
 
 def test_a_failed_attempt_keeps_its_own_output_beside_the_step_s(tmp_path):
-    from pipeline.analysis import rawlog
     from pipeline.benchmarks import ToolOutputError
     from pipeline.collect.campaign import Window
+    from pipeline.data import rawlog
 
     campaign = _throughput_campaign(tmp_path, ["native"], Profile(1, 1, 0, 1))
     step = campaign.steps[0]
@@ -749,8 +749,8 @@ def _planned_campaign(tmp_path, monkeypatch, budget_s, measured, stop_at=None):
 def test_a_planned_campaign_adds_rounds_records_them_and_resumes_with_a_bigger_budget(
     tmp_path, monkeypatch
 ):
-    from pipeline.analysis import schema
     from pipeline.collect.planning import stein_half_width
+    from pipeline.data import schema
 
     measured = Counter()
     native, bridge = ("native", "dc", "tcp"), ("docker-bridge", "dc", "tcp")
@@ -885,7 +885,8 @@ def _watched_campaign(tmp_path, monkeypatch, hog, measured, stop_at=None, interf
 
 def _per_run(raw) -> dict:
     """The per-run values the analysis reads (schema.read_dataset, then per_run_summary)."""
-    from pipeline.analysis import schema, stats
+    from pipeline.analysis import stats
+    from pipeline.data import schema
 
     samples = schema.read_dataset(raw, "throughput", "samples")
     per_run = stats.per_run_summary(samples, "tcp_throughput_received", how="median")
@@ -893,7 +894,8 @@ def _per_run(raw) -> dict:
 
 
 def test_a_flagged_window_is_measured_again_after_the_other_steps(tmp_path, monkeypatch):
-    from pipeline.analysis import interference, schema
+    from pipeline.analysis import interference
+    from pipeline.data import schema
 
     data = tmp_path / "throughput" / "lab"
     hogged = (2, "docker-bridge", "dc", "tcp")
@@ -964,7 +966,7 @@ def test_a_step_flagged_every_time_is_measured_a_bounded_number_of_times(
 def test_an_interrupted_re_measurement_resumes_where_it_stopped(
     tmp_path, monkeypatch, consolidated
 ):
-    from pipeline.analysis import schema
+    from pipeline.data import schema
 
     data = tmp_path / "throughput" / "lab"
     hogged = (3, "native", "dc", "tcp")

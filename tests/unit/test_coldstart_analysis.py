@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from pipeline.analysis import coldstart as ca
-from pipeline.analysis import schema, stats
+from pipeline.analysis import stats
+from pipeline.data import schema
 
 # 20 starts per run: 10 ms .. 200 ms in 10 ms steps, so a run's p50 (inverted CDF: the 10th
 # of 20) is 100 ms and its p95 (the 19th) 190 ms.

@@ -14,7 +14,7 @@ import pytest
 from scipy import stats as st
 
 from pipeline.analysis import host as host
-from pipeline.analysis import schema
+from pipeline.data import schema
 
 ROOT = Path(__file__).resolve().parents[2]
 RAW = ROOT / "tests" / "fixtures" / "raw"

@@ -10,8 +10,10 @@ import time
 import pandas as pd
 import pytest
 
-from pipeline.analysis import interference, schema
+from pipeline.analysis import interference
 from pipeline.collect import watch
+from pipeline.data import schema
+from pipeline.data.interference import Thresholds
 
 HZ = 100
 
@@ -219,7 +221,7 @@ def test_retries_are_validated_and_reach_the_campaign_settings():
     assert params.check_params(raw, root) == []
     loaded = params.load("params.yaml", root=root)
     assert loaded.interference()["interference_retries"] == 2
-    assert interference.Thresholds.from_params(loaded.interference()) == interference.Thresholds(
+    assert Thresholds.from_params(loaded.interference()) == Thresholds(
         cpus=0.25, steal=0.05, probe=2.0, retries=2)
     for bad in (-1, 1.5, 11, "two"):
         wrong = copy.deepcopy(raw)
@@ -228,7 +230,7 @@ def test_retries_are_validated_and_reach_the_campaign_settings():
         assert len(problems) == 1 and problems[0].startswith("analysis.interference_retries")
     del raw["analysis"]["interference_retries"]  # optional: the default applies
     assert params.check_params(raw, root) == []
-    assert interference.Thresholds.from_params(raw["analysis"]).retries == 2
+    assert Thresholds.from_params(raw["analysis"]).retries == 2
 
 
 def _decided(rep: int, attempt: int, why: str, host: str = "node1") -> dict:

@@ -14,7 +14,8 @@ import pytest
 from scipy import stats as st
 
 from pipeline.analysis import lb as lb
-from pipeline.analysis import schema, stats
+from pipeline.analysis import stats
+from pipeline.data import schema
 
 ROOT = Path(__file__).resolve().parents[2]
 RAW = ROOT / "tests" / "fixtures" / "raw"

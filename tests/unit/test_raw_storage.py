@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.analysis import rawlog, schema
 from pipeline.benchmarks import ToolOutputError, Window
 from pipeline.benchmarks.latency import (
     BINARY,
@@ -28,6 +27,7 @@ from pipeline.benchmarks.latency import (
 from pipeline.benchmarks.throughput import Throughput
 from pipeline.collect.campaign import Dataset, Profile, Step
 from pipeline.collect.modes import MODES
+from pipeline.data import rawlog, schema
 
 DATA = Path(__file__).parent / "data"
 LOGS = [f"sockperf-{v}-{kind}.log" for v in ("udp", "tcp")

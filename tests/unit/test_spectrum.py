@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.analysis import figures, schema, spectrum
+from pipeline.analysis import figures, spectrum
+from pipeline.data import schema
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures"

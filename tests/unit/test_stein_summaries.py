@@ -19,8 +19,9 @@ import pandas as pd
 import pytest
 from scipy import stats as st
 
-from pipeline.analysis import host, schema, throughput
-from pipeline.analysis.schema import RUNS, SAMPLES, to_table, write_table
+from pipeline.analysis import host, throughput
+from pipeline.data import schema
+from pipeline.data.schema import RUNS, SAMPLES, to_table, write_table
 
 PILOT = 3
 # Per-run values, run 1..8. The pilot's log ratios are close together (SD 0.0033) and the

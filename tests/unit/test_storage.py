@@ -10,7 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.analysis import latency as latency_analysis
-from pipeline.analysis import schema, stats
+from pipeline.analysis import stats
+from pipeline.data import schema
 
 PING_MEDIAN_NS, INTERNET_NS = 55_000, 42_000_000
 

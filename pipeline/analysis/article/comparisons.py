@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline.analysis import schema
 from pipeline.analysis.article.inputs import BASELINE, missing
+from pipeline.data import schema
 
 STATISTICS = ("p50", "p95", "p99")
 # Summaries whose rows carry no variant: (directory, file stem) -> (benchmark, variant).

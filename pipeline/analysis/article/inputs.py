@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline.analysis import figures, schema
+from pipeline.analysis import figures
 from pipeline.analysis.article.numbers import Number, Numbers
+from pipeline.data import schema
 
 PATH_LABELS = {
     "dc": "datacenter",

@@ -12,7 +12,7 @@ again; the readers here leave it out where its step has a clean window (``window
 
 Collection writes small part files per (run, mode), consolidates them into
 ``samples.parquet``, ``runs.parquet`` and ``hosts.parquet`` and deletes them; analysis reads
-only those. The tools' own output is kept under ``logs/`` (``pipeline.analysis.rawlog``).
+only those. The tools' own output is kept under ``logs/`` (``pipeline.data.rawlog``).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.compute as pc
 
-from pipeline.analysis import schema
+from pipeline.data import schema
 
 RESIDUE_SUFFIX = ".residue.xz"
 _XZ = {"format": lzma.FORMAT_XZ, "check": lzma.CHECK_CRC32, "preset": 9 | lzma.PRESET_EXTREME}
