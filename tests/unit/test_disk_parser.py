@@ -11,11 +11,12 @@ import pytest
 
 from pipeline.benchmarks import BENCHMARKS, ToolOutputError, Window
 from pipeline.benchmarks.disk import TEST_FILE, Disk
-from pipeline.collect import inventory
+from pipeline.collect import engine_api, inventory
 from pipeline.collect.images import ToolImage
 from pipeline.collect.modes import MODES, NETWORK_MODES, Context, Workload
 from pipeline.collect.modes.base import LABEL, SCRATCH_DIR, cleanup_host, leftovers
 from pipeline.collect.modes.storage import STORAGE_DIR, direct_io_note, parse_fincore
+from tests.unit.fake_engine import Engine
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parents[2]
@@ -215,12 +216,19 @@ def test_direct_io_notes_say_whether_the_page_cache_was_bypassed():
 def test_cleanup_and_leftovers_cover_volumes_and_test_files():
     session = Session(stdout="co-bench:x:60777:60777::/home/co-bench:/bin/sh\n")  # getent
     ctx = _ctx(session)
+    # Docker's volumes through its API (pipeline/collect/engine_api.py): a miniature engine
+    engine = Engine()
+    engine.add_volume("co-c0ffee-disk-seqwrite-docker-volume", {LABEL: "c0ffee"})
+    ctx.apis[("node1", "docker")] = engine_api.connect(engine.transport, timeout=10)
+    ctx.apis[("node1", "rootless-docker")] = engine_api.connect(Engine().transport, timeout=10)
+    assert "volume:co-c0ffee-disk-seqwrite-docker-volume" in leftovers(
+        ctx, ctx.inventory.hosts["node1"])  # fmt: skip
     cleanup_host(ctx, ctx.inventory.hosts["node1"])
     clean = session.commands[-1]
-    leftovers(ctx, ctx.inventory.hosts["node1"])
+    found = leftovers(ctx, ctx.inventory.hosts["node1"])
+    assert engine.volumes == {} and not [f for f in found if f.startswith("volume:")]
     found = session.commands[-1]
     assert f"rm -rf -- {SCRATCH_DIR}/*" in clean and f"ls -d {SCRATCH_DIR}/*" in found
-    assert "docker volume rm -f $v" in clean and "docker volume ls -q --filter" in found
     assert "--storage-opt overlay.mount_program=/usr/bin/fuse-overlayfs volume rm -f" in clean
 
 

@@ -17,11 +17,12 @@ import pytest
 from pipeline import params
 from pipeline.benchmarks import BENCHMARKS, Scenario, Window
 from pipeline.benchmarks.footprint import EngineHandle
-from pipeline.collect import inventory
+from pipeline.collect import engine_api, inventory
 from pipeline.collect.images import ToolImage
 from pipeline.collect.modes import MODES, NETWORK_MODES, STUDY_MODES, ModeUnavailable, Workload
 from pipeline.collect.modes.base import Context, parse_runtimes, runtime_problem
 from pipeline.collect.modes.docker_gvisor import gvisor_notes, runtime_flag
+from tests.unit.fake_engine import Engine
 
 ROOT = Path(__file__).resolve().parents[2]
 CAMPAIGNS = itertools.count()
@@ -74,7 +75,16 @@ def _ctx(host: Host) -> Context:
     campaign = f"c0ffee{next(CAMPAIGNS)}"
     ctx = Context(inventory=inv, pool={name: host for name in inv.hosts}, campaign=campaign)
     ctx.images[("node1", "docker")] = ToolImage("node1", "tools:docker", "sha256:1", {})
+    _engine_api(ctx)
     return ctx
+
+
+def _engine_api(ctx: Context) -> None:
+    """The servers' Docker API (inspection): a miniature engine where every container the fake
+    session ran is running with the address the session's inspect used to print."""
+    engine = Engine(any_container="172.18.0.2")
+    for server in ctx.inventory.servers:
+        ctx.apis[(server.name, "docker")] = engine_api.connect(engine.transport, timeout=10)
 
 
 def test_runtime_modes_are_docker_bridge_with_another_runtime():
@@ -437,6 +447,7 @@ def test_a_server_that_fails_its_client_under_gvisor_skips_its_steps(tmp_path, m
     ctx = Context(inventory=inv, pool={n: host for n in inv.hosts}, campaign=campaign.id)
     ctx.images[("node1", "docker")] = ToolImage("node1", "tools:docker", "sha256:1",
                                                 {"/usr/bin/iperf3": "a" * 64})  # fmt: skip
+    _engine_api(ctx)
     with pytest.raises(Exception, match="timed out"):  # native has no account: it stops
         campaign._measure_all(ctx, [s for s in campaign.steps if s.mode == "native"][:1],
                               _SessionClock())  # fmt: skip

@@ -18,7 +18,9 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pipeline.collect import images
+import docker
+
+from pipeline.collect import engine_api, images
 from pipeline.collect.images import ToolImage
 from pipeline.collect.inventory import Host, Inventory
 from pipeline.collect.remote import Pool, RemoteError
@@ -30,6 +32,8 @@ FUSE_STORE = "/var/lib/container-overhead-fuse/storage"
 FUSE_RUNROOT = "/run/container-overhead-fuse"
 FUSE_OVERLAYFS = "/usr/bin/fuse-overlayfs"
 ENGINES = ("docker", "podman", "rootless-docker", "rootless-podman", "podman-fuse-overlayfs")
+# The engines with Docker's API: inspected, listed and cleaned through the SDK (engine_api).
+DOCKER_ENGINES = ("docker", "rootless-docker")
 # What the instrument's control modes (pipeline/collect/modes/controls.py) leave on a host while
 # they run: CPU cgroups named CGROUP_PREFIX* (v2 or v1 cpu hierarchy), a qdisc with TBF_HANDLE.
 CGROUP_PREFIX = "co-control-"
@@ -77,6 +81,19 @@ class Context:
     image_paths: list[str] = field(default_factory=list)  # what the tool image holds
     images: dict[tuple[str, str], ToolImage] = field(default_factory=dict)
     users: dict[str, RootlessUser] = field(default_factory=dict)
+    apis: dict[tuple[str, str], docker.DockerClient] = field(default_factory=dict)
+
+    def engine_api(self, host: Host, engine: str = "docker") -> docker.DockerClient:
+        """The Docker SDK client of ``engine`` (docker or rootless-docker) on ``host``, over the
+        host's SSH session (pipeline/collect/engine_api.py); made on first use.
+        docker.errors.DockerException when no such engine answers there."""
+        if engine not in DOCKER_ENGINES:
+            raise ValueError(f"{engine!r} has no Docker API; Docker engines: {DOCKER_ENGINES}")
+        key = (host.name, engine)
+        if key not in self.apis:
+            cli = engine_cli(self, host, engine)
+            self.apis[key] = engine_api.connect(lambda: self.pool[host.name].transport, cli)
+        return self.apis[key]
 
     def image(self, host: Host, engine: str = "docker") -> ToolImage:
         """The host's tool image for this engine (one of ENGINES), built or found on first use."""
@@ -581,31 +598,34 @@ def publish_options(workload: Workload) -> list[str]:
 
 
 def container_address(ctx: Context, host: Host, name: str, network: str | None = None) -> str:
-    template = (
-        f'{{{{(index .NetworkSettings.Networks "{network}").IPAddress}}}}'
-        if network
-        else "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}"
-    )
-    out = ctx.pool[host.name].run(["docker", "inspect", "--format", template, name]).stdout
-    addresses = out.split()
-    if not addresses:
-        raise RemoteError(host.name, f"docker inspect {name}", 0, "container has no IP address")
-    return addresses[0]
+    """The container's address on ``network`` (None: its first network with one), read from
+    the engine's API."""
+    try:
+        address = engine_api.container_address(ctx.engine_api(host), name, network)
+    except docker.errors.DockerException as e:
+        raise RemoteError(host.name, f"inspect container {name}", None, reason=str(e)) from None
+    if not address:
+        where = f" on network {network}" if network else ""
+        raise RemoteError(host.name, f"inspect container {name}", 0,
+                          reason=f"container has no IP address{where}")  # fmt: skip
+    return address
 
 
 def remove_container(ctx: Context, host: Host, name: str) -> Callable[[], None]:
     return lambda: ctx.pool[host.name].run(["docker", "rm", "--force", name], timeout=60)
 
 
-def ensure_network(ctx: Context, host: Host, name: str, create_args: list[str]) -> None:
-    """Create a labelled docker network once per campaign (it is removed by cleanup)."""
-    session = ctx.pool[host.name]
-    if session.run(["docker", "network", "inspect", name], check=False).status == 0:
-        return
-    session.run(
-        ["docker", "network", "create", "--label", f"{LABEL}={ctx.campaign}", *create_args, name],
-        timeout=120,
-    )
+def ensure_network(ctx: Context, host: Host, name: str, driver: str,
+                   options: dict[str, str] | None = None, attachable: bool = False,
+                   ipam: dict[str, str] | None = None) -> engine_api.NetworkFacts:  # fmt: skip
+    """A labelled docker network, created once per campaign (cleanup removes it); ``ipam``:
+    subnet, gateway, iprange."""
+    labels = {LABEL: ctx.campaign}
+    try:
+        return engine_api.ensure_network(ctx.engine_api(host), name, driver, labels, options,
+                                         attachable, ipam)  # fmt: skip
+    except docker.errors.DockerException as e:
+        raise RemoteError(host.name, f"create network {name}", None, reason=str(e)) from None
 
 
 def start_process(
@@ -666,32 +686,56 @@ def _tbf_interfaces(action: str) -> str:
 
 def cleanup_host(ctx: Context, host: Host) -> str:
     """Remove everything any campaign labelled on this host; returns what was removed."""
-    label = shlex.quote(f"label={LABEL}")
     script = "\n".join(
         [
             _kill_pidfiles(f"{PID_DIR}/*/{shlex.quote(host.name)}-*.pid"),
             f"rmdir {PID_DIR}/*/ 2>/dev/null",  # campaign directories left empty
             f"rm -rf -- {SCRATCH_DIR}/* 2>/dev/null",  # benchmarks' test files (disk)
-            remove_cgroups(),  # control modes: CPU quota cgroups
+            remove_cgroups(),  # control modes: CPU cgroups
             _tbf_interfaces(f'tc qdisc del dev "$i" root handle {TBF_HANDLE} 2>/dev/null'),
-            "if docker info >/dev/null 2>&1; then",
-            f'  c=$(docker ps -aq --filter {label}); [ -z "$c" ] || docker rm -f $c >/dev/null',
-            f"  s=$(docker service ls -q --filter {label} 2>/dev/null); "
-            '[ -z "$s" ] || docker service rm $s >/dev/null',
-            f"  n=$(docker network ls -q --filter {label})",
-            '  [ -z "$n" ] || docker network rm $n >/dev/null',
-            f"  v=$(docker volume ls -q --filter {label})",
-            '  [ -z "$v" ] || docker volume rm -f $v >/dev/null',
-            "  echo containers=$(echo $c | wc -w) services=$(echo $s | wc -w)"
-            " networks=$(echo $n | wc -w) volumes=$(echo $v | wc -w)",
-            "fi",
             *[_engine_cleanup(cli, guard, name) for name, cli, guard in _other_engines(ctx, host)],
             *[_cluster_script(ctx, host, "cleanup_script")],
         ]
     )
     session = ctx.pool[host.name]
     root = root_if_allowed(host, "remove what root-run steps left (cgroups, qdiscs, files)")
-    return session.run(script, timeout=180, root=root).stdout.strip()
+    removed = [_docker_cleanup(ctx, host, engine) for engine in _docker_engines(ctx, host)]
+    removed.append(session.run(script, timeout=180, root=root).stdout.strip())
+    return "\n".join(line for line in removed if line)
+
+
+def _docker_engines(ctx: Context, host: Host) -> list[str]:
+    """The Docker engines clean-up and leftovers reach on this host: the rootful one always
+    (absent: nothing to do), the rootless user's where its socket can be reached (as root)."""
+    engines = ["docker"]
+    if (host.rootless is not None and host.ssh.privileged
+            and rootless_problem(ctx, host) is None):  # fmt: skip
+        engines.append("rootless-docker")
+    return engines
+
+
+def _docker_api(ctx: Context, host: Host, engine: str) -> docker.DockerClient | None:
+    """The engine's API client, None where the engine does not answer (not installed, not
+    running: nothing of the study's can be in it)."""
+    try:
+        return ctx.engine_api(host, engine)
+    except docker.errors.DockerException:
+        return None
+
+
+def _docker_cleanup(ctx: Context, host: Host, engine: str) -> str:
+    """Remove the labelled objects of a Docker engine through its API; what was removed."""
+    client = _docker_api(ctx, host, engine)
+    if client is None:
+        return ""
+    try:
+        removed = engine_api.cleanup(client, LABEL)
+    except docker.errors.DockerException as e:
+        raise RemoteError(host.name, f"{engine}: remove labelled objects", None,
+                          reason=str(e)) from None  # fmt: skip
+    counts = " ".join(f"{kind}={len(getattr(removed, kind))}"
+                      for kind in ("containers", "services", "networks", "volumes"))  # fmt: skip
+    return f"{engine}: {counts}"
 
 
 WORK_DIRS = (PID_DIR, SCRATCH_DIR)
@@ -724,9 +768,10 @@ def own_work_dirs(ctx: Context, host: Host) -> None:
 
 
 def _other_engines(ctx: Context, host: Host) -> list[tuple[str, str, str]]:
-    """(engine, command line as root, shell guard) of the engines besides docker a mode may
-    have used on this host: none for a login that cannot act as root, since only root reaches
-    them (cleanup_host and leftovers run as root where the login may). Guards keep cleanup
+    """(engine, command line as root, shell guard) of the engines without Docker's API (the
+    podman stores) a mode may have used on this host: none for a login that cannot act as
+    root, since only root reaches them (cleanup_host and leftovers run as root where the login
+    may). Docker's engines go through their API (_docker_engines). Guards keep cleanup
     quiet where an engine is absent and never create a store: running rootful podman once
     creates /var/lib/containers."""
     if not host.ssh.privileged:
@@ -740,8 +785,6 @@ def _other_engines(ctx: Context, host: Host) -> list[tuple[str, str, str]]:
         found.append(("podman-fuse-overlayfs", shlex.join(fuse_podman_cli()), guard))
     if host.rootless is not None and rootless_problem(ctx, host) is None:
         user = ctx.users[host.name]
-        docker = shlex.join(["docker", "-H", f"unix://{user.docker_socket}"])
-        found.append(("rootless-docker", docker, f"[ -S {shlex.quote(user.docker_socket)} ]"))
         podman = shlex.join(user.command(["podman"]))
         found.append(("rootless-podman", podman, "command -v podman >/dev/null 2>&1"))
     return found
@@ -767,17 +810,15 @@ def _engine_cleanup(cli: str, guard: str, engine: str) -> str:
 
 
 def leftovers(ctx: Context, host: Host) -> list[str]:
-    """Labelled objects, pidfiles and test files still on a host (empty when clean)."""
+    """Labelled objects, pidfiles and test files still on a host (empty when clean); a Docker
+    engine's objects as ``kind:name`` (rootless Docker's as ``rootless-docker:kind:name``)."""
     label = shlex.quote(f"label={LABEL}")
     script = (
         f"ls {PID_DIR}/*/{shlex.quote(host.name)}-*.pid 2>/dev/null; "
         f"ls -d {SCRATCH_DIR}/* 2>/dev/null; "
         + " ".join(f"ls -d {root}/{CGROUP_PREFIX}* 2>/dev/null;" for root in CGROUP_ROOTS)
         + _tbf_interfaces('echo "tbf:$i"')
-        + "; if docker info >/dev/null 2>&1; then "
-        f"docker ps -aq --filter {label}; docker network ls -q --filter {label}; "
-        f"docker volume ls -q --filter {label}; "
-        f"docker service ls -q --filter {label} 2>/dev/null; fi; "
+        + "; "
     )
     for engine, cli, guard in _other_engines(ctx, host):
         script += (
@@ -786,9 +827,15 @@ def leftovers(ctx: Context, host: Host) -> list[str]:
             f"$({cli} volume ls -q --filter {label} 2>/dev/null); do echo {engine}:$i; done; fi; "
         )
     script += _cluster_script(ctx, host, "leftovers_script")
+    found: list[str] = []
+    for engine in _docker_engines(ctx, host):
+        client = _docker_api(ctx, host, engine)
+        if client is not None:
+            prefix = "" if engine == "docker" else f"{engine}:"
+            found += engine_api.labelled(client, LABEL).entries(prefix)
     session = ctx.pool[host.name]
     root = root_if_allowed(host, "see what root-run steps left (cgroups, qdiscs, files)")
-    return session.run(script + "true", timeout=60, root=root).stdout.split()
+    return found + session.run(script + "true", timeout=60, root=root).stdout.split()
 
 
 def _cluster_script(ctx: Context, host: Host, which: str) -> str:

@@ -42,6 +42,9 @@ it, as a system call under gVisor costs about a hundred times what it costs unde
 
 import shlex
 
+import docker
+
+from pipeline.collect import engine_api
 from pipeline.collect.inventory import Host
 from pipeline.collect.modes.base import (
     LABEL,
@@ -128,9 +131,11 @@ class DockerGvisor(DockerBridge):
         server container's state and log. The workload's later steps in this campaign are
         skipped with it at once (a hung client costs its whole timeout)."""
         session = ctx.pool[host.name]
-        state = session.run(["docker", "inspect", "--format",
-                             "{{.State.Status}} (exit code {{.State.ExitCode}})", name],
-                            check=False, timeout=30).stdout.strip() or "gone"  # fmt: skip
+        try:
+            facts = engine_api.container(ctx.engine_api(host), name)
+            state = f"{facts.status} (exit code {facts.exit_code})"
+        except docker.errors.DockerException:  # no such container, or no engine answering
+            state = "gone"
         log = session.run(f"docker logs --tail 4 {shlex.quote(name)} 2>&1", check=False,
                           timeout=30).stdout  # fmt: skip
         said = " | ".join(log.strip().splitlines())[-300:] or "nothing"

@@ -36,23 +36,8 @@ class Macvlan(Mode):
         host = server_host(ctx)
         m = host.macvlan
         assert m is not None
-        ensure_network(
-            ctx,
-            host,
-            NETWORK,
-            [
-                "--driver",
-                "macvlan",
-                "--subnet",
-                m.subnet,
-                "--gateway",
-                m.gateway,
-                "--ip-range",
-                m.ip_range,
-                "--opt",
-                f"parent={m.parent}",
-            ],
-        )
+        ensure_network(ctx, host, NETWORK, "macvlan", options={"parent": m.parent},
+                       ipam={"subnet": m.subnet, "gateway": m.gateway, "iprange": m.ip_range})
         name = docker_run(
             ctx,
             host,

@@ -51,7 +51,7 @@ class SwarmOverlay(Mode):
     def start(self, ctx: Context, workload: Workload) -> Deployment:
         host = server_host(ctx)
         client = ctx.inventory.servers[1]
-        ensure_network(ctx, host, NETWORK, ["--driver", "overlay", "--attachable"])
+        ensure_network(ctx, host, NETWORK, "overlay", attachable=True)
         name = docker_run(
             ctx,
             host,

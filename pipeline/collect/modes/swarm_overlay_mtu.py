@@ -11,6 +11,7 @@ than the underlay (1400 on a 1500-byte underlay, where swarm-overlay's default g
 
 import re
 
+from pipeline.collect import engine_api
 from pipeline.collect.modes.base import (
     Context,
     Deployment,
@@ -56,8 +57,8 @@ class SwarmOverlayMtu(Mode):
         underlay = host_interface(ctx, host)
         mtu = overlay_mtu(underlay.mtu)
         network = f"co-overlay-mtu{mtu}"  # one network per MTU: an existing one keeps its own
-        option = f"com.docker.network.driver.mtu={mtu}"
-        ensure_network(ctx, host, network, ["--driver", "overlay", "--attachable", "--opt", option])
+        options = {engine_api.MTU_OPTION: str(mtu)}
+        ensure_network(ctx, host, network, "overlay", options=options, attachable=True)
         name = docker_run(
             ctx, host, container_name(ctx, self.name, workload), ["--network", network],
             workload.argv,
@@ -66,8 +67,8 @@ class SwarmOverlayMtu(Mode):
         session = ctx.pool[host.name]
         try:
             address = container_address(ctx, host, name, network)
-            pid = session.run(["docker", "inspect", "--format", "{{.State.Pid}}", name]).stdout
-            link = session.run(["nsenter", "-t", pid.strip(), "-n", "ip", "-o", "link", "show",
+            pid = str(engine_api.container(ctx.engine_api(host), name).pid)
+            link = session.run(["nsenter", "-t", pid, "-n", "ip", "-o", "link", "show",
                                 "eth0"],
                                root="enter the container's network namespace").stdout  # fmt: skip
             seen = parse_link_mtu(link)
