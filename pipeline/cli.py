@@ -7,9 +7,13 @@ Each subcommand runs the module it names, with the same arguments and exit statu
     container-overhead stages [--check]         python -m pipeline.stages [--check]
     container-overhead stages run STAGE [ENV]   python -m pipeline.stages run STAGE [ENV]
     container-overhead demo [--list]            python -m pipeline.demo [--list]
-    container-overhead lab up|down|status ...   python -m pipeline.lab up|down|status ...
+    container-overhead lab up|down|status|reset python -m pipeline.lab up|down|status|reset
     container-overhead check                    params, then stages --check (what `make demo`
                                                 checks before it brings the lab up)
+    container-overhead check --connect [FILE...]
+        python -m pipeline.collect.inventory check --connect FILE...: also connect to every
+        host of the inventories (default: every environment's in params.yaml) and check what
+        the campaigns need there (pipeline/collect/preflight.py); a lab inventory's lab must be up
 """
 
 from __future__ import annotations
@@ -48,10 +52,34 @@ def _lab(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    """params.yaml first: the stages are derived from it, so its problems come first and alone."""
+    """params.yaml first: the stages are derived from it, so its problems come first and alone;
+    with --connect, then every host (a lab inventory's also against what the lab has)."""
     from pipeline import params, stages
 
-    return params.main([]) or stages.main(["--check"])
+    status = params.main([]) or stages.main(["--check"])
+    if status or not args.connect:
+        return status
+    return _connect(args.files or list(params.load().environments.values()))
+
+
+def _connect(files: list[str]) -> int:
+    from pipeline.benchmarks import BENCHMARKS
+    from pipeline.collect import inventory, preflight
+    from pipeline.environments import provider
+
+    status = 0
+    for name in files:
+        try:
+            lab = provider(name)
+        except inventory.InventoryError as exc:
+            print(exc, file=sys.stderr)
+            status = 2
+            continue
+        unsupported = lab.unsupported() if lab is not None else []
+        for line in unsupported:
+            print(f"PROBLEM {line}", file=sys.stderr)
+        status = (1 if unsupported else 0) or preflight.main([name], BENCHMARKS) or status
+    return status
 
 
 def parser() -> argparse.ArgumentParser:
@@ -88,11 +116,16 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument("--list", action="store_true", help="print the order only")
 
     # The lab's own parser reads the rest (its --help included), so its options live in one place.
-    sub = command("lab", _lab, "the embedded lab: up, down, status (`lab --help` for its options)",
+    sub = command("lab", _lab, "the embedded lab: up, down, status, reset (`lab --help`: options)",
                   add_help=False)  # fmt: skip
-    sub.add_argument("rest", nargs=argparse.REMAINDER, metavar="up|down|status ...")
+    sub.add_argument("rest", nargs=argparse.REMAINDER, metavar="up|down|status|reset ...")
 
-    command("check", _check, "check params.yaml, then that dvc.yaml is current")
+    sub = command("check", _check, "check params.yaml, then that dvc.yaml is current; with "
+                  "--connect, also every host (exit 1 on a problem)")  # fmt: skip
+    sub.add_argument("--connect", action="store_true", help="connect to every host: host key, "
+                     "login, sudo rule, tools, engines, kernel features, clock")  # fmt: skip
+    sub.add_argument("files", nargs="*", metavar="FILE", help="inventories to connect to "
+                     "(default: every environment's of params.yaml)")  # fmt: skip
     return top
 
 

@@ -5,30 +5,64 @@ never imports the lab."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Collection
 from pathlib import Path
 
-from pipeline.collect import campaign, inventory
+from pipeline.collect import campaign, inventory, preflight
 from pipeline.collect.modes import MODES
+
+SSH_FIELDS = ("user", "port", "key_file", "known_hosts", "sudo")
+COLLECT = inspect.signature(campaign.collect)  # how collect() reads the campaign's arguments
 
 
 class EmbeddedLab:
     """The provider of the embedded lab's hosts (pipeline/lab), logged into as the inventory
-    says: the lab makes that login (user, port, keys, sudo rule) if it is not root's."""
+    says: the lab makes that login (user, port, keys, sudo rule) if it is not root's.
+
+    What the lab cannot be (unsupported()): hosts it does not have (a fourth server), or a
+    login that differs from host to host (the lab serves one login per inventory; real hosts
+    may each have their own). ``benchmarks`` and ``modes``: what the campaign to come plans,
+    for the preflight ready() runs once the lab is up."""
 
     def __init__(self, inv: inventory.Inventory) -> None:
         self.inventory = inv
+        self.benchmarks: tuple[str, ...] = ()
+        self.modes: list[str] | None = None
+
+    def unsupported(self) -> list[str]:
+        """One line per thing this lab inventory asks for that the embedded lab does not have."""
+        from pipeline.lab.topology import SSH_HOSTS
+
+        lab_hosts = {h.name: h.address for h in SSH_HOSTS}
+        offered = ", ".join(f"{n} ({a})" for n, a in lab_hosts.items())
+        where = self.inventory.source
+        problems = []
+        for host in self.inventory.all_hosts():
+            if lab_hosts.get(host.name) != host.address:
+                problems.append(
+                    f"{where}: hosts.{host.name}: the embedded lab has no host {host.name} at "
+                    f"{host.address}; its hosts are {offered} (an inventory of other hosts, "
+                    "e.g. four servers, needs real machines and `lab: false`)"
+                )
+        first = self.inventory.all_hosts()[0]
+        for host in self.inventory.all_hosts()[1:]:
+            differ = [f for f in SSH_FIELDS if getattr(host.ssh, f) != getattr(first.ssh, f)]
+            if differ:
+                problems.append(
+                    f"{where}: hosts.{host.name}.ssh: logs in with another {', '.join(differ)} "
+                    f"than {first.name}; the embedded lab serves one login per inventory: give "
+                    "every host the same `ssh:` settings (real hosts may differ per host)"
+                )
+        return problems
 
     def login(self):  # noqa: ANN201 - a pipeline.lab.logins.Login (the lab imported late)
         from pipeline.lab.logins import Login
 
-        settings = {h.ssh for h in self.inventory.all_hosts()}
-        if len(settings) != 1:
-            raise inventory.InventoryError(
-                self.inventory.source,
-                ["hosts: a lab inventory logs in to every host the same way (no per-host ssh)"],
-            )
-        ssh = settings.pop()
+        problems = self.unsupported()
+        if problems:
+            raise inventory.InventoryError(self.inventory.source, problems)
+        ssh = self.inventory.all_hosts()[0].ssh
         return Login(ssh.user, ssh.port, ssh.key_file, ssh.known_hosts, ssh.sudo)
 
     def ready(self, wan: dict | None, log: Callable[[str], None] = print,
@@ -47,9 +81,11 @@ class EmbeddedLab:
             kubernetes = False
         log("bringing up the embedded lab (idempotent)"
             + (", with its Kubernetes cluster" if kubernetes else ""))  # fmt: skip
+        login = self.login()  # refuses what the lab does not have before anything starts
         servers = [h.name for h in self.inventory.servers]
-        lab.up(lab.WanProfile(**wan) if wan else None, self.login(), servers,
+        lab.up(lab.WanProfile(**wan) if wan else None, login, servers,
                kubernetes=kubernetes)  # fmt: skip
+        preflight.require(self.inventory.source, self.benchmarks, self.modes, log)
 
     def place(self, placement: str) -> dict:
         from pipeline.lab import cpus
@@ -64,7 +100,16 @@ def provider(inventory_file: str | Path) -> campaign.Provider | None:
 
 
 def collect(benchmark: str, inventory_file: str | Path, *args, **kwargs) -> dict[str, int]:
-    """``pipeline.collect.campaign.collect`` with the inventory's own provider."""
-    return campaign.collect(
-        benchmark, inventory_file, *args, provider=provider(inventory_file), **kwargs
-    )
+    """``pipeline.collect.campaign.collect`` with the inventory's own provider, after the
+    preflight (pipeline/collect/preflight.py) found every host ready: a problem stops the stage
+    before its campaign writes anything. The lab's provider runs it once the lab is up."""
+    given = COLLECT.bind_partial(
+        benchmark, inventory_file, *args, **kwargs
+    ).arguments
+    modes, log = given.get("modes"), given.get("log", print)
+    source = provider(inventory_file)
+    if source is None:
+        preflight.require(inventory_file, (benchmark,), modes, log)
+    else:
+        source.benchmarks, source.modes = (benchmark,), modes
+    return campaign.collect(benchmark, inventory_file, *args, provider=source, **kwargs)

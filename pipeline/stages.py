@@ -26,6 +26,7 @@ import yaml
 
 from pipeline import imports
 from pipeline.benchmarks import BENCHMARKS
+from pipeline.collect import inventory
 from pipeline.collect.campaign import code_digest, plan
 from pipeline.collect.instrument import CHECKS
 from pipeline.collect.modes import MODES
@@ -526,6 +527,31 @@ def start_kernel(notebook: Path):
     return km
 
 
+def owner_problem(stage: Stage, params: Params, environment: str | None) -> str | None:
+    """Why the stage may not run on its inventory (None: it may): a stage owns its output
+    (``<raw>/<benchmark>/<environment>/``, named by the inventory's ``environment:``), so the
+    inventory of environment ``bare`` saying ``environment: lab`` would send the stage's data
+    into the lab stage's directory."""
+    inventory_file = parameters(stage, params, environment).get("inventory_file")
+    if inventory_file is None:
+        return None
+    owner = environment if stage.per_environment else next(
+        (n for n, f in params.environments.items() if f == inventory_file), None)  # fmt: skip
+    try:
+        inv = inventory.load(ROOT / inventory_file, known_modes=MODES, check_files=False)
+    except inventory.InventoryError as exc:
+        return str(exc)
+    if owner is not None and inv.environment != owner:
+        return (
+            f"stage {stage.name}: params.yaml's environment {owner!r} names {inventory_file}, "
+            f"whose `environment: {inv.environment}` would write into environment "
+            f"{inv.environment!r}'s data: each environment's inventory names itself (set "
+            f"`environment: {owner}` in {inventory_file}, or point environments.{owner} at "
+            "its own inventory)"
+        )
+    return None
+
+
 def run(name: str, environment: str | None = None, params_file: str = "params.yaml") -> None:
     """Execute one stage's notebook with its parameters (what dvc.yaml's commands call)."""
     from jupyter_core.utils import run_sync
@@ -537,6 +563,9 @@ def run(name: str, environment: str | None = None, params_file: str = "params.ya
     if stage.per_environment and environment not in params.environments:
         raise SystemExit(f"stage {name} needs an environment from params.yaml: "
                          f"{', '.join(params.environments)}; got {environment!r}")  # fmt: skip
+    problem = owner_problem(stage, params, environment)
+    if problem:
+        raise SystemExit(problem)
     km = start_kernel(ROOT / stage.notebook)
     try:
         if (ROOT / DVC_YAML).read_text() != render(params):

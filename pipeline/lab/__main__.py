@@ -1,4 +1,4 @@
-"""`python -m pipeline.lab up | down | status`: drive the embedded lab from a shell."""
+"""`python -m pipeline.lab up | down | status | reset`: drive the embedded lab from a shell."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 from pipeline.lab import emulator, kubernetes
 from pipeline.lab.commands import LabError
 from pipeline.lab.emulator import WanProfile
-from pipeline.lab.lifecycle import down, status, up
+from pipeline.lab.lifecycle import down, reset, status, up
 
 PROG = "python -m pipeline.lab"
 
@@ -38,6 +38,8 @@ def parse_args(argv: list[str] | None, prog: str = PROG) -> argparse.Namespace:
     wan.add_argument("--wan-seed", type=int, help=f"default {defaults.seed}")
     commands.add_parser("down", help="remove everything `up` made")
     commands.add_parser("status", help="health per component; non-zero exit if any is missing")
+    commands.add_parser("reset", help="new host keys and known_hosts files (up never trusts a "
+                        "changed host key again: this is the way to new keys)")  # fmt: skip
     return parser.parse_args(argv)
 
 
@@ -96,6 +98,8 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
             up(wan_profile(args), *shape(args.inventory), kubernetes=args.kubernetes or None)
         elif args.command == "down":
             down()
+        elif args.command == "reset":
+            reset()
         else:
             return print_status()
     except (LabError, ValueError, OSError) as exc:

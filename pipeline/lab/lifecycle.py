@@ -124,7 +124,7 @@ def up(
             placeholders.ensure()
         with component("lab network", RECOVER_HINT):
             network.ensure_network()
-        with component("ssh keys and logins", f"remove {STATE_DIR / 'ssh'} and retry"):
+        with component("ssh keys and logins", sshd.RESET_FIX):
             sshd.ensure_keys()
         with component("cgroup controllers for crun", RECOVER_HINT):
             mounts.bind_controllers_to_v1()
@@ -200,6 +200,24 @@ def ensure_emulator(wan: WanProfile | None) -> None:
     log.info("starting the WAN emulator: %s", wanted)
     with component("WAN emulator", "check the WAN profile (--wan-* options)"):
         emulator.start(wanted)
+
+
+# ---- reset ---------------------------------------------------------------------------
+
+
+def reset() -> None:
+    """New host keys and known_hosts files for every lab host (the keys are trusted on first
+    use and never again by up()); the sshds that run are restarted to serve the new keys."""
+    require_root()
+    with exclusive():
+        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        with component("ssh keys and logins"):
+            sshd.reset_keys()
+        for host in SSH_HOSTS:
+            if sshd.running(host):
+                log.info("restarting sshd on %s with its new key", host.name)
+                with component(f"sshd on {host.name}", f"see {sshd.log_path(host)}"):
+                    sshd.start(host)
 
 
 # ---- down ----------------------------------------------------------------------------

@@ -60,6 +60,11 @@ class Login:
                     f"a lab inventory's ssh.{what} must be a file in {SSH_DIR} (the lab creates "
                     f"it), not {path}"
                 )
+        if Path(self.known_hosts) == KNOWN_HOSTS and self.port != DEFAULT_PORT:
+            raise LabError(
+                f"{KNOWN_HOSTS} is root's known_hosts on port {DEFAULT_PORT} (the record the lab "
+                f"trusts its host keys from): a login on port {self.port} names a file of its own"
+            )
         if self.port != DEFAULT_PORT and not 1024 <= self.port <= 65535:
             raise LabError(f"a lab login's port must be 22 or 1024..65535, not {self.port}")
 

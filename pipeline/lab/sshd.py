@@ -1,7 +1,15 @@
-"""One sshd per lab host: keys, configuration, known_hosts, start and health."""
+"""One sshd per lab host: keys, configuration, known_hosts, start and health.
+
+Host keys are trusted on first use, never after: KNOWN_HOSTS is written when a host's key is
+made, and is from then on the record every login's known_hosts is written from. A bring-up that
+finds a key file other than the one KNOWN_HOSTS holds refuses (HostKeyChanged) instead of
+trusting it; `python -m pipeline.lab reset` (reset_keys) is the one way to new keys.
+"""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import time
 from pathlib import Path
@@ -11,6 +19,7 @@ from pipeline.lab.commands import LabError, in_netns, run
 from pipeline.lab.topology import (
     AUTHORIZED_DIR,
     HOSTS,
+    KNOWN_HOSTS,
     RUN_DIR,
     SSH_DIR,
     SSH_HOSTS,
@@ -64,13 +73,80 @@ def host_key_line(host: Host) -> str:
     return f"{key_type} {key_b64}"
 
 
+RESET_FIX = "`container-overhead lab reset` (or `python -m pipeline.lab reset`)"
+
+
+class HostKeyChanged(LabError):
+    """A lab host's key file differs from the key KNOWN_HOSTS trusted when it was made."""
+
+
+def fingerprint(line: str) -> str:
+    """"type base64" -> "type SHA256:..." as `ssh-keygen -l` prints it."""
+    key_type, blob = line.split()[:2]
+    digest = hashlib.sha256(base64.b64decode(blob)).digest()
+    return f"{key_type} SHA256:{base64.b64encode(digest).decode().rstrip('=')}"
+
+
+def trusted() -> dict[str, str]:
+    """KNOWN_HOSTS as address -> "type base64" (empty before the first keys are made)."""
+    entries = {}
+    try:
+        text = KNOWN_HOSTS.read_text()
+    except FileNotFoundError:
+        return entries
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= 3 and not line.startswith("#"):
+            entries[fields[0]] = f"{fields[1]} {fields[2]}"
+    return entries
+
+
+def changed_keys(record: dict[str, str]) -> list[str]:
+    """One sentence per lab host whose key file is not the key ``record`` trusts."""
+    found = []
+    for host in SSH_HOSTS:
+        known = record.get(host.address)
+        if known is None or not host_key(host).with_suffix(".pub").exists():
+            continue
+        offered = host_key_line(host)
+        if offered != known:
+            found.append(
+                f"host key of lab host {host.name} ({host.address}) changed: "
+                f"{host_key(host)} holds {fingerprint(offered)}, but {KNOWN_HOSTS} has trusted "
+                f"{fingerprint(known)} since the lab made it"
+            )
+    return found
+
+
 def ensure_keys() -> None:
-    """One host key per sshd; each login's client key, authorized_keys and known_hosts."""
+    """One host key per sshd, trusted when it is made (KNOWN_HOSTS); each login's client key,
+    authorized_keys and known_hosts, written from that record. HostKeyChanged when a key file
+    is not the trusted one: the lab never trusts a changed key by itself."""
     SSH_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
+    record = trusted()
     for host in SSH_HOSTS:
         host.state_dir.mkdir(parents=True, exist_ok=True)
         generate_key(host_key(host), host.name)
-    logins.ensure(host_key_line)
+    changed = changed_keys(record)
+    if changed:
+        raise HostKeyChanged(
+            "; ".join(changed) + f". The lab does not trust a changed key again: if you "
+            f"replaced it yourself, {RESET_FIX} makes new host keys and known_hosts files; "
+            "otherwise find out what wrote the key file before anything logs in"
+        )
+    first_use = {h.address: host_key_line(h) for h in SSH_HOSTS if h.address not in record}
+    record.update(first_use)
+    logins.ensure(lambda host: record[host.address])
+
+
+def reset_keys() -> None:
+    """New host keys and known_hosts files (`lab reset`): the explicit way past a changed key.
+    Running sshds are restarted by the caller so that they serve the new keys."""
+    for host in SSH_HOSTS:
+        for path in (host_key(host), host_key(host).with_suffix(".pub")):
+            path.unlink(missing_ok=True)
+    KNOWN_HOSTS.unlink(missing_ok=True)
+    ensure_keys()
     names = "".join(f"{h.address} {h.name}\n" for h in HOSTS)
     machine = Path("/etc/hosts").read_text() if Path("/etc/hosts").exists() else ""
     HOSTS_FILE.write_text(f"{machine.rstrip()}\n# the lab's hosts\n{names}")
