@@ -1072,11 +1072,21 @@ def _check_macvlan_overlaps(hosts: dict[str, Host], problems: _Problems) -> None
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``check FILE...``: print every problem of each inventory, one a line; exit 2 if any."""
+    """``check FILE...``: print every problem of each inventory, one a line; exit 2 if any.
+    ``check --connect FILE...``: also connect to every host (pipeline/collect/preflight.py)."""
     args = sys.argv[1:] if argv is None else argv
+    connect = "--connect" in args[1:2]
+    if connect:
+        args = [args[0], *args[2:]]
     if len(args) < 2 or args[0] != "check":
-        print("usage: python -m pipeline.inventory check FILE [FILE...]", file=sys.stderr)
+        print("usage: python -m pipeline.inventory check [--connect] FILE [FILE...]",
+              file=sys.stderr)  # fmt: skip
         return 2
+    if connect:
+        from pipeline.benchmarks import BENCHMARKS
+        from pipeline.collect import preflight
+
+        return preflight.main(args[1:], BENCHMARKS)
     from pipeline.collect.modes import MODES
 
     status = 0

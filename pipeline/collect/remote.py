@@ -185,11 +185,20 @@ class Session:
             ) from None
         except paramiko.BadHostKeyException as e:
             client.close()
+            # The lab's known_hosts is its own record (trusted when it made the keys): only
+            # `lab reset` replaces it. A real host's new key is the user's to verify.
+            fix = (
+                "the embedded lab never trusts a changed key again: if you replaced the lab's "
+                "host key yourself, `container-overhead lab reset` (python -m pipeline.lab "
+                "reset) makes new keys and known_hosts; otherwise find out who did"
+                if self._lab else
+                f"verify the host's new key out of band (its console, its operator), then "
+                f"`ssh-keygen -f {kh} -R '{e.hostname}'` and add the verified key to {kh}"
+            )  # fmt: skip
             raise self._fail(
                 f"host key MISMATCH: the server offered {_fingerprint(e.key)} but {kh} "
                 f"has {_fingerprint(e.expected_key)} (reinstalled host, or an attack)",
-                f"verify the new key out of band, then `ssh-keygen -f {kh} -R "
-                f"'{e.hostname}'` and add it with ssh-keyscan",
+                fix,
             ) from None
         except paramiko.AuthenticationException as e:
             client.close()
