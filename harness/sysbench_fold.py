@@ -37,7 +37,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -49,6 +48,7 @@ from pipeline.benchmarks.sysbench import (  # noqa: E402
     SysbenchBenchmark,
     folded_window,
 )
+from pipeline.params import PROFILES_DIR, read_yaml  # noqa: E402
 
 MARGIN = 0.02
 ARMS = ("one run", "two runs")
@@ -56,7 +56,7 @@ ARMS = ("one run", "two runs")
 
 def study_windows(benchmark: str) -> tuple[Window, Window]:
     """The study profile's warm-up and measured windows for ``benchmark``."""
-    profile = yaml.safe_load((ROOT / "conf" / "profiles" / "study.yaml").read_text())
+    profile = read_yaml(ROOT / PROFILES_DIR / "study.yaml", ROOT)
     entry = profile[benchmark]
     warm = Window(float(entry["warmup_seconds"]), 0.0, warmup=True)
     return warm, Window(float(entry["seconds"]), float(entry.get("omit_seconds", 0.0)))

@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from pipeline import settings_yaml
 from pipeline.benchmarks import BENCHMARKS, Benchmark
-from pipeline.collect.inventory import MAX_YAML_BYTES, load_yaml, redact, yaml_problem
 from pipeline.hosts import PLACEMENTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,28 +64,29 @@ class ParamsError(ValueError):
         super().__init__(f"{source}: {len(problems)} problem(s):\n{lines}")
 
 
-def read_yaml(path: Path) -> Any:
-    """A YAML file's content; a clear ParamsError for a missing, oversized or malformed file,
-    or for a value that looks like key material (named by its key, never printed)."""
-    if not path.is_file():
-        raise ParamsError(str(path), [f"{path} does not exist"])
-    if path.stat().st_size > MAX_YAML_BYTES:
-        too_big = f"{path} is over {MAX_YAML_BYTES} bytes: not a settings file"
-        raise ParamsError(str(path), [too_big])
+def read_document(path: Path, root: Path | None = None) -> settings_yaml.Document:
+    """A settings file read as DVC reads it (``pipeline.settings_yaml``), with the line of
+    each key; a clear ParamsError for a file that cannot be read, a key given twice, or a value
+    that looks like a secret (named by its key, never printed). ``root`` is the repository a
+    symbolic link may not lead out of."""
     try:
-        data, _ = load_yaml(path.read_text())
-    except (yaml.YAMLError, RecursionError, UnicodeDecodeError) as exc:
-        what = "not UTF-8 text: save it as UTF-8" if isinstance(exc, UnicodeDecodeError) \
-            else yaml_problem(exc, " (line {line}, column {column})")
-        raise ParamsError(str(path), [what]) from None
-    data, secrets = redact(data)
-    if secrets:
-        raise ParamsError(str(path), [
-            f"{where}: looks like {kind}; the value is not shown. Settings files hold no "
-            "secrets: remove it (keys belong in a file named by an inventory's ssh.key_file)"
-            for where, kind in secrets
-        ])  # fmt: skip
-    return data
+        doc = settings_yaml.read(path, root=root or ROOT, what="a settings file")
+    except settings_yaml.SettingsFileError as exc:
+        raise ParamsError(str(path), [exc.problem]) from None
+    problems = [f"{where}: {message}" for where, message in doc.duplicates]
+    problems += [
+        f"{where}: looks like {kind}; the value is not shown. Settings files hold no "
+        "secrets: remove it (keys belong in a file named by an inventory's ssh.key_file)"
+        for where, kind in doc.secrets
+    ]  # fmt: skip
+    if problems:
+        raise ParamsError(str(path), problems)
+    return doc
+
+
+def read_yaml(path: Path, root: Path | None = None) -> Any:
+    """A settings file's content (see :func:`read_document`)."""
+    return read_document(path, root).data
 
 
 def _brief(value: Any) -> str:
@@ -108,8 +108,10 @@ def _suggest(word: str, choices) -> str:
 
 
 class _Check:
-    def __init__(self) -> None:
+    def __init__(self, lines: dict[str, int] | None = None, source: str = "") -> None:
         self.problems: list[str] = []
+        self.lines = lines or {}  # a key path inside the file -> the line of the key
+        self.source = source
 
     def add(self, key: str, text: str) -> None:
         self.problems.append(f"{key}: {text}")
@@ -121,10 +123,17 @@ class _Check:
         return value
 
     def keys(self, value: dict, key: str, known) -> None:
+        inside = "" if key == self.source else key.removeprefix(f"{self.source}.")
         for k in value:
             if k not in known:
-                self.add(f"{key}.{k}", f"unknown setting{_suggest(k, known)}; known: "
-                                       f"{', '.join(known)}")  # fmt: skip
+                # the key is named only when it looks like a name, and its value never
+                shown = settings_yaml.key_text(k)
+                name = k if shown.startswith("'") else "?"
+                line = self.lines.get(f"{inside}.{k}" if inside else str(k))
+                at = f", line {line}" if line else ""
+                hint = _suggest(k, known) if shown.startswith("'") else f" {shown}"
+                self.add(f"{key}.{name}", f"unknown setting{hint}{at}; known: "
+                                          f"{', '.join(known)}")  # fmt: skip
 
     def number(
         self, value: Any, key: str, lo: float, hi: float = math.inf, *,
@@ -231,9 +240,10 @@ def _check_packages(check: _Check, value: str, key: str) -> None:
                        f"none starting with '-', got {_brief(value)}")  # fmt: skip
 
 
-def check_profile(profile: Any, source: str) -> list[str]:
-    """Every problem of one profile file (``source`` names it in the messages)."""
-    check = _Check()
+def check_profile(profile: Any, source: str, lines: dict[str, int] | None = None) -> list[str]:
+    """Every problem of one profile file (``source`` names it in the messages; ``lines``, the
+    line of each key, lets a message about an unknown key say where it is)."""
+    check = _Check(lines, source)
     doc = check.mapping(profile, source)
     if doc is None:
         return check.problems
@@ -304,10 +314,12 @@ def check_profile(profile: Any, source: str) -> list[str]:
     return check.problems
 
 
-def check_params(params: Any, root: Path | None = None) -> list[str]:
+def check_params(
+    params: Any, root: Path | None = None, lines: dict[str, int] | None = None
+) -> list[str]:
     """Every problem of params.yaml itself (the profile file is checked by check_profile)."""
     root = root or ROOT
-    check = _Check()
+    check = _Check(lines, PARAMS_FILE)
     doc = check.mapping(params, PARAMS_FILE)
     if doc is None:
         return check.problems
@@ -319,7 +331,7 @@ def check_params(params: Any, root: Path | None = None) -> list[str]:
     if not isinstance(profile, str) or not NAME.match(profile):
         check.add("profile", f"must be a profile name (a file {PROFILES_DIR}/<name>.yaml), "
                              f"got {_brief(profile)}")  # fmt: skip
-    elif not (root / PROFILES_DIR / f"{profile}.yaml").is_file():
+    elif not os.path.lexists(root / PROFILES_DIR / f"{profile}.yaml"):
         have = sorted(p.stem for p in (root / PROFILES_DIR).glob("*.yaml"))
         check.add("profile", f"no file {PROFILES_DIR}/{profile}.yaml{_suggest(profile, have)}; "
                              f"profiles: {', '.join(have)}")  # fmt: skip
@@ -555,18 +567,21 @@ def load(params_file: str | Path = PARAMS_FILE, root: Path | None = None) -> Par
     """params.yaml and its profile, checked; ParamsError lists every problem of both."""
     root = root or ROOT
     path = Path(params_file) if Path(params_file).is_absolute() else root / params_file
-    raw = read_yaml(path)
-    problems = check_params(raw, root)
+    doc = read_document(path, root)
+    raw = doc.data
+    problems = check_params(raw, root, doc.lines)
     profile: Any = None
     if isinstance(raw, dict) and isinstance(raw.get("profile"), str) and NAME.match(raw["profile"]):
         profile_path = root / PROFILES_DIR / f"{raw['profile']}.yaml"
-        if profile_path.is_file():
+        if os.path.lexists(profile_path):  # a link, FIFO or device is named by the reader
             try:
-                profile = read_yaml(profile_path)
+                profile_doc = read_document(profile_path, root)
             except ParamsError as exc:
                 problems += [f"{PROFILES_DIR}/{raw['profile']}.yaml: {p}" for p in exc.problems]
             else:
-                problems += check_profile(profile, f"{PROFILES_DIR}/{raw['profile']}.yaml")
+                profile = profile_doc.data
+                problems += check_profile(profile, f"{PROFILES_DIR}/{raw['profile']}.yaml",
+                                          profile_doc.lines)  # fmt: skip
                 problems += _check_pilot(raw, profile)
     if problems:
         raise ParamsError(str(params_file), problems)

@@ -45,6 +45,9 @@ from __future__ import annotations
 import base64
 import binascii
 import difflib
+import fnmatch
+import hashlib
+import hmac
 import ipaddress
 import os
 import re
@@ -55,7 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from pipeline import settings_yaml
 
 __all__ = [
     "Host",
@@ -191,188 +194,69 @@ class Inventory:
 class InventoryError(ValueError):
     """An inventory that cannot be used. ``problems`` holds one line per problem."""
 
-    def __init__(self, source: Path | str, problems: list[str]):
+    def __init__(self, source: Path | str, problems: list[str], kinds: list[str] | None = None):
         self.source = Path(source)
         self.problems = list(problems)
         n = len(self.problems)
         head = f"invalid inventory {self.source}: {n} problem{'s' if n != 1 else ''}"
-        super().__init__("\n".join([head, *(f"  - {p}" for p in self.problems)]))
+        # A large inventory with one mistake repeated must not print it a thousand times.
+        by_kind = dict(zip(self.problems, kinds, strict=True)) if kinds else {}
+        shown = settings_yaml.bounded(
+            self.problems, kind=lambda p: by_kind.get(p) or settings_yaml.problem_kind(p))
+        super().__init__("\n".join([head, *(f"  - {p}" for p in shown)]))
 
 
 # --------------------------------------------------------------------------------------------
-# Settings files as untrusted input (params.yaml and the profiles are read the same way):
-# YAML without aliases (nested aliases let a few hundred bytes expand without bound, a
-# recursive one never finishes), bounded in size and depth; a value that looks like key
-# material is replaced by a placeholder before any check sees it, and named by its key path,
-# never printed, so it cannot reach a log or an executed notebook (a DVC output).
+# Settings files as untrusted input: read by pipeline.settings_yaml (params.yaml and the
+# profiles are read the same way), whose secret detector, placeholder and YAML messages are
+# re-exported here for the modules that name them.
 
-MAX_YAML_BYTES = 1 << 20
-
-_OPENSSH_PUBLIC = re.compile(
-    r"(ssh-(rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-[a-z0-9@.-]+)\s+AAAA[A-Za-z0-9+/]"
-)
-_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}")
-
-
-class NoAliasLoader(yaml.SafeLoader):
-    """Safe YAML that refuses aliases (and so merge keys, which need one)."""
-
-    def compose_node(self, parent, index):  # type: ignore[override]
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.composer.ComposerError(
-                None, None, "aliases (*name) are not allowed here: write the value out",
-                event.start_mark,
-            )  # fmt: skip
-        return super().compose_node(parent, index)
-
-
-def yaml_problem(exc: BaseException, at: str = " at line {line}, column {column}") -> str:
-    """One line for a YAML error (never quoting a value that may be a secret)."""
-    if isinstance(exc, RecursionError):
-        return "nested too deeply to be a settings file: flatten it"
-    mark = getattr(exc, "problem_mark", None)
-    where = at.format(line=mark.line + 1, column=mark.column + 1) if mark else ""
-    what = getattr(exc, "problem", None) or (str(exc).splitlines() or ["unreadable"])[0]
-    if secret_kind(what):
-        what = "the parser's message is not shown (it quotes text that looks like a key)"
-    return f"not valid YAML{where}: {what}"
-
-
-def load_yaml(text: str) -> tuple[Any, yaml.Node | None]:
-    """The document and its node tree (for line numbers); raises yaml.YAMLError or
-    RecursionError, both turned into one line by :func:`yaml_problem`."""
-    node = yaml.compose(text, Loader=NoAliasLoader)  # noqa: S506 (a safe loader)
-    data = yaml.load(text, Loader=NoAliasLoader)  # noqa: S506 (a safe loader)
-    return data, node
-
-
-def secret_kind(text: str) -> str | None:
-    """What ``text`` looks like if it may be key material, else None. The description never
-    quotes the text."""
-    if "-----BEGIN" in text or "PRIVATE KEY" in text:
-        return "a private key or certificate (a PEM block)"
-    if _OPENSSH_PUBLIC.search(text):
-        return "an OpenSSH public key line"
-    for run in _BASE64_RUN.finditer(text):
-        s = run.group()
-        mixed = any(c.isupper() for c in s) and any(c.islower() for c in s)
-        if mixed and any(c.isdigit() for c in s) and s.count("/") <= len(s) // 8:
-            return "a long base64 blob (a key or token)"
-    return None
-
-
-class Redacted(str):
-    """Stands in for a value that looked like a secret: its text is only the description."""
-
-
-def redact(data: Any, path: str = "") -> tuple[Any, list[tuple[str, str]]]:
-    """``data`` with every key-looking string (value or mapping key) replaced by a
-    :class:`Redacted` placeholder, and the (key path, what it looks like) of each."""
-    found: list[tuple[str, str]] = []
-
-    def walk(value: Any, where: str) -> Any:
-        if isinstance(value, str):
-            kind = secret_kind(value)
-            if kind:
-                found.append((where, kind))
-                return Redacted(f"<not shown: {kind}>")
-            return value
-        if isinstance(value, dict):
-            out = {}
-            for k, v in value.items():
-                if isinstance(k, str) and (kind := secret_kind(k)):
-                    k = Redacted(f"<not shown: {kind}>")
-                    found.append((f"{where}.{k}" if where else k, kind))
-                out[k] = walk(v, f"{where}.{k}" if where else str(k))
-            return out
-        if isinstance(value, list):
-            return [walk(v, f"{where}[{i}]") for i, v in enumerate(value)]
-        return value
-
-    return walk(data, path), found
-
-
-# --------------------------------------------------------------------------------------------
-# YAML reading
+MAX_YAML_BYTES = settings_yaml.MAX_BYTES
+REPO = Path(__file__).resolve().parents[2]
+secret_kind = settings_yaml.secret_kind
+redact = settings_yaml.redact
+Redacted = settings_yaml.Redacted
+yaml_problem = settings_yaml.yaml_problem
+MISSING_FIX = ("check the path (e.g. in params.yaml) or create it from "
+               "inventory/example-hosts.yaml")
 
 
 class _Problems:
-    """Collects problems as "<file>: <key path>: <what is wrong>; <fix>" lines."""
+    """Collects problems as "<file>: <key path>: <what is wrong>; <fix>" lines, with the kind
+    of each (its message with names and numbers blanked) for the bounded report."""
 
     def __init__(self, source: Path):
         self.source = source
         self.items: list[str] = []
+        self.kinds: list[str] = []
         self.secret_paths: set[str] = set()
+        self.lines: dict[str, int] = {}
 
     def add(self, path: str, message: str, *, about_value: bool = True) -> None:
         if about_value and path in self.secret_paths:
             return  # already named as a secret; a message about its value would only repeat it
         where = f"{self.source}: {path}" if path else str(self.source)
         self.items.append(f"{where}: {message}")
+        self.kinds.append(settings_yaml.problem_kind(message))
 
 
-def _find_duplicate_keys(node: yaml.Node, path: str, problems: _Problems) -> None:
-    """Walk the composed YAML tree and report mapping keys given twice.
-
-    ``yaml.safe_load`` silently keeps the last of two equal keys, so a host pasted twice
-    would quietly replace the first; the node tree still has both, with line numbers.
-    """
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[str, int] = {}
-        for key_node, value_node in node.value:
-            key = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else "?"
-            line = key_node.start_mark.line + 1
-            if secret_kind(key):
-                continue  # named (never printed) by the secret check
-            if isinstance(key_node, yaml.ScalarNode) and key != "<<":
-                if key in seen:
-                    problems.add(
-                        _join(path, key),
-                        f"key {key!r} is given twice (lines {seen[key]} and {line}); "
-                        "YAML would silently keep only the last one: remove or rename one",
-                    )
-                else:
-                    seen[key] = line
-            _find_duplicate_keys(value_node, _join(path, key), problems)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _find_duplicate_keys(item, f"{path}[{i}]", problems)
+def _settings_root(source: Path) -> Path | None:
+    """Where a symbolic link to the inventory may lead: the repository for an inventory inside
+    it, else the inventory's own directory (settings_yaml.read's default)."""
+    return REPO if REPO in Path(os.path.abspath(source)).parents else None
 
 
 def _read_yaml(path: Path, problems: _Problems) -> Any:
-    if not path.exists():
-        problems.add(
-            "",
-            "file not found: check the path (e.g. in params.yaml) or create it from "
-            "inventory/example-hosts.yaml",
-        )
-        return None
-    if path.is_dir():
-        problems.add("", "is a directory, not an inventory file: name a .yaml file")
-        return None
     try:
-        if path.stat().st_size > MAX_YAML_BYTES:
-            problems.add("", f"is over {MAX_YAML_BYTES} bytes, not an inventory: name the "
-                         "right file (an inventory is a few dozen lines)")
-            return None
-        text = path.read_text(encoding="utf-8")
-    except PermissionError:
-        problems.add("", f"cannot read the file (permission denied): chmod u+r {path}")
+        doc = settings_yaml.read(path, root=_settings_root(path), what="an inventory",
+                                 missing_fix=MISSING_FIX)  # fmt: skip
+    except settings_yaml.SettingsFileError as e:
+        syntax = e.problem.startswith("not valid YAML") and "aliases" not in e.problem
+        problems.add("", e.problem + ("; fix the syntax (indentation, quotes, colons)"
+                                      if syntax else ""))  # fmt: skip
         return None
-    except UnicodeDecodeError as e:
-        problems.add("", f"not UTF-8 text ({e.reason} at byte {e.start}): save it as UTF-8")
-        return None
-    except OSError as e:
-        problems.add("", f"cannot read the file ({e.strerror}): check the path")
-        return None
-    try:
-        data, node = load_yaml(text)
-    except (yaml.YAMLError, RecursionError) as e:
-        problems.add("", f"{yaml_problem(e)}; fix the syntax (indentation, quotes, colons)")
-        return None
-    data, secrets = redact(data)
-    for where, kind in secrets:
+    problems.lines = doc.lines
+    for where, kind in doc.secrets:
         what = "key material, not a path" if where.endswith("key_file") else "key material"
         problems.add(
             where,
@@ -381,8 +265,9 @@ def _read_yaml(path: Path, problems: _Problems) -> Any:
             "file's path as ssh.key_file",
         )
         problems.secret_paths.add(where)
-    if node is not None:
-        _find_duplicate_keys(node, "", problems)
+    for where, message in doc.duplicates:
+        problems.add(where, message)
+    data = doc.data
     if data is None:
         problems.add(
             "",
@@ -416,11 +301,20 @@ def _type_name(value: object) -> str:
     )
 
 
+# Past this many names a suggestion costs more than it helps (difflib compares with each) and a
+# list of them would fill the screen.
+SUGGEST_AMONG = 200
+LIST_AT_MOST = 12
+
+
 def _suggest(word: str, choices: Iterable[str]) -> str:
     choices = list(choices)
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
-    if close:
-        return f"did you mean {close[0]!r}?"
+    if len(choices) <= SUGGEST_AMONG:
+        close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+        if close:
+            return f"did you mean {close[0]!r}?"
+    if len(choices) > LIST_AT_MOST:
+        return f"allowed: {', '.join(choices[:LIST_AT_MOST - 2])}, ... ({len(choices)} in all)"
     return "allowed: " + ", ".join(choices)
 
 
@@ -430,10 +324,16 @@ def _check_keys(
     allowed = tuple(allowed)
     for key in mapping:
         if key not in allowed:
-            # Only the key *name* is echoed, never its value (it might be pasted secrets).
+            # Only the key is named (and only when it looks like a name), never its value: a
+            # file that is not an inventory may hold anything, secrets included.
+            shown = settings_yaml.key_text(key)
+            line = problems.lines.get(_join(path, key))
+            at = f" (line {line})" if line else ""
+            suggest = _suggest(str(key), allowed) if shown.startswith("'") else \
+                f"allowed: {', '.join(allowed)}"
             problems.add(
-                _join(path, key),
-                f"unknown key {str(key)!r}: {_suggest(str(key), allowed)}",
+                _join(path, key if shown.startswith("'") else "?"),
+                f"unknown key {shown}{at}: {suggest}",
                 about_value=False,
             )
 
@@ -544,13 +444,42 @@ def _ssh_fields(
         out[key] = p
         if check_files:
             if key == "key_file":
-                _check_key_file(p, kpath, problems)
+                _check_key_file(p, kpath, problems, base_dir)
             else:
-                _check_known_hosts(p, kpath, problems)
+                _check_known_hosts(p, kpath, problems, base_dir)
     return out
 
 
-def _check_key_file(p: Path, kpath: str, problems: _Problems) -> None:
+def _controlled(target: Path, st: os.stat_result, places: Iterable[Path]) -> bool:
+    """Whether the file is the user's to change: they own it and it lies under one of
+    ``places`` (their home, the repository, the inventory's directory)."""
+    return st.st_uid == os.getuid() and any(
+        target == d or d in target.parents for d in (Path(os.path.realpath(x)) for x in places)
+    )
+
+
+def _places(base_dir: Path) -> tuple[Path, ...]:
+    return (Path.home(), REPO, base_dir)
+
+
+def _resolve_link(
+    p: Path, lst: os.stat_result, kpath: str, what: str, problems: _Problems, base_dir: Path
+) -> tuple[Path, os.stat_result, bool] | None:
+    """The file a key or known_hosts path names, without following a link blindly: (the real
+    file, its status, whether the user controls it), or None once a problem is reported."""
+    if not stat.S_ISLNK(lst.st_mode):
+        return p, lst, _controlled(Path(os.path.realpath(p)), lst, _places(base_dir))
+    target = Path(os.path.realpath(p))
+    try:
+        st = os.stat(target)
+    except OSError:
+        problems.add(kpath, f"{p} is a symbolic link to {target}, which does not exist: point "
+                            f"{kpath.rsplit('.', 1)[-1]} at the {what} itself")  # fmt: skip
+        return None
+    return target, st, _controlled(target, st, _places(base_dir))
+
+
+def _check_key_file(p: Path, kpath: str, problems: _Problems, base_dir: Path) -> None:
     if p.suffix == ".pub":
         problems.add(
             kpath,
@@ -558,7 +487,7 @@ def _check_key_file(p: Path, kpath: str, problems: _Problems) -> None:
         )
         return
     try:
-        st = p.stat()
+        lst = os.lstat(p)  # a link is looked at, not followed
     except FileNotFoundError:
         problems.add(
             kpath,
@@ -570,14 +499,27 @@ def _check_key_file(p: Path, kpath: str, problems: _Problems) -> None:
     except OSError as e:
         problems.add(kpath, f"cannot stat private key {p} ({e.strerror}): fix the path")
         return
+    found = _resolve_link(p, lst, kpath, "private key file", problems, base_dir)
+    if found is None:
+        return
+    target, st, controlled = found
+    copy = ("point key_file at a copy you own (`install -m 600 SOURCE ~/.ssh/co-bench`), "
+            "or at a key of your own")
+    if target != p and not controlled:
+        # Never suggest changing the file a link leads to: it may be a system file
+        # (/etc/ssh/ssh_host_*_key) whose mode other software relies on.
+        problems.add(kpath, f"{p} is a symbolic link to {target}, a file that is not yours to "
+                            f"change (not owned by you, or outside your home directory and the "
+                            f"repository): {copy}")  # fmt: skip
+        return
     if not stat.S_ISREG(st.st_mode):
         problems.add(kpath, f"{p} is not a regular file: name the private key file")
         return
-    if not os.access(p, os.R_OK):
-        problems.add(kpath, f"private key {p} is not readable by this user: chmod 600 {p} "
-                     "and make sure you own it")
+    if not os.access(target, os.R_OK):
+        fix = f"chmod 600 {target} and make sure you own it" if controlled else copy
+        problems.add(kpath, f"private key {p} is not readable by this user: {fix}")
     else:
-        encrypted = key_encryption(p)
+        encrypted = key_encryption(target)
         if encrypted:
             problems.add(
                 kpath,
@@ -589,10 +531,11 @@ def _check_key_file(p: Path, kpath: str, problems: _Problems) -> None:
     mode = stat.S_IMODE(st.st_mode)
     if mode & 0o077:
         # Same rule as OpenSSH ("UNPROTECTED PRIVATE KEY FILE"): ssh would refuse it too.
+        fix = f"chmod 600 {target}" if controlled else copy
         problems.add(
             kpath,
             f"private key {p} is accessible by group/others (mode {mode:04o}); ssh refuses "
-            f"such keys: chmod 600 {p}",
+            f"such keys: {fix}",
         )
 
 
@@ -625,18 +568,146 @@ def key_encryption(p: Path) -> str | None:
         else "a passphrase"
 
 
-def _check_known_hosts(p: Path, kpath: str, problems: _Problems) -> None:
-    if not p.exists():
+def _check_known_hosts(p: Path, kpath: str, problems: _Problems, base_dir: Path) -> None:
+    try:
+        lst = os.lstat(p)  # a link is looked at, not followed
+    except FileNotFoundError:
         problems.add(
             kpath,
             f"known_hosts file {p} does not exist: add the hosts' keys after verifying them "
             f"out of band, e.g. `ssh-keyscan -p PORT ADDRESS >> {p}` "
             "(for the lab: `python -m pipeline.lab up`)",
         )
-    elif not p.is_file():
+        return
+    except OSError as e:
+        problems.add(kpath, f"cannot stat known_hosts file {p} ({e.strerror}): fix the path")
+        return
+    found = _resolve_link(p, lst, kpath, "known_hosts file", problems, base_dir)
+    if found is None:
+        return
+    target, st, controlled = found
+    if not stat.S_ISREG(st.st_mode):
         problems.add(kpath, f"{p} is not a regular file: name the known_hosts file")
-    elif not os.access(p, os.R_OK):
-        problems.add(kpath, f"known_hosts file {p} is not readable: chmod u+r {p}")
+    elif not os.access(target, os.R_OK):
+        fix = f"chmod u+r {target}" if controlled else \
+            "point known_hosts at a copy you own (`cp SOURCE ~/.ssh/known_hosts_co-bench`)"
+        problems.add(kpath, f"known_hosts file {p} is not readable: {fix}")
+    else:
+        for message in KnownHosts.read(target).unreadable:
+            problems.add(kpath, message)
+
+
+def readable_fix(path: Path, key: str) -> str:
+    """How to make a file the study must read readable, without suggesting a change to a file
+    the user does not own."""
+    try:
+        owned = os.stat(path).st_uid == os.getuid()
+    except OSError:
+        owned = False
+    return f"chmod u+r {path}" if owned else f"point {key} at a copy you own"
+
+
+# A known_hosts host field: a plain name or [name]:port, a hashed |1|salt|hash, or a pattern
+_PATTERN_CHARS = re.compile(r"[*?]|^!")
+
+
+@dataclass(frozen=True)
+class KnownHosts:
+    """What the study can use of a known_hosts file: paramiko's reader knows neither markers
+    (it fails on the whole file) nor patterns (it never matches them), so both are found here
+    first and named with their line and what to write instead."""
+
+    path: Path
+    names: frozenset[str] = frozenset()
+    hashed: tuple[tuple[bytes, bytes], ...] = ()
+    patterns: tuple[tuple[int, str], ...] = ()
+    unreadable: tuple[str, ...] = ()
+
+    @classmethod
+    def read(cls, path: Path) -> KnownHosts:
+        """The file's entries; a file that cannot be read gives an empty one (the caller's
+        own open says why)."""
+        try:
+            with open(path, "rb") as f:
+                text = f.read(MAX_YAML_BYTES * 16).decode("utf-8", errors="replace")
+        except OSError:
+            return cls(path)
+        names: set[str] = set()
+        hashed: list[tuple[bytes, bytes]] = []
+        patterns: list[tuple[int, str]] = []
+        unreadable: list[str] = []
+        one_line = ("the study reads one line per host: its address (`[address]:port` for a "
+                    "port other than 22), plain or hashed, then its key, as "
+                    "`ssh-keyscan [-H] -p PORT ADDRESS` writes it")
+        for n, line in enumerate(text.splitlines(), 1):
+            fields = line.split()
+            if not fields or fields[0].startswith("#"):
+                continue
+            if fields[0].startswith("@"):
+                marker = fields[0] if re.fullmatch(r"@[a-z-]{1,20}", fields[0]) else "@..."
+                what = {
+                    "@revoked": "remove the line: a key the study does not list is never "
+                                "trusted, so a revoked key needs no marker",
+                    "@cert-authority": "host certificates are not supported: list each "
+                                       "host's own key instead",
+                }.get(marker, "remove the marker")  # fmt: skip
+                unreadable.append(f"{path} line {n}: the {marker} marker is not supported "
+                                  f"(the SSH library cannot read a file holding one): {what}; "
+                                  f"{one_line}")  # fmt: skip
+                continue
+            if len(fields) >= 3:
+                try:
+                    base64.b64decode(fields[2], validate=True)
+                except (binascii.Error, ValueError):
+                    unreadable.append(f"{path} line {n}: the key is not valid base64 (a "
+                                      f"damaged line): remove it; {one_line}")  # fmt: skip
+                    continue
+            for name in fields[0].split(","):
+                if name.startswith("|1|"):
+                    try:
+                        salt, digest = (base64.b64decode(x) for x in name[3:].split("|", 1))
+                    except (binascii.Error, ValueError):
+                        continue
+                    hashed.append((salt, digest))
+                elif _PATTERN_CHARS.search(name):
+                    patterns.append((n, name))
+                else:
+                    names.add(name)
+        return cls(path, frozenset(names), tuple(hashed), tuple(patterns), tuple(unreadable))
+
+    def lists(self, address: str, port: int) -> bool:
+        """Whether a line names the host exactly (plainly or hashed)."""
+        name = address if port == DEFAULT_PORT else f"[{address}]:{port}"
+        if name in self.names:
+            return True
+        return any(hmac.new(salt, name.encode(), hashlib.sha1).digest() == digest
+                   for salt, digest in self.hashed)  # fmt: skip
+
+    def problem(self, address: str, port: int) -> tuple[str, str] | None:
+        """(cause, fix) when the study cannot use this file for the host: a marker anywhere in
+        it, or the host listed only through a pattern; None otherwise."""
+        if self.unreadable:
+            return (f"known_hosts {self.path} holds what the study does not support: "
+                    f"{self.unreadable[0].split(': ', 1)[1]}",
+                    f"fix {self.path} (every such line is listed by `python -m "
+                    "pipeline.inventory check`)")  # fmt: skip
+        if not self.patterns or self.lists(address, port):
+            return None
+        name = address if port == DEFAULT_PORT else f"[{address}]:{port}"
+        for n, pattern in self.patterns:
+            if not pattern.startswith("!") and fnmatch.fnmatchcase(name, pattern):
+                return (f"{self.path} line {n} names the host only through the pattern "
+                        f"{pattern!r}: host patterns are not supported",
+                        f"add a line for the host itself after verifying its key: "
+                        f"`ssh-keyscan -p {port} {address} >> {self.path}`")  # fmt: skip
+        return None
+
+
+def known_hosts_problem(path: Path, address: str, port: int) -> tuple[str, str] | None:
+    """(cause, fix) when the known_hosts file at ``path`` holds something the study does not
+    support for this host (markers, patterns), else None; what ``remote`` checks before
+    handing the file to paramiko."""
+    return KnownHosts.read(path).problem(address, port)
 
 
 def _macvlan(
@@ -836,7 +907,7 @@ def load(
     problems = _Problems(source)
     data = _read_yaml(source, problems)
     if data is None:
-        raise InventoryError(source, problems.items)
+        raise InventoryError(source, problems.items, problems.kinds)
     base_dir = source.resolve().parent
     known_modes = tuple(known_modes)
 
@@ -944,10 +1015,13 @@ def load(
                 rootless=rootless,
             )
     _check_macvlan_overlaps(hosts, problems)
+    if check_files:
+        _check_host_key_lines(hosts, problems)
 
     # roles ------------------------------------------------------------------------------
     roles_raw = _require(data, "roles", "", problems, "{servers: [node1], dc_client: client1}")
     servers: list[str] = []
+    listed: set[str] = set()  # the servers again, for a membership test in constant time
     dc_client = internet_client = None
     if roles_raw is not None:
         rmap = _mapping(roles_raw, "roles", problems, "{servers: [node1], dc_client: client1}")
@@ -971,13 +1045,14 @@ def load(
                 else:
                     for i, item in enumerate(srv):
                         n = _role_host(item, f"roles.servers[{i}]", host_names, problems)
-                        if n is not None and n in servers:
+                        if n is not None and n in listed:
                             problems.add(
                                 f"roles.servers[{i}]",
                                 f"server {n!r} is listed twice: list each server once",
                             )
                         elif n is not None:
                             servers.append(n)
+                            listed.add(n)
             dc = _require(rmap, "dc_client", "roles", problems, "client1")
             if dc is not None:
                 dc_client = _role_host(dc, "roles.dc_client", host_names, problems)
@@ -986,7 +1061,7 @@ def load(
                     rmap["internet_client"], "roles.internet_client", host_names, problems
                 )
     for role, n in (("dc_client", dc_client), ("internet_client", internet_client)):
-        if n is not None and n in servers:
+        if n is not None and n in listed:
             problems.add(
                 f"roles.{role}",
                 f"host {n!r} is also a server: a server cannot be its own client (traffic "
@@ -1036,7 +1111,7 @@ def load(
             )
 
     if problems.items:
-        raise InventoryError(source, problems.items)
+        raise InventoryError(source, problems.items, problems.kinds)
     assert environment is not None and dc_client is not None  # guaranteed by the checks
     return Inventory(
         environment=environment,
@@ -1051,24 +1126,49 @@ def load(
     )
 
 
+def _check_host_key_lines(hosts: dict[str, Host], problems: _Problems) -> None:
+    """A host its known_hosts file names only through a pattern: paramiko would not find its
+    key and the connection would fail as "not in known_hosts". Each file is read once; a
+    file's markers are reported where its path is checked."""
+    files: dict[Path, KnownHosts] = {}
+    for h in hosts.values():
+        kh = h.ssh.known_hosts
+        if kh not in files:
+            files[kh] = KnownHosts.read(kh)
+        if files[kh].unreadable:
+            continue
+        found = files[kh].problem(h.address, h.ssh.port)
+        if found is not None:
+            problems.add(f"hosts.{h.name}", f"{found[0]}: {found[1]}")
+
+
 def _check_macvlan_overlaps(hosts: dict[str, Host], problems: _Problems) -> None:
     """Macvlan ranges of hosts on the same subnet must not overlap: each host's dockerd
     allocates from its own range without knowing the others, so overlap means duplicate IPs
-    on one L2 segment."""
-    seen: list[tuple[str, Any, Any]] = []
-    for h in hosts.values():
+    on one L2 segment. One sweep over the ranges sorted by their first address (n log n): a
+    range that starts before the furthest end seen so far overlaps the range owning that end,
+    and is reported once, naming that host."""
+    by_subnet: dict[Any, list[tuple[int, int, int, str, Any]]] = {}
+    for order, h in enumerate(hosts.values()):
         if h.macvlan is None:
             continue
         subnet = ipaddress.ip_network(h.macvlan.subnet)
         rng = ipaddress.ip_network(h.macvlan.ip_range)
-        for other, osub, orng in seen:
-            if osub == subnet and rng.overlaps(orng):
-                problems.add(
-                    f"hosts.{h.name}.macvlan.ip_range",
-                    f"ip_range {rng} overlaps host {other!r}'s {orng}: containers on the two "
-                    "hosts would get the same addresses; give each host its own range",
-                )
-        seen.append((h.name, subnet, rng))
+        first, last = int(rng.network_address), int(rng.broadcast_address)
+        by_subnet.setdefault(subnet, []).append((first, last, order, h.name, rng))
+    found: list[tuple[int, str, str]] = []
+    for ranges in by_subnet.values():
+        ranges.sort()
+        reach: tuple[int, str, Any] | None = None  # (last address, host, range) reaching furthest
+        for first, last, order, name, rng in ranges:
+            if reach is not None and first <= reach[0]:
+                found.append((order, name, f"ip_range {rng} overlaps host {reach[1]!r}'s "
+                              f"{reach[2]}: containers on the two hosts would get the same "
+                              "addresses; give each host its own range"))  # fmt: skip
+            if reach is None or last > reach[0]:
+                reach = (last, name, rng)
+    for _, name, message in sorted(found, key=lambda f: f[0]):
+        problems.add(f"hosts.{name}.macvlan.ip_range", message)
 
 
 def main(argv: list[str] | None = None) -> int:

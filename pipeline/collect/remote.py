@@ -56,7 +56,7 @@ import paramiko
 from paramiko.common import cMSG_CHANNEL_REQUEST
 from paramiko.message import Message
 
-from pipeline.collect.inventory import Host, Inventory
+from pipeline.collect.inventory import Host, Inventory, known_hosts_problem, readable_fix
 from pipeline.hosts import NeedsRoot, RemoteError, UnreachableHost
 
 __all__ = ["NeedsRoot", "Pool", "RemoteError", "Result", "Session", "UnreachableHost"]
@@ -148,6 +148,9 @@ class Session:
             ) from None
 
         client = paramiko.SSHClient()
+        # paramiko fails on a whole file holding a marker and never matches a pattern
+        if (unsupported := known_hosts_problem(kh, h.address, s.port)) is not None:
+            raise self._fail(*unsupported)
         # Only the inventory's file; get_host_keys().load() (unlike load_host_keys) does not
         # remember the file name, so nothing could ever be written back to it.
         try:
@@ -160,7 +163,10 @@ class Session:
             ) from None
         except OSError as e:
             raise self._fail(f"cannot read known_hosts {kh} ({e.strerror})",
-                             f"chmod u+r {kh}") from None
+                             readable_fix(kh, "known_hosts")) from None
+        except paramiko.hostkeys.InvalidHostKey:
+            raise self._fail(f"known_hosts {kh} has a line the SSH library cannot read",
+                             "check it with `python -m pipeline.inventory check`") from None
         client.set_missing_host_key_policy(_StrictPolicy())
         t = s.connect_timeout_s
         try:

@@ -171,9 +171,16 @@ def test_unknown_keys_get_suggestions(files: dict[str, Path]) -> None:
         d["rolez"] = {}
 
     msg = _bad(files, m)
-    assert "hosts.srv2.adress: unknown key 'adress': did you mean 'address'?" in msg
-    assert "ssh.know_hosts: unknown key 'know_hosts': did you mean 'known_hosts'?" in msg
-    assert "rolez: unknown key 'rolez': did you mean 'roles'?" in msg
+    lines = (files["dir"] / "inv.yaml").read_text().splitlines()
+
+    def line(key: str) -> int:  # the file is base(files) as yaml.safe_dump wrote it
+        return next(n for n, text in enumerate(lines, 1) if text.strip().startswith(f"{key}:"))
+
+    assert (f"hosts.srv2.adress: unknown key 'adress' (line {line('adress')}): did you mean "
+            "'address'?") in msg
+    assert (f"ssh.know_hosts: unknown key 'know_hosts' (line {line('know_hosts')}): did you "
+            "mean 'known_hosts'?") in msg
+    assert f"rolez: unknown key 'rolez' (line {line('rolez')}): did you mean 'roles'?" in msg
     # the misspelt address also means the required one is missing
     assert "hosts.srv2.address: required key is missing" in msg
 

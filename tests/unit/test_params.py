@@ -191,11 +191,11 @@ def test_yaml_aliases_and_bad_yaml_are_refused_clearly(repo):
     (repo / "params.yaml").write_text(text + "\nx: &a [*a]\n")
     line = text.count("\n") + 2
     assert _problems(repo) == [
-        f"not valid YAML (line {line}, column 8): aliases (*name) are not allowed here: write "
+        f"not valid YAML at line {line}, column 8: aliases (*name) are not allowed here: write "
         "the value out"]
     (repo / "params.yaml").write_text("common: [unclosed\n")
     (problem,) = _problems(repo)
-    assert problem.startswith("not valid YAML (line ")
+    assert problem.startswith("not valid YAML at line ")
 
 
 def test_long_values_are_quoted_briefly(repo):
@@ -229,10 +229,12 @@ def test_planning_is_checked_and_defaults_to_fixed_runs(repo):
                          "max_runs": 1.5, "max_run": 3}
 
     _edit(repo / "params.yaml", broken)
+    line = next(n for n, text in enumerate((repo / "params.yaml").read_text().splitlines(), 1)
+                if text.strip().startswith("max_run:"))  # fmt: skip
     problems = _problems(repo)
     assert problems == [
-        "planning.max_run: unknown setting (did you mean 'max_runs'?); known: enabled, "
-        "target_half_width, budget_minutes, max_runs",
+        f"planning.max_run: unknown setting (did you mean 'max_runs'?), line {line}; known: "
+        "enabled, target_half_width, budget_minutes, max_runs",
         "planning.enabled: must be true or false, got 'yes'",
         "planning.target_half_width: must be a number in (0, 1], got 0",
         "planning.budget_minutes: must be a number in [0, 1e+06], got -1",
