@@ -193,30 +193,42 @@ def labelled(client: docker.DockerClient, label: str) -> Labelled:
 def cleanup(client: docker.DockerClient, label: str, settle_s: float = 30) -> Labelled:
     """Remove everything carrying ``label``: containers (forced), services, then networks and
     volumes once the removed services' local task containers are gone (a network in use
-    cannot be removed). Returns what was removed."""
+    cannot be removed). A Swarm network is left to the manager's clean-up on a worker. Every
+    object is tried; docker.errors.APIError at the end names those that failed. Returns what
+    was found."""
     found = labelled(client, label)
+    failed: list[str] = []
+
+    def remove(what: str, call: Callable[[], object]) -> None:
+        try:
+            call()
+        except docker.errors.NotFound:
+            pass  # removed meanwhile (by its service, or a concurrent clean-up)
+        except docker.errors.APIError as e:
+            failed.append(f"{what}: {e.explanation or e}")
+
     for name in found.containers:
-        _ignore_missing(lambda n=name: client.api.remove_container(n, force=True))
-    services = [s["ID"] for s in _services(client, {"label": label})]
-    for sid in services:
-        _ignore_missing(lambda s=sid: client.api.remove_service(s))
-    for sid in services:
-        tasks = client.api.containers(all=True, filters={"label": f"{SERVICE_LABEL}={sid}"})
+        remove(f"container {name}", lambda n=name: client.api.remove_container(n, force=True))
+    services = _services(client, {"label": label})
+    for service in services:
+        remove(f"service {service['Spec']['Name']}",
+               lambda s=service["ID"]: client.api.remove_service(s))  # fmt: skip
+    for service in services:
+        tasks = client.api.containers(
+            all=True, filters={"label": f"{SERVICE_LABEL}={service['ID']}"}
+        )
         for task in tasks:
             wait_removed(client, "container", task["Id"], settle_s)
-    for name in found.networks:
-        _ignore_missing(lambda n=name: client.api.remove_network(n))
+    manager = engine(client).manager
+    for net in client.api.networks(filters={"label": label}):
+        if net.get("Scope") == "swarm" and not manager:
+            continue
+        remove(f"network {net['Name']}", lambda n=net["Id"]: client.api.remove_network(n))
     for name in found.volumes:
-        _ignore_missing(lambda n=name: client.api.remove_volume(n, force=True))
+        remove(f"volume {name}", lambda n=name: client.api.remove_volume(n, force=True))
+    if failed:
+        raise docker.errors.APIError("could not remove: " + "; ".join(failed))
     return found
-
-
-def _ignore_missing(remove: Callable[[], object]) -> None:
-    """An object removed meanwhile (by its service, or a concurrent clean-up) is not an error."""
-    try:
-        remove()
-    except docker.errors.NotFound:
-        pass
 
 
 # ---- inspection ---------------------------------------------------------------------------

@@ -241,6 +241,10 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, e._net(parts[1]))
         if parts[0] == "networks" and method == "DELETE":
             n = e._net(parts[1])
+            if any(n["Name"] in c["NetworkSettings"]["Networks"] for c in e.containers.values()):
+                return self._send(403, {"message": f"error while removing network: network "
+                                                   f"{n['Name']} id {n['Id']} has active "
+                                                   "endpoints"})  # fmt: skip
             del e.networks[n["Id"]]
             e._event("network", "destroy", n["Id"], n["Name"])
             return self._send(204)

@@ -97,6 +97,17 @@ def test_cleanup_removes_the_labelled_objects_and_nothing_else(engine, client):
                                                    "volumes"]  # fmt: skip
 
 
+def test_cleanup_tries_everything_and_names_what_it_could_not_remove(engine, client):
+    mine = {LABEL: "c0ffee"}
+    engine.add_network("co-busy", "bridge", mine)
+    engine.add_container("theirs-on-it", {}, {"co-busy": "10.0.9.2"})  # not the study's
+    engine.add_volume("co-v", mine)
+    with pytest.raises(docker.errors.APIError, match="network co-busy: .*active endpoints"):
+        engine_api.cleanup(client, LABEL)
+    assert engine.volumes == {}  # tried after the failure
+    assert engine_api.labelled(client, LABEL).networks == ("co-busy",)
+
+
 def test_inspection_reads_addresses_mtu_and_the_cgroup(engine, client):
     engine.add_network("co-overlay-mtu1400", "overlay", {LABEL: "c"}, subnet="10.0.7.0/24",
                        options={engine_api.MTU_OPTION: "1400"}, attachable=True)  # fmt: skip

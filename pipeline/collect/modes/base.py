@@ -281,7 +281,9 @@ def docker_run(
     argv: tuple[str, ...],
     runtime: str | None = None,
 ) -> str:
-    """Start a labelled, detached container of the host's tool image; returns its name."""
+    """Start a labelled, detached container of the host's tool image; returns its name.
+    Starting stays the `docker run` a user types (as do the timed starts of the cold-start and
+    orchestration benchmarks); what follows it (addresses, clean-up) uses the engine's API."""
     return engine_run(ctx, host, "docker", name, options, argv, runtime)
 
 
