@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pipeline import kube_objects
 from pipeline.benchmarks.base import Benchmark, Outcome, Sample, Scenario, ToolOutputError
 from pipeline.benchmarks.http import CONF, NGINX, PORT
+from pipeline.capabilities import serving
 from pipeline.hosts import LABEL, PID_DIR, ModeUnavailable, RemoteError
 
 SCRIPT = f"{PID_DIR}/bin/co-coldstart.py"
@@ -159,8 +160,7 @@ class Coldstart(Benchmark):
     port = PORT
     paths = ("host",)
     # the "docker" is a plain `docker run`: the default bridge, a published port
-    modes = ("native", "docker-bridge", "podman", "rootless-docker", "rootless-podman",
-             "docker-crun", "docker-gvisor", *KUBERNETES)  # fmt: skip
+    modes = serving(name)
     variants = ("nginx",)
     summary_metric = "coldstart_s"
     uploads = {

@@ -27,6 +27,7 @@ import shlex
 
 from pipeline.benchmarks.base import Sample, ToolOutputError, Window
 from pipeline.benchmarks.sysbench import SYSBENCH, SysbenchBenchmark, interval_samples
+from pipeline.capabilities import serving
 
 MAX_PRIME = 20000
 # "thds: 2 eps: 1035.52 lat (ms,95%): 2.11": eps is events per second over the interval
@@ -49,6 +50,7 @@ class Cpu(SysbenchBenchmark):
     tables = ("cpu",)
     margin = "cpu"
     name = "cpu"
+    modes = serving(name)
     variants = ("1thread", "allthreads", "compile")
     summary_metric = "cpu_events_per_s"
     unfolded = ("allthreads", "compile")  # a warm-up run of their own (sysbench.py)

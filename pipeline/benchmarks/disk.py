@@ -32,6 +32,7 @@ import math
 from dataclasses import dataclass
 
 from pipeline.benchmarks.base import Benchmark, Sample, ToolOutputError, Window
+from pipeline.capabilities import serving
 from pipeline.hosts import STORAGE_DIR
 
 FIO = "/usr/bin/fio"
@@ -95,19 +96,7 @@ class Disk(Benchmark):
     kind = "host"
     binaries = (FIO,)
     paths = ("host",)
-    modes = (
-        "native",
-        "docker-overlay2",
-        "docker-bind",
-        "docker-volume",
-        "rootless-docker-layer",
-        "podman-fuse-overlayfs",
-        # the container layer as docker-overlay2's, another OCI runtime
-        "docker-crun",
-        "docker-gvisor",
-        # a Kubernetes pod's container layer (the cluster's containerd, its overlayfs snapshotter)
-        "k8s-pod",
-    )
+    modes = serving(name)
     variants = tuple(VARIANTS)
     summary_metric = _MetricOfVariant("disk")
     # Native fio leaves its test directory on the host: the native mode removes it before and

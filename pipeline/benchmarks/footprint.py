@@ -52,6 +52,7 @@ import time
 from dataclasses import dataclass, field
 
 from pipeline.benchmarks.base import Benchmark, Outcome, Sample, Scenario, ToolOutputError
+from pipeline.capabilities import serving
 from pipeline.hosts import ModeUnavailable, RemoteError, UnreachableHost
 
 SLEEP = "/usr/bin/sleep"
@@ -414,8 +415,6 @@ class ContainerRamp(Benchmark):
     binaries = (SLEEP,)
     paths = ("host",)
     variants = ("idle",)
-    modes = ("docker-bridge", "rootless-docker", "podman", "rootless-podman", "docker-crun",
-             "docker-gvisor")
     failure_is_error = True
 
     def version_argv(self) -> list[str]:
@@ -535,6 +534,7 @@ class Footprint(ContainerRamp):
     analysis = "footprint"
     tables = ("footprint", "footprint_processes", "density")
     name = "footprint"
+    modes = serving(name)
     summary_metric = "footprint_pss_kib_total"
     options = {"max_containers": 20, "step": 5, "settle_seconds": 5.0, "max_seconds": 600.0}
 
@@ -562,6 +562,7 @@ class Density(ContainerRamp):
     title = "Container density"
     analysis = "footprint"  # summarised with footprint (one stage, one notebook)
     name = "density"
+    modes = serving(name)
     summary_metric = "density_containers_reached"
     failure_is_error = False
     options = {"cap": 50, "step": 5, "settle_seconds": 3.0, "max_seconds": 600.0}

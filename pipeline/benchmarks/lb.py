@@ -80,6 +80,7 @@ from typing import Any
 from pipeline import kube_objects
 from pipeline.benchmarks.base import Benchmark, Outcome, Sample, Scenario, ToolOutputError, Window
 from pipeline.benchmarks.orchestration import APP_LABEL, KUBERNETES_MODE
+from pipeline.capabilities import serving
 from pipeline.hosts import LABEL, ModeUnavailable, RemoteError
 
 PORT = 8080  # the replicas' (nginx-1k.conf), the balancers' and the published port
@@ -285,7 +286,7 @@ class Lb(Benchmark):
     kind = "scenario"
     binaries = (NGINX, HAPROXY, WRK)  # nginx first: the replicas' binary_sha256
     port = PORT
-    modes = ("swarm-overlay", KUBERNETES_MODE)
+    modes = serving(name)
     paths = ("dc",)
     summary_metric = "lb_requests_per_s"
     templates = ("pipeline/collect/tool_conf/haproxy-lb.cfg",

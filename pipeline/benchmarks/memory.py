@@ -12,6 +12,7 @@ import re
 
 from pipeline.benchmarks.base import Sample, Window
 from pipeline.benchmarks.sysbench import SYSBENCH, SysbenchBenchmark, interval_samples
+from pipeline.capabilities import serving
 
 BLOCK_SIZE = "1M"
 TOTAL_SIZE = "1024T"  # never reached in a bounded window: --time ends the run
@@ -28,6 +29,7 @@ class Memory(SysbenchBenchmark):
     tables = ("memory",)
     margin = "memory"
     name = "memory"
+    modes = serving(name)
     variants = ("write", "read")
     unfolded = variants  # one run measured 1.6 % more than two: a warm-up run (sysbench.py)
     summary_metric = "memory_bandwidth"

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.benchmarks.base import Benchmark, Outcome, Sample, Scenario, ToolOutputError
+from pipeline.capabilities import serving
 from pipeline.hosts import LABEL, SCRATCH_DIR, ModeUnavailable, NeedsRoot, RemoteError
 
 IPERF3 = "/usr/bin/iperf3"
@@ -138,7 +139,7 @@ class Orchestration(Benchmark):
     name = "orchestration"
     tool = "docker swarm"
     kind = "scenario"
-    modes = ("swarm-overlay", KUBERNETES_MODE)
+    modes = serving(name)
     paths = ("host",)
     variants = ("create", "scale-10", "scale-50", "update-10")
     binaries = (IPERF3,)

@@ -50,8 +50,6 @@ class SysbenchBenchmark(Benchmark):
     paths = ("host",)
     # The "docker" is a plain `docker run`, which puts the container on the default
     # bridge; the network mode does not matter to a CPU or memory test.
-    modes = ("native", "docker-bridge", "podman", "rootless-docker", "rootless-podman",
-             "docker-crun", "docker-gvisor", "k8s-pod")
 
     def version_argv(self) -> list[str]:
         return [SYSBENCH, "--version"]

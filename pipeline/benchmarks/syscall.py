@@ -44,6 +44,7 @@ import math
 import re
 
 from pipeline.benchmarks.base import Benchmark, Sample, ToolOutputError, Window
+from pipeline.capabilities import serving
 
 PERF = "/usr/bin/perf"
 TASKSET = "/usr/bin/taskset"  # util-linux
@@ -88,8 +89,7 @@ class Syscall(Benchmark):
     binaries = (PERF, TASKSET)
     paths = ("host",)
     # The same modes as the sysbench host benchmarks: the network mode does not matter here.
-    modes = ("native", "docker-bridge", "podman", "rootless-docker", "rootless-podman",
-             "docker-crun", "docker-gvisor", "k8s-pod")
+    modes = serving(name)
     variants = ("syscall-basic", "sched-pipe")
     # sched-pipe's samples carry their own metric (pipe_roundtrip_us): the progress line falls
     # back to it.

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import docker
 
+from pipeline import capabilities
 from pipeline.collect import engine_api, images
 from pipeline.collect.images import ToolImage
 from pipeline.collect.inventory import Host, Inventory
@@ -208,16 +209,24 @@ class Deployment:
 
 class Mode:
     name: str = ""
-    paths: tuple[str, ...] = ("dc", "internet")
     # The container engine (one of ENGINES) a scenario benchmark drives in this mode; None for
     # native and for modes no scenario benchmark runs in.
     engine: str | None = None
-    # A control of the instrument (pipeline/collect/modes/controls.py): never part of "all", planned
-    # only where a campaign names it.
-    control: bool = False
     # The orchestrator the mode needs running beside the hosts' engines ("kubernetes"), which
     # an environment that provides its hosts brings up for the campaigns that plan the mode.
     cluster: str | None = None
+
+    # What the mode serves is its row in pipeline/capabilities.py, which the benchmarks read too.
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The paths a network benchmark plans this mode on (``("host",)``: none)."""
+        return capabilities.serves(self.name).paths
+
+    @property
+    def control(self) -> bool:
+        """A control of the instrument (pipeline/collect/modes/controls.py): never part of
+        "all", planned only where a campaign names it."""
+        return capabilities.serves(self.name).control
 
     def available(self, ctx: Context, path: str) -> str | None:
         """None when the mode can run on this path here, else the reason it cannot."""

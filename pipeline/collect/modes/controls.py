@@ -63,8 +63,6 @@ class NativeAA(Native):
     """Native under a second name: the A/A control."""
 
     name = "native-aa"
-    control = True
-    paths = (*Native.paths, "host")  # every benchmark native serves, host benchmarks too
 
 
 def quota_script(cgroup: str) -> str:
@@ -88,8 +86,6 @@ class NativeCpuQuota(Native):
     """Native, with the tool limited to ``CPU_QUOTA`` CPUs by a cgroup."""
 
     name = "native-cpuquota"
-    control = True
-    paths = ("host",)
 
     privilege = "create a CPU cgroup"
 
@@ -129,8 +125,6 @@ class NativeTbf(Native):
     """Native, with the dc client's egress capped at ``TBF_RATE_MBIT`` by tc tbf."""
 
     name = "native-tbf"
-    control = True
-    paths = ("dc",)
 
     privilege = "change the NIC's qdisc (tc)"
 

@@ -35,7 +35,6 @@ from pipeline.collect.modes.base import (
 class DockerBridge(Mode):
     name = "docker-bridge"
     engine = "docker"
-    paths = ("dc", "internet", "local")
     # The OCI runtime, by the name dockerd registered it under (None: dockerd's default).
     runtime: str | None = None
 

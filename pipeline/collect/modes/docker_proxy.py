@@ -22,7 +22,6 @@ from pipeline.collect.modes.base import (
 
 class DockerProxy(Mode):
     name = "docker-proxy"
-    paths = ("local",)
 
     def start(self, ctx: Context, workload: Workload) -> Deployment:
         host = server_host(ctx)

@@ -402,7 +402,6 @@ class KubernetesMode(Mode):
 
 class K8sPod(KubernetesMode):
     name = "k8s-pod"
-    paths = ("dc",)
 
     def foreground(self, ctx: Context, workload: Workload) -> Deployment:
         """A host benchmark's tool, run in an idle pod on the server's node by `kubectl exec`."""
@@ -426,7 +425,6 @@ class K8sPod(KubernetesMode):
 
 class K8sHostNetwork(KubernetesMode):
     name = "k8s-hostnetwork"
-    paths = ("dc", "internet")
     host_network = True
 
     def start(self, ctx: Context, workload: Workload) -> Deployment:
@@ -437,7 +435,6 @@ class K8sHostNetwork(KubernetesMode):
 
 class K8sNodePort(KubernetesMode):
     name = "k8s-nodeport"
-    paths = ("dc", "internet")
     service = "NodePort"
 
     def service_address(self, ctx: Context, cluster: Cluster, name: str, host: Host) -> str:
@@ -446,7 +443,6 @@ class K8sNodePort(KubernetesMode):
 
 class K8sClusterIP(KubernetesMode):
     name = "k8s-clusterip"
-    paths = ("dc",)
     service = "ClusterIP"
 
     def available(self, ctx: Context, path: str) -> str | None:

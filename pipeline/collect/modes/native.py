@@ -12,7 +12,6 @@ from pipeline.collect.modes.base import (
 
 class Native(Mode):
     name = "native"
-    paths = ("dc", "internet", "local")
 
     def start(self, ctx: Context, workload: Workload) -> Deployment:
         host = server_host(ctx)

@@ -62,7 +62,6 @@ def pasta_notes(snap: Snapshot, pasta_pid: int) -> dict[str, str]:
 
 class Pasta(Mode):
     name = "pasta"
-    paths = ("dc", "internet", "local")
 
     def available(self, ctx: Context, path: str) -> str | None:
         host = server_host(ctx)

@@ -51,7 +51,6 @@ RLIMIT_REFUSALS = ("error setting rlimit", "setrlimit `RLIMIT_")
 class Podman(Mode):
     name = "podman"
     engine = "podman"
-    paths = ("dc", "internet")
 
     def __init__(self) -> None:
         # (campaign, host) -> the ulimit options foreground containers need and their note

@@ -60,7 +60,6 @@ def rootlesskit_notes(snap: Snapshot, port: int) -> dict[str, str]:
 class RootlessDocker(Mode):
     name = "rootless-docker"
     engine = "rootless-docker"
-    paths = ("dc", "internet", "local")
 
     def available(self, ctx: Context, path: str) -> str | None:
         host = server_host(ctx)

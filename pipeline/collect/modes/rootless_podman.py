@@ -52,7 +52,6 @@ def podman_notes(snap: Snapshot, sandbox: str) -> dict[str, str]:
 class RootlessPodman(Mode):
     name = ENGINE
     engine = ENGINE
-    paths = ("dc", "internet", "local")
 
     def available(self, ctx: Context, path: str) -> str | None:
         host = server_host(ctx)

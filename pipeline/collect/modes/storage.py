@@ -94,7 +94,6 @@ def parse_fincore(text: str) -> tuple[int, int]:
 class StorageMode(Mode):
     """A container engine running the tool with STORAGE_DIR on some storage."""
 
-    paths = ("host",)
     engine = "docker"
 
     def __init__(self) -> None:

@@ -24,7 +24,6 @@ IPVS_PROBE = (
 
 class SwarmIngress(Mode):
     name = "swarm-ingress"
-    paths = ("dc", "internet")
 
     def available(self, ctx: Context, path: str) -> str | None:
         problem = swarm_problem(ctx)

@@ -43,7 +43,6 @@ def swarm_problem(ctx: Context) -> str | None:
 class SwarmOverlay(Mode):
     name = "swarm-overlay"
     engine = "docker"
-    paths = ("dc",)
 
     def available(self, ctx: Context, path: str) -> str | None:
         return swarm_problem(ctx)

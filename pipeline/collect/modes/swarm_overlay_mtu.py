@@ -46,7 +46,6 @@ def parse_link_mtu(text: str) -> int:
 
 class SwarmOverlayMtu(Mode):
     name = "swarm-overlay-mtu"
-    paths = ("dc",)
 
     def available(self, ctx: Context, path: str) -> str | None:
         return swarm_problem(ctx)
