@@ -63,7 +63,7 @@ def test_a_scalar_is_read_as_dvc_reads_it(text, expected, tmp_path) -> None:
     assert dvc == expected and type(dvc) is type(expected)  # the known answer is DVC's
     path = tmp_path / "p.yaml"
     path.write_text(source)
-    ours = params.read_yaml(path, tmp_path)["runs"]
+    ours = params.read_yaml(path)["runs"]
     assert ours == dvc and type(ours) is type(dvc)
 
 
