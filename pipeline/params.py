@@ -46,6 +46,11 @@ WINDOW_KEYS = ("runs", "seconds", "omit_seconds", "warmup_seconds", "count", "wa
 # wins. A profile's `without_modes` (comma-separated) are left out of every benchmark's "all".
 PLAN_KEYS = ("modes", "paths", "variants")
 INSTRUMENT_KEYS = ("runs", "benchmarks", "compile_packages")
+# A profile's `headline:` names the comparisons it is for, per benchmark: modes (against native)
+# and, optionally, paths and variants (default: every one the profile measures). Precision
+# planning then spends the profile's budget on those comparisons only; a benchmark it does not
+# name gets its pilot runs.
+HEADLINE_KEYS = ("modes", "paths", "variants")
 JITTER_DISTS = ("normal", "uniform")
 # the interference watch's thresholds (pipeline/analysis/interference.py): their ranges
 INTERFERENCE = {"interference_cpus": (0, 10**4), "interference_steal": (0, 1),
@@ -248,8 +253,10 @@ def check_profile(profile: Any, source: str, lines: dict[str, int] | None = None
     if doc is None:
         return check.problems
     known = ("runs", "reps", *BENCHMARKS, "instrument", "wan_calibration", "leaves_out",
-             "without_modes", "planning")
+             "without_modes", "planning", "headline")
     check.keys(doc, source, known)
+    if "headline" in doc:
+        _check_headline(check, doc, f"{source}.headline")
     if "planning" in doc and (own := check.mapping(doc["planning"], f"{source}.planning")):
         _check_planning(check, own, f"{source}.planning")
     if "without_modes" in doc:
@@ -312,6 +319,39 @@ def check_profile(profile: Any, source: str, lines: dict[str, int] | None = None
             key = f"{source}.instrument.compile_packages"
             _check_packages(check, inst["compile_packages"], key)
     return check.problems
+
+
+def _check_headline(check: _Check, doc: dict, key: str) -> None:
+    """The profile's ``headline``: benchmarks it measures, each with modes (not native) among
+    those the profile plans for it, and paths and variants among its planned ones."""
+    headline = check.mapping(doc["headline"], key)
+    if not headline:  # {}: no headline, every comparison is one of the profile's questions
+        return
+    for name, entry in headline.items():
+        at = f"{key}.{name}"
+        if name not in BENCHMARKS:
+            check.add(at, f"not a benchmark{_suggest(str(name), BENCHMARKS)}")
+            continue
+        entry = check.mapping(entry, at)
+        if entry is None:
+            continue
+        check.keys(entry, at, HEADLINE_KEYS)
+        planned = doc.get(name) if isinstance(doc.get(name), dict) else {}
+        for field in HEADLINE_KEYS:
+            value = entry.get(field)
+            if value is None:
+                if field == "modes":
+                    check.add(f"{at}.modes", "missing: the modes compared with native")
+                continue
+            names = _names(value) if isinstance(value, str) else []
+            allowed = planned.get(field, "all")
+            allowed = None if allowed == "all" else _names(str(allowed))
+            wrong = [n for n in names if n == "native" or (allowed and n not in allowed)]
+            if not names or wrong:
+                where = f"{name}.{field}: {', '.join(allowed)}" if allowed else "the benchmark"
+                check.add(f"{at}.{field}", f"must be comma-separated {field} the profile measures "
+                          f"({where}; native is the baseline, not a comparison), got "
+                          f"{_brief(value)}")  # fmt: skip
 
 
 def check_params(
@@ -511,12 +551,35 @@ class Params:
         value = self.profile[benchmark].get("variants")
         return None if value is None else [v.strip() for v in value.split(",")]
 
-    def planning(self) -> dict:
+    def planning(self, benchmark: str | None = None) -> dict:
         """params.yaml's ``planning`` with its defaults and ``analysis.confidence`` (the level of
         the interval whose half-width it plans), the profile's own ``planning`` block over it
-        (``merged_planning``): the campaign's ``planning`` argument."""
-        return {**merged_planning(self.raw, self.profile),
-                "confidence": float(self.raw["analysis"]["confidence"])}  # fmt: skip
+        (``merged_planning``): the campaign's ``planning`` argument. With a profile that names
+        its headline comparisons, ``benchmark``'s planning covers those only (``headline``:
+        [mode, path, variant] triples, "*" for every path or variant), and is off for a
+        benchmark it does not name."""
+        planning = {**merged_planning(self.raw, self.profile),
+                    "confidence": float(self.raw["analysis"]["confidence"])}  # fmt: skip
+        pairs = self.headline(benchmark) if benchmark is not None else None
+        if pairs is not None:
+            planning["headline"] = [list(p) for p in pairs]
+            if not pairs:
+                planning["enabled"] = False
+        return planning
+
+    def headline(self, benchmark: str) -> list[tuple[str, str, str]] | None:
+        """The profile's headline comparisons of ``benchmark`` as (mode, path, variant), "*" for
+        every path or variant it measures; [] when the profile names others only, None when it
+        names none (every comparison is a question then)."""
+        headline = self.profile.get("headline")
+        if not headline:
+            return None
+        entry = headline.get(benchmark)
+        if not entry:
+            return []
+        paths = _names(entry["paths"]) if entry.get("paths") else ["*"]
+        variants = _names(entry["variants"]) if entry.get("variants") else ["*"]
+        return [(m, p, v) for m in _names(entry["modes"]) for p in paths for v in variants]
 
     def interference(self) -> dict:
         """params.yaml's ``analysis.interference_*`` settings: the flagging thresholds and the

@@ -249,7 +249,8 @@ def collect_stages() -> list[Stage]:
             code=[f for f in measured_code(name) if f not in shipped(name)],
             params=["profile", "common.seed", "modes", "lab.wan", "planning",
                     "analysis.confidence", *INTERFERENCE_PARAMS,
-                    {f"{PROFILES_DIR}/${{profile}}.yaml": ["runs", "reps", "planning", name]}],
+                    {f"{PROFILES_DIR}/${{profile}}.yaml": ["runs", "reps", "planning",
+                                                           "headline", name]}],
             outs=[{f"data/raw/{name}/{{env}}": {"persist": True}}],
             per_environment=True,
         ))  # fmt: skip
@@ -447,7 +448,7 @@ def parameters(stage: Stage, params: Params, environment: str | None) -> dict:
             paths=_listed(params.paths(bench)), variants=_listed(params.variants(bench)),
             seed=raw["common"]["seed"],
             window=params.window(bench), options=params.options(bench), wan=wan,
-            planning=params.planning(), interference=params.interference(),
+            planning=params.planning(bench), interference=params.interference(),
         )  # fmt: skip
     elif stage.name == "collect-instrument":
         inst = params.profile["instrument"]

@@ -29,6 +29,10 @@ projected to remove (at the pilot's SD) per second of lab time it costs (its own
 native's when native is not yet in the round); one whose run the remaining budget cannot pay
 waits, and when none fits, every one left stops for the budget.
 
+A profile that names its **headline comparisons** (``headline:``, e.g. the demo's) plans those
+only: every other comparison keeps its pilot runs (stop ``not headline``), so the budget goes
+to the questions the profile is for.
+
 The module is pure: measurements in, a decision out. ``Campaign`` (``campaign.py``) feeds it
 the per-run headline of every committed step, each cell's seconds per run and the pilot's run
 count.
@@ -48,6 +52,8 @@ Cell = tuple[str, str, str]  # (mode, path, variant)
 # why a comparison gets no more runs ("pilot": fewer than 2 pilot pairs, no SD to plan from)
 TARGET, BUDGET, MAX_RUNS, UNMEASURED, PILOT = ("target", "budget", "max_runs", "unmeasured",
                                                "pilot")  # fmt: skip
+# not one of the profile's headline comparisons: it keeps its pilot runs
+OUTSIDE = "not headline"
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,17 @@ class Settings:
     budget_s: float
     max_runs: int
     confidence: float = 0.95
+    # the profile's headline comparisons, (mode, path, variant) with "*" for any path or
+    # variant: only these are planned (None: every comparison)
+    headline: tuple[tuple[str, str, str], ...] | None = None
+
+    def plans(self, cell: Cell) -> bool:
+        """Whether the comparison of ``cell`` (mode, path, variant) gets runs beyond the
+        pilot."""
+        mode, path, variant = cell
+        return self.headline is None or any(
+            m == mode and p in ("*", path) and v in ("*", variant) for m, p, v in self.headline
+        )
 
     @classmethod
     def from_params(cls, planning: Mapping | None) -> Settings | None:
@@ -71,6 +88,8 @@ class Settings:
             budget_s=60.0 * float(planning["budget_minutes"]),
             max_runs=int(planning["max_runs"]),
             confidence=float(planning.get("confidence", 0.95)),
+            headline=(None if planning.get("headline") is None else
+                      tuple((str(m), str(p), str(v)) for m, p, v in planning["headline"])),
         )
 
 
@@ -206,6 +225,8 @@ def standing(
         stop = None
         if n == 0:
             stop = UNMEASURED
+        elif not settings.plans(cell) and measured >= pilot_runs:
+            stop = OUTSIDE
         elif planned is None:
             # a pilot still short of its runs goes on (first: its half-width is infinite)
             stop = PILOT if measured >= pilot_runs else None
@@ -321,6 +342,7 @@ def record(
         "confidence": settings.confidence,
         "budget_s": settings.budget_s,
         "max_runs": settings.max_runs,
+        "headline": None if settings.headline is None else [list(h) for h in settings.headline],
         "spent_s": settings.budget_s - decision.remaining_s,
         "cells": rows,
     }

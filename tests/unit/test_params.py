@@ -106,6 +106,7 @@ def test_a_profile_plans_fewer_modes_and_paths_and_says_so(repo):
         d["throughput"]["omit_seconds"] = 0.5
         d["wan_calibration"] = {"variants": "udp,quic"}
         d["leaves_out"] = "everything"
+        d["headline"] = {}  # it names the modes changed above (a problem of its own)
 
     _edit(repo / "conf/profiles/demo.yaml", broken)
     problems = _problems(repo)
@@ -132,6 +133,7 @@ def test_a_profile_plans_fewer_modes_and_paths_and_says_so(repo):
 def test_params_yaml_modes_win_over_the_profiles(repo):
     _edit(repo / "conf/profiles/demo.yaml", lambda d: (
         d["throughput"].update(modes="native,docker-bridge", paths="dc"),
+        d["headline"]["throughput"].update(modes="docker-bridge"),
         d["http"].pop("modes", None), d["http"].pop("paths", None)))
     loaded = params.load("params.yaml", root=repo)
     assert loaded.modes("throughput") == ["native", "docker-bridge"]
@@ -217,6 +219,8 @@ def test_the_command_line_check(repo, monkeypatch, capsys):
 
 
 def test_planning_is_checked_and_defaults_to_fixed_runs(repo):
+    # a profile without a planning block of its own (the demo's, emptied)
+    _edit(repo / "conf/profiles/demo.yaml", lambda d: d.update(planning={}))
     loaded = params.load("params.yaml", root=repo)
     assert loaded.planning()["enabled"] is False
     assert loaded.planning()["confidence"] == loaded.raw["analysis"]["confidence"]
@@ -240,7 +244,7 @@ def test_planning_is_checked_and_defaults_to_fixed_runs(repo):
         "planning.budget_minutes: must be a number in [0, 1e+06], got -1",
         "planning.max_runs: must be a whole number in [2, 1000], got 1.5",
     ]
-    # demo has no planning block of its own: params.yaml's applies (study's own would win)
+    # the demo's block is empty: params.yaml's applies (study's own would win)
     _edit(repo / "params.yaml", lambda d: d.update(
         planning={"enabled": True, "max_runs": 2}, profile="demo"))
     problems = _problems(repo)

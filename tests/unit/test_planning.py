@@ -331,3 +331,33 @@ def test_the_analysis_reads_each_comparisons_pilot_from_the_planning_record():
     assert stats.planned_pilots(record) == {BRIDGE: 3}
     assert stats.planned_pilots({"planned": False, "reason": "fixed runs"}) == {}
     assert stats.planned_pilots(None) == {}
+
+
+def test_a_profiles_headline_comparisons_get_the_runs_the_others_keep_their_pilot():
+    # docker-host is no headline question: same pilot SD, yet only docker-bridge gets runs
+    settings = Settings(target_half_width=0.05, budget_s=1e6, max_runs=50,
+                        headline=(("docker-bridge", "*", "tcp"),))  # fmt: skip
+    lab = _Lab({BRIDGE: _constant_sd(0.05, 50), HOST: _constant_sd(0.05, 50)},
+               {NATIVE: 10.0, BRIDGE: 10.0, HOST: 10.0}, pilot=3)  # fmt: skip
+    by_mode = {c.mode: c for c in lab.plan(settings).comparisons}
+    assert (by_mode["docker-bridge"].stop, by_mode["docker-bridge"].runs) == ("target", 19)
+    assert (by_mode["docker-host"].stop, by_mode["docker-host"].runs) == (planning.OUTSIDE, 3)
+    assert all(HOST not in cells for cells in lab.rounds)
+    # a headline naming another variant or path plans neither
+    other = Settings(target_half_width=0.05, budget_s=1e6, max_runs=50,
+                     headline=(("docker-bridge", "internet", "*"), ("docker-host", "dc", "udp")))
+    lab = _Lab({BRIDGE: _constant_sd(0.05, 50), HOST: _constant_sd(0.05, 50)},
+               {NATIVE: 10.0, BRIDGE: 10.0, HOST: 10.0}, pilot=3)  # fmt: skip
+    assert {c.stop for c in lab.plan(other).comparisons} == {planning.OUTSIDE}
+    assert lab.rounds == []
+
+
+def test_settings_read_the_headline_from_params():
+    got = Settings.from_params({"enabled": True, "target_half_width": 0.03, "budget_minutes": 1.5,
+                                "max_runs": 8, "headline": [["docker-host", "dc", "*"]]})
+    assert got.headline == (("docker-host", "dc", "*"),) and got.budget_s == 90.0
+    assert got.plans(("docker-host", "dc", "tcp")) and not got.plans(("docker-host", "internet",
+                                                                      "tcp"))  # fmt: skip
+    plain = {"enabled": True, "target_half_width": 0.05, "budget_minutes": 2, "max_runs": 10}
+    assert Settings.from_params(plain).headline is None
+    assert Settings.from_params(plain).plans(("podman", "local", "udp"))

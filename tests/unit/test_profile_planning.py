@@ -1,5 +1,6 @@
 """A profile's own ``planning`` block: the study and publication profiles plan their campaigns,
-demo and smoke keep fixed runs, and a profile's block is checked and wins over params.yaml's."""
+the demo its headline comparisons, smoke keeps fixed runs; a profile's block is checked and wins
+over params.yaml's."""
 
 from __future__ import annotations
 
@@ -32,14 +33,52 @@ def _load(tmp_path: Path, profile: str, edit=None, profile_edit=None) -> params.
     return params.load(tmp_path / "params.yaml", tmp_path)
 
 
-@pytest.mark.parametrize(("profile", "enabled", "max_runs", "budget"),
-                         [("demo", False, 10, 60), ("smoke", False, 10, 60),
-                          ("study", True, 10, 20), ("publication", True, 20, 120)])  # fmt: skip
-def test_study_and_publication_plan_demo_and_smoke_do_not(tmp_path, profile, enabled, max_runs,
-                                                          budget):  # fmt: skip
+@pytest.mark.parametrize(("profile", "enabled", "max_runs", "budget", "target"),
+                         [("demo", True, 8, 1.5, 0.03), ("smoke", False, 10, 60, 0.05),
+                          ("study", True, 10, 20, 0.05),
+                          ("publication", True, 20, 120, 0.05)])  # fmt: skip
+def test_study_publication_and_demo_plan_smoke_does_not(tmp_path, profile, enabled, max_runs,
+                                                        budget, target):  # fmt: skip
     got = _load(tmp_path, profile).planning()
     assert (got["enabled"], got["max_runs"], got["budget_minutes"]) == (enabled, max_runs, budget)
-    assert got["target_half_width"] == 0.05 and got["confidence"] == 0.95
+    assert got["target_half_width"] == target and got["confidence"] == 0.95
+    assert "headline" not in got  # no benchmark named: the profile's whole block
+
+
+def test_the_demo_plans_its_headline_comparisons_only(tmp_path):
+    demo = _load(tmp_path, "demo")
+    latency = demo.planning("latency")
+    assert latency["enabled"] is True
+    assert sorted(map(tuple, latency["headline"])) == [("docker-bridge", "dc", "*"),
+                                                      ("docker-host", "dc", "*")]  # fmt: skip
+    assert demo.planning("cpu")["headline"] == [["docker-bridge", "*", "1thread"]]
+    memory = demo.planning("memory")  # not a headline question: its pilot runs only
+    assert memory["enabled"] is False and memory["headline"] == []
+    for profile in ("smoke", "study", "publication"):  # no headline: every comparison planned
+        got = _load(tmp_path / profile, profile).planning("latency")
+        assert "headline" not in got and demo.headline("latency") is not None
+
+
+@pytest.mark.parametrize(("entry", "said"), [
+    ({"lb": {"modes": "k8s-pod"}}, "headline.lb"),  # the demo does not measure... it names lb
+    ({"latency": {"modes": "podman"}}, "headline.latency.modes"),  # not among the demo's modes
+    ({"latency": {"modes": "native"}}, "headline.latency.modes"),  # the baseline
+    ({"latency": {"modes": "docker-host", "paths": "local"}}, "headline.latency.paths"),
+    ({"cpu": {"variants": "1thread"}}, "headline.cpu.modes: missing"),
+    ({"cpu": {"modes": "docker-bridge", "metric": "p50"}}, "headline.cpu.metric"),
+    ({"cpus": {"modes": "docker-bridge"}}, "headline.cpus: not a benchmark"),
+])  # fmt: skip
+def test_a_headline_names_what_the_profile_measures(tmp_path, entry, said):
+    def edit(doc):
+        doc["headline"] = entry
+
+    if "lb" in entry:  # lb runs every mode it applies to: k8s-pod is one, so no problem
+        assert _load(tmp_path, "demo", profile_edit=edit).headline("lb") == [
+            ("k8s-pod", "*", "*")]
+        return
+    with pytest.raises(params.ParamsError) as err:
+        _load(tmp_path, "demo", profile_edit=edit)
+    assert any(said in p for p in err.value.problems), err.value.problems
 
 
 def test_the_profiles_block_wins_over_params_yaml(tmp_path):
