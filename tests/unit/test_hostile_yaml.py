@@ -190,7 +190,7 @@ from pipeline.collect import inventory
 what, path = sys.argv[1], Path(sys.argv[2])
 try:
     if what == "params":
-        params.read_yaml(path, path.parent)
+        params.read_yaml(path)
     else:
         inventory.load(path, ["native"], check_files=False)
 except (params.ParamsError, inventory.InventoryError) as e:
