@@ -13,6 +13,7 @@ label or a colour does not change what is measured (tests/unit/test_catalogue.py
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pipeline.capabilities import Serves, serves
@@ -34,14 +35,18 @@ UNKNOWN_COLOR = "#969696"
 @dataclass(frozen=True)
 class Entry:
     """One mode as a reader sees it. ``platform``: the product the mode runs on, as an article
-    names it ("Docker Swarm", "Kubernetes"); ``scenarios``: what a reader should picture on a
-    path where the label alone does not say it (path -> words)."""
+    names it ("Docker Swarm", "Kubernetes"); ``runtime``: the class of OCI runtime it declares
+    (runc, crun, gVisor; a run's notes may record the one it really used); ``rootless``: the
+    engine runs as an unprivileged user; ``scenarios``: what a reader should picture on a path
+    where the label alone does not say it (path -> words)."""
 
     name: str
     label: str
     colour: str
     family: str
     platform: str | None = None
+    runtime: str | None = None
+    rootless: bool = False
     scenarios: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -56,15 +61,17 @@ ENTRIES: tuple[Entry, ...] = (
           scenarios={"dc": "Native (host network)", "local": "Native (localhost)",
                      "internet": "Native (over the internet)"}),
     Entry("docker-host", "Docker host network", "#6baed6", "network driver", "Docker"),
-    Entry("docker-bridge", "Docker bridge", "#2171b5", "network driver", "Docker",
+    Entry("docker-bridge", "Docker bridge", "#2171b5", "network driver", "Docker", "runc",
           scenarios={"dc": "Docker bridge (container address)"}),
     # the same bridge, another OCI runtime (pipeline/collect/modes/docker_crun.py, docker_gvisor.py)
-    Entry("docker-crun", "Docker bridge, crun runtime", "#9ecae1", "runtime", "Docker",
+    Entry("docker-crun", "Docker bridge, crun runtime", "#9ecae1", "runtime", "Docker", "crun",
           scenarios={"dc": "Docker bridge with crun (container address)"}),
     Entry("docker-gvisor", "Docker bridge, gVisor (runsc)", "#637939", "runtime", "Docker",
+          "gVisor",
           scenarios={"dc": "Docker bridge with gVisor (container address)"}),
     Entry("docker-nat", "Docker published port (NAT)", "#08306b", "network driver", "Docker"),
-    Entry("docker-proxy", "Docker proxy (localhost)", "#e6550d", "network driver", "Docker"),
+    Entry("docker-proxy", "Docker proxy (localhost)", "#e6550d", "network driver", "Docker",
+          "runc", scenarios={"local": "Docker proxy (localhost)"}),
     Entry("macvlan", "Docker macvlan", "#31a354", "network driver", "Docker"),
     Entry("swarm-overlay", "Swarm overlay", "#756bb1", "orchestrator", "Docker Swarm",
           scenarios={"dc": "Swarm overlay (container on another node)"}),
@@ -73,10 +80,13 @@ ENTRIES: tuple[Entry, ...] = (
           scenarios={"dc": "Swarm overlay, MTU tuned (container on another node)"}),
     Entry("swarm-ingress", "Swarm ingress (routing mesh)", "#54278f", "orchestrator",
           "Docker Swarm"),
-    Entry("podman", "Podman (rootful)", "#8c6d31", "runtime", "Podman"),
-    Entry("rootless-docker", "Rootless Docker", "#d6616b", "rootless", "Docker"),
-    Entry("rootless-podman", "Rootless Podman", "#a50f15", "rootless", "Podman"),
-    Entry("pasta", "Rootless Podman (pasta)", "#e7ba52", "rootless", "Podman"),
+    # Podman runs its default OCI runtime, crun where installed
+    Entry("podman", "Podman (rootful)", "#8c6d31", "runtime", "Podman", "crun"),
+    Entry("rootless-docker", "Rootless Docker", "#d6616b", "rootless", "Docker", "runc",
+          rootless=True),
+    Entry("rootless-podman", "Rootless Podman", "#a50f15", "rootless", "Podman", "crun",
+          rootless=True),
+    Entry("pasta", "Rootless Podman (pasta)", "#e7ba52", "rootless", "Podman", rootless=True),
     # Kubernetes (pipeline/collect/modes/kubernetes.py)
     Entry("k8s-hostnetwork", "Kubernetes pod, host network", "#9edae5", "orchestrator",
           "Kubernetes"),
@@ -153,3 +163,11 @@ def in_family(name: str) -> list[str]:
 def platform(mode: str) -> str | None:
     found = CATALOGUE.get(mode)
     return found.platform if found else None
+
+
+def on_platform(modes: Iterable[str], name: str) -> str:
+    """The first of ``modes`` that runs on platform ``name`` (a benchmark's Kubernetes mode)."""
+    found = [m for m in modes if platform(m) == name]
+    if not found:
+        raise ValueError(f"none of {list(modes)} runs on {name}")
+    return found[0]

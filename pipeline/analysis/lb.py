@@ -38,9 +38,11 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from pipeline import catalogue
 from pipeline.analysis import figures, stats, tables
 from pipeline.analysis.latency import as_text, cell_status, status_text
 from pipeline.benchmarks.lb import BALANCERS, parse_variant
+from pipeline.capabilities import serving
 from pipeline.data import schema
 
 BASELINE = "direct-r1"
@@ -48,9 +50,10 @@ BASELINE = "direct-r1"
 # dialled at its bridge address (pipeline/benchmarks/lb.py), as the docker-bridge mode does.
 # Kubernetes': one pod dialled at its pod IP, as the k8s-pod mode does.
 BASELINE_MODE = "docker-bridge"
-BASELINE_MODES = {"swarm-overlay": BASELINE_MODE, "k8s-pod": "k8s-pod"}
-SWARM_MODE = "swarm-overlay"
-ORCHESTRATORS = {"swarm-overlay": "Docker Swarm", "k8s-pod": "Kubernetes"}
+ORCHESTRATORS = {m: catalogue.platform(m) for m in serving("lb")}
+SWARM_MODE = catalogue.on_platform(ORCHESTRATORS, "Docker Swarm")
+KUBERNETES_MODE = catalogue.on_platform(ORCHESTRATORS, "Kubernetes")
+BASELINE_MODES = {SWARM_MODE: BASELINE_MODE, KUBERNETES_MODE: KUBERNETES_MODE}
 RATE, ERRORS, LATENCY = "lb_requests_per_s", "lb_errors", "lb_latency_us"
 PERCENTILES = {500: "p50", 900: "p90", 990: "p99", 999: "p99.9"}
 KEYS = ["environment", "mode", "path", "variant"]
@@ -63,7 +66,7 @@ BALANCER_LABELS = {
 }
 # What a balancer is called where a mode's orchestrator provides it differently.
 MODE_BALANCER_LABELS = {
-    "k8s-pod": {
+    KUBERNETES_MODE: {
         "dnsrr": "Kubernetes headless Service (cluster DNS round robin)",
         "vip": "Kubernetes Service (NodePort, kube-proxy iptables)",
     },

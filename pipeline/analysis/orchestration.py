@@ -16,9 +16,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from pipeline import catalogue
 from pipeline.analysis import tables
 from pipeline.analysis.latency import as_text, cell_status, status_text
 from pipeline.analysis.stats import log_ratio_ci, quantile_ci
+from pipeline.capabilities import serving
 
 KEYS = ["environment", "mode", "variant"]
 COLUMNS = [*KEYS, "replicas", "max_replicas", "n", "n_runs", "median_s", "lo_s", "hi_s",
@@ -85,8 +87,8 @@ OPERATIONS = {
 }
 # The orchestrators, by the mode that drives each, and the one the other is compared with: the
 # 000 article's "Docker Swarm vs Kubernetes (kubeadm)" table gives Swarm's time over Kubernetes'.
-ORCHESTRATORS = {"swarm-overlay": "Docker Swarm", "k8s-pod": "Kubernetes"}
-REFERENCE = "k8s-pod"
+ORCHESTRATORS = {m: catalogue.platform(m) for m in serving("orchestration")}
+REFERENCE = catalogue.on_platform(ORCHESTRATORS, "Kubernetes")
 STAGE_COLUMNS = [
     *CELL, "benchmark", "operation", "status", "reason", "wanted", "replicas", "max_replicas",
     "capped", "n_runs", "n_runs_planned", "repeats", "n",

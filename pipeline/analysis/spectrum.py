@@ -29,25 +29,27 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from pipeline import catalogue
 from pipeline.analysis import figures
 from pipeline.analysis.article.comparisons import MEASURES, comparisons, summary_files
 from pipeline.analysis.article.inputs import path_label
 from pipeline.benchmarks import BENCHMARKS
+from pipeline.capabilities import serving
 from pipeline.data import schema
 
 BASELINE = "native"
 VM = "VM"
-# mode -> (declared OCI runtime class, privilege): the modes of the spectrum, in their order
-SPECTRUM: dict[str, tuple[str, str]] = {
-    "docker-bridge": ("runc", "rootful"),
-    "rootless-docker": ("runc", "rootless"),
-    "docker-crun": ("crun", "rootful"),
-    "podman": ("crun", "rootful"),
-    "rootless-podman": ("crun", "rootless"),
-    "docker-gvisor": ("gVisor", "rootful"),
-}
 ISOLATION_ORDER = ["native", "runc", "crun", "gVisor", VM]
 PRIVILEGE_ORDER = ["rootful", "rootless"]
+# mode -> (declared OCI runtime class, privilege): the modes of the spectrum, in their order.
+# They are the container modes the host benchmarks run in (pipeline/capabilities.py) that add no
+# orchestrator, with the runtime and privilege their catalogue entries declare.
+SPECTRUM: dict[str, tuple[str, str]] = dict(sorted(
+    ((m, (catalogue.CATALOGUE[m].runtime, "rootless" if catalogue.CATALOGUE[m].rootless
+          else "rootful"))
+     for m in serving("cpu") if catalogue.family(m) in ("network driver", "runtime", "rootless")),
+    key=lambda kv: (ISOLATION_ORDER.index(kv[1][0]), PRIVILEGE_ORDER.index(kv[1][1]),
+                    catalogue.rank(kv[0]))))  # fmt: skip
 # What the runs' notes call a runtime -> its class
 RUNTIME_CLASS = {"runc": "runc", "crun": "crun", "runsc": "gVisor"}
 VM_COLOR = "#7b4173"

@@ -24,6 +24,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from pipeline import catalogue
 from pipeline.analysis import figures, stats, tables
 from pipeline.analysis.latency import as_text, cell_status, note_parts, status_text
 from pipeline.data import schema
@@ -41,26 +42,6 @@ PATH_LABELS = {
     "host": "on the host",
 }
 
-# What the reader of the article should picture for each row, in the words of the 002 article.
-SCENARIOS: dict[tuple[str, str], str] = {
-    ("native", "dc"): "Native (host network)",
-    ("native", "local"): "Native (localhost)",
-    ("native", "internet"): "Native (over the internet)",
-    ("docker-host", "dc"): "Docker host network",
-    ("docker-bridge", "dc"): "Docker bridge (container address)",
-    ("docker-crun", "dc"): "Docker bridge with crun (container address)",
-    ("docker-gvisor", "dc"): "Docker bridge with gVisor (container address)",
-    ("docker-nat", "dc"): "Docker published port (NAT)",
-    ("docker-proxy", "local"): "Docker proxy (localhost)",
-    ("macvlan", "dc"): "Docker macvlan",
-    ("swarm-overlay", "dc"): "Swarm overlay (container on another node)",
-    ("swarm-overlay-mtu", "dc"): "Swarm overlay, MTU tuned (container on another node)",
-    ("swarm-ingress", "dc"): "Swarm ingress (routing mesh)",
-    ("k8s-hostnetwork", "dc"): "Kubernetes pod, host network",
-    ("k8s-pod", "dc"): "Kubernetes pod (pod IP, bridge CNI)",
-    ("k8s-nodeport", "dc"): "Kubernetes NodePort Service (kube-proxy iptables)",
-    ("k8s-clusterip", "dc"): "Kubernetes ClusterIP Service (client pod on another node)",
-}
 
 # Columns of both summaries (TCP and UDP): the cell and its status, ...
 CELL_COLUMNS = [
@@ -113,10 +94,12 @@ SUMMARY_COLUMNS = [
 
 
 def scenario_label(mode: str, path: str) -> str:
-    """Human-readable row label: the 002 article's scenario names, with the path when unusual."""
-    if (mode, path) in SCENARIOS:
-        return SCENARIOS[(mode, path)]
-    base = figures.MODE_LABELS.get(mode, mode)
+    """Human-readable row label: what the reader should picture (the catalogue's scenario, in
+    the words of the 002 article), else the mode's label with the path when unusual."""
+    scenario = catalogue.scenario(mode, path)
+    if scenario is not None:
+        return scenario
+    base = catalogue.label(mode)
     return base if path == "dc" else f"{base} ({PATH_LABELS.get(path, path)})"
 
 
