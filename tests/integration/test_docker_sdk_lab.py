@@ -16,6 +16,7 @@ from pipeline.collect import engine_api, inventory
 from pipeline.collect.modes import MODES, Context, Workload
 from pipeline.collect.modes.base import LABEL, cleanup_host, container_name, leftovers
 from pipeline.collect.modes.swarm_overlay import NETWORK as OVERLAY
+from pipeline.collect.modes.swarm_overlay_mtu import parse_link_mtu
 from pipeline.collect.remote import Pool
 from pipeline.lab.topology import CGROUP_PARENT
 from tests.integration.lab_campaign import INVENTORY, ROOT
@@ -70,9 +71,10 @@ def test_a_bridge_containers_address_mtu_and_cgroup_are_the_same_both_ways(ctx):
         option = cli(ctx, host, "network", "inspect", "--format",
                      f'{{{{index .Options "{engine_api.MTU_OPTION}"}}}}', "bridge")  # fmt: skip
         session = ctx.pool[host.name]
-        kernel = session.run(["nsenter", "-t", str(facts.pid), "-n", "cat",
-                              "/sys/class/net/eth0/mtu"], timeout=30).stdout  # fmt: skip
-        assert bridge.mtu == int(option) == int(kernel), (bridge, option, kernel)
+        # (`ip`, not /sys/class/net: sysfs shows the namespace that mounted it, not nsenter's)
+        link = session.run(["nsenter", "-t", str(facts.pid), "-n", "ip", "-o", "link", "show",
+                            "eth0"], timeout=30).stdout  # fmt: skip
+        assert bridge.mtu == int(option) == parse_link_mtu(link), (bridge, option, link)
         # cgroup: the path the SDK's facts give = the CLI's fields = /proc/PID/cgroup
         template = "{{.Id}} {{.State.Pid}} {{.HostConfig.CgroupParent}}"
         fields = cli(ctx, host, "inspect", "--format", template, name).split()
