@@ -71,7 +71,10 @@ def test_runs_010_is_ten_runs_for_the_profile_check(repo) -> None:
     text = (repo / DEMO).read_text()
     assert "\nruns: " in text
     lines = [("runs: 010" if line.startswith("runs: ") else line) for line in text.splitlines()]
-    (repo / DEMO).write_text("\n".join(lines) + "\n")
+    # planning's ceiling above the ten runs, so the pilot check (max_runs >= runs) holds
+    text = "\n".join(lines).replace("max_runs: 8}", "max_runs: 12}")
+    assert "max_runs: 12}" in text
+    (repo / DEMO).write_text(text + "\n")
     loaded = params.load("params.yaml", root=repo)
     assert loaded.profile["runs"] == 10
 
