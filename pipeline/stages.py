@@ -342,7 +342,7 @@ def fixed_stages(params: Params) -> list[Stage]:
               f"{EXECUTED}/assemble-article.ipynb",
               deps=["data/processed", "data/raw", TABLES, "figures"],
               params=["profile", "common.margins", "analysis.confidence",
-                      {f"{PROFILES_DIR}/${{profile}}.yaml": ["leaves_out"]}],
+                      {f"{PROFILES_DIR}/${{profile}}.yaml": ["leaves_out", "headline"]}],
               outs=[{"reports/numbers.json": {"cache": False}},
                     {"reports/article.md": {"cache": False}},
                     {"reports/verdicts.json": {"cache": False}},
@@ -505,6 +505,7 @@ def parameters(stage: Stage, params: Params, environment: str | None) -> dict:
         values.update(processed_dir="data/processed", raw_dir="data/raw", tables_dir=TABLES,
                       figures_dir="figures", out_dir="reports", metrics_file=stage.metrics[0],
                       profile=raw["profile"], leaves_out="\n".join(params.leaves_out),
+                      headline=json.dumps(params.profile.get("headline") or {}),
                       **{f"margin_{k}": v for k, v in raw["common"]["margins"].items()},
                       confidence=raw["analysis"]["confidence"])  # fmt: skip
     return values

@@ -176,3 +176,31 @@ def test_two_environments_are_kept_apart(tmp_path):
     bridge = found["cpu"]["docker-bridge"]
     assert set(bridge) == {"host@lab", "host@bare-metal"}
     assert bridge["host@bare-metal"]["compile"]["estimate"] == pytest.approx(0.515, rel=1e-4)
+
+
+def test_a_profiles_headline_questions_are_counted_and_named(tmp_path, flat, built):
+    """The fixture's comparisons against a headline naming some of them: metrics.json counts
+    them and those a test resolved, Methods names them once; without a headline, neither."""
+    from pipeline.analysis.article.comparisons import comparisons, questions, resolved
+
+    headline = {"throughput": {"modes": "docker-bridge", "paths": "dc", "variants": "tcp"},
+                "cpu": {"modes": "docker-bridge"}, "latency": {"modes": "docker-host"}}
+    found = comparisons(PROCESSED, RAW)
+    asked = questions(found, headline)
+    assert asked and all(c.statistic in (None, "p50") for c in asked)
+    assert {c.benchmark for c in asked} <= set(headline)
+    assert all(c.mode == "docker-bridge" for c in asked if c.benchmark != "latency")
+    assert all((c.path, c.variant) == ("dc", "tcp") for c in asked if c.benchmark == "throughput")
+    # what the summaries say, counted independently of questions()
+    expected = [c for c in found if c.benchmark == "cpu" and c.mode == "docker-bridge"
+                and c.statistic in (None, "p50") and not c.pinned]  # fmt: skip
+    assert set(map(id, expected)) <= set(map(id, asked))
+    paths = _build(tmp_path, headline=headline)
+    got = json.loads(paths["metrics"].read_text())
+    assert got["headline.questions"] == len(asked)
+    assert got["headline.resolved"] == sum(map(resolved, asked))
+    assert 0 < got["headline.resolved"] <= got["headline.questions"]
+    text = paths["markdown"].read_text()
+    assert text.count("Headline questions: the profile names") == 1
+    assert "headline.questions" not in flat  # the committed profile-less build counts none
+    assert "Headline questions" not in built["markdown"].read_text()

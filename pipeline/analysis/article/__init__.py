@@ -26,7 +26,7 @@ native, and metrics.json), ``answers`` (a comparison in the reader's terms), ``s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,8 +35,10 @@ from pipeline.analysis.article.comparisons import (
     VERDICT_CODES,
     Comparison,
     comparisons,
+    headline_metrics,
     metrics,
     metrics_json,
+    questions,
     verdicts_json,
 )
 from pipeline.analysis.article.html import data_uri, to_html
@@ -176,10 +178,13 @@ def assemble(
     root: Path | str | None = None,
     profile: str | None = None,
     leaves_out: Sequence[str] = (),
+    headline: Mapping | None = None,
 ) -> Article:
     """The article's Markdown, its numbers and its metrics, from the generated files (nothing
     is written). ``profile`` names the measurement profile and ``leaves_out`` says, a sentence
-    each, what it does not measure: the Limitations open with them."""
+    each, what it does not measure: the Limitations open with them. ``headline``, the
+    profile's (benchmark -> modes, paths, variants), names the comparisons it is for: Methods
+    says how many a test resolved, and metrics.json counts them."""
     root = Path(root or Path.cwd()).resolve()
     inputs = Inputs(
         Path(processed_dir),
@@ -200,8 +205,10 @@ def assemble(
         body.append(text)
         if not measured:
             not_measured.append(section)
+    asked = questions(found, headline)
     tail = [
         methods(inputs, numbers, benchmarks),
+        answers.questions_paragraph(numbers, asked),
         limitations(inputs, numbers, benchmarks, not_measured, profile, leaves_out),
         _appendix(inputs, numbers, found),
     ]
@@ -218,7 +225,7 @@ def assemble(
         numbers,
         sorted(inputs.used_figures),
         sorted(inputs.used_tables),
-        metrics(found),
+        {**metrics(found), **headline_metrics(asked)},
     )
 
 
@@ -234,6 +241,7 @@ def build(
     metrics_file: Path | str | None = None,
     profile: str | None = None,
     leaves_out: Sequence[str] = (),
+    headline: Mapping | None = None,
 ) -> dict[str, Path]:
     """Write ``numbers.json``, ``article.md`` and ``article.html`` into ``out_dir``, and the
     comparisons with native to ``metrics_file`` (default ``<out_dir>/metrics.json``), flat and
@@ -242,7 +250,7 @@ def build(
     out.mkdir(parents=True, exist_ok=True)
     article = assemble(
         processed_dir, raw_dir, tables_dir, figures_dir, out, margins, confidence, root,
-        profile, leaves_out,
+        profile, leaves_out, headline,
     )  # fmt: skip
     paths = {
         "numbers": out / "numbers.json",

@@ -12,7 +12,7 @@ metric the setup fixes (a rate at a fixed offered load) answers nothing and is l
 from __future__ import annotations
 
 from pipeline.analysis import figures
-from pipeline.analysis.article.comparisons import MEASURES, Comparison
+from pipeline.analysis.article.comparisons import MEASURES, Comparison, resolved
 from pipeline.analysis.article.inputs import (
     PATH_ORDER,
     RATIO_T,
@@ -206,3 +206,24 @@ def table(numbers: Numbers, found: list[Comparison], conf: Number, environments:
             cells.insert(1, f"`{c.environment}`")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def questions_paragraph(numbers: Numbers, asked: list[Comparison]) -> str:
+    """The Methods' paragraph on a profile's headline questions: which comparisons they are,
+    that precision planning went to them only, and how many a test resolved (the answers
+    themselves are on the first page and in the answers table)."""
+    if not asked:
+        return ""
+    source = asked[0].source
+    total = numbers.add("methods.headline.questions", len(asked), "comparisons", source)
+    done = numbers.add("methods.headline.resolved", sum(map(resolved, asked)), "comparisons",
+                       source)  # fmt: skip
+    named = "; ".join(f"{MEASURES.get(c.benchmark, c.benchmark)} ({what(c)}), {label(c.mode)}"
+                      for c in asked)  # fmt: skip
+    return (
+        f"Headline questions: the profile names the comparisons it is for ({named}). "
+        "Precision planning spent its budget on these only; every other comparison kept its "
+        f"pilot runs. A test resolved {done.text()} of these {total.text()} (a difference either "
+        "way, or equivalence within the margin); for the others the first page gives the bound "
+        "their interval allows."
+    )

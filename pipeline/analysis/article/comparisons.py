@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -256,6 +257,43 @@ def comparisons(processed: Path | str, raw: Path | str | None = None) -> list[Co
         return out
     raw = Path(raw)
     return [replace(c, pinned=_pinned(raw, c.benchmark, c.__dict__)) for c in out]
+
+
+def _names(value: object) -> list[str] | None:
+    return None if not value else [v.strip() for v in str(value).split(",") if v.strip()]
+
+
+def questions(found: list[Comparison], headline: Mapping | None) -> list[Comparison]:
+    """The comparisons a profile's ``headline`` (params: benchmark -> modes, and optionally
+    paths and variants) names as its questions: their median or one ratio (p50), never a tail
+    percentile; empty when the profile names none."""
+    out = []
+    for c in found:
+        entry = (headline or {}).get(c.benchmark)
+        if not entry or c.statistic not in (None, "p50") or c.pinned:
+            continue
+        if c.mode not in (_names(entry.get("modes")) or []):
+            continue
+        if (paths := _names(entry.get("paths"))) and c.path not in paths:
+            continue
+        if (variants := _names(entry.get("variants"))) and c.variant not in variants:
+            continue
+        out.append(c)
+    return out
+
+
+def resolved(c: Comparison) -> bool:
+    """Whether a test answered: a difference either way, or equivalence within the margin."""
+    return bool(c.verdict) and not str(c.verdict).startswith("inconclusive")
+
+
+def headline_metrics(asked: list[Comparison]) -> dict:
+    """The headline questions' count and how many a test resolved, for metrics.json (nothing
+    when the profile names none)."""
+    if not asked:
+        return {}
+    return {"headline.questions": len(asked),
+            "headline.resolved": sum(resolved(c) for c in asked)}  # fmt: skip
 
 
 # The verdict as a number, for ``dvc exp show`` and ``dvc metrics diff`` (which compare numbers
