@@ -10,10 +10,12 @@ Each subcommand runs the module it names, with the same arguments and exit statu
     container-overhead lab up|down|status|reset python -m pipeline.lab up|down|status|reset
     container-overhead check                    params, then stages --check (what `make demo`
                                                 checks before it brings the lab up)
-    container-overhead check --connect [FILE...]
-        python -m pipeline.collect.inventory check --connect FILE...: also connect to every
-        host of the inventories (default: every environment's in params.yaml) and check what
-        the campaigns need there (pipeline/collect/preflight.py); a lab inventory's lab must be up
+    container-overhead check --connect          that, then connect to every host of every
+                                                environment's inventory in params.yaml and check
+                                                what the campaigns need there (preflight)
+    container-overhead check --connect FILE...  python -m pipeline.inventory check --connect
+                                                FILE...: those inventories only (a lab
+                                                inventory: also what the lab has; it must be up)
 """
 
 from __future__ import annotations
@@ -53,13 +55,16 @@ def _lab(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     """params.yaml first: the stages are derived from it, so its problems come first and alone;
-    with --connect, then every host (a lab inventory's also against what the lab has)."""
+    with --connect, then every host (a lab inventory's also against what the lab has). Named
+    inventories are checked alone: the question is then about those hosts only."""
     from pipeline import params, stages
 
+    if args.connect and args.files:
+        return _connect(args.files)
     status = params.main([]) or stages.main(["--check"])
     if status or not args.connect:
         return status
-    return _connect(args.files or list(params.load().environments.values()))
+    return _connect(list(params.load().environments.values()))
 
 
 def _connect(files: list[str]) -> int:
@@ -124,8 +129,9 @@ def parser() -> argparse.ArgumentParser:
                   "--connect, also every host (exit 1 on a problem)")  # fmt: skip
     sub.add_argument("--connect", action="store_true", help="connect to every host: host key, "
                      "login, sudo rule, tools, engines, kernel features, clock")  # fmt: skip
-    sub.add_argument("files", nargs="*", metavar="FILE", help="inventories to connect to "
-                     "(default: every environment's of params.yaml)")  # fmt: skip
+    sub.add_argument("files", nargs="*", metavar="FILE", help="with --connect: only these "
+                     "inventories (default: params.yaml, dvc.yaml, then every environment's "
+                     "inventory)")  # fmt: skip
     return top
 
 

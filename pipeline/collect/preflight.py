@@ -264,15 +264,17 @@ def check_host(pool: Pool, inv: Inventory, host: Host, wanted: Plan) -> HostRepo
                 "sudo: true, but the login may not run root steps without a password", fix,
             ))  # fmt: skip
 
+    missing = {b for v in binaries.values() for b in v if report.facts.get(f"bin {b}") != "ok"}
+    for b in sorted(missing):  # one line per binary, however many benchmarks run it
+        users = [name for name, needed in binaries.items() if b in needed]
+        report.problems.append(Finding(
+            host.name, f"{b} is missing or not executable: {', '.join(users)} "
+            f"run{'s' if len(users) == 1 else ''} it on the servers",
+            f"install it on {host.name} (Debian: `dpkg -S {b}` on a host that has it names "
+            "the package), or leave those benchmarks out of the profile",
+        ))  # fmt: skip
     for name, needed in binaries.items():
-        missing = [b for b in needed if report.facts.get(f"bin {b}") != "ok"]
-        for b in missing:
-            report.problems.append(Finding(
-                host.name, f"{b} is missing or not executable: benchmark {name} runs it on the "
-                "servers", f"install it on {host.name} (Debian: `dpkg -S {b}` on a host that "
-                "has it names the package), or leave the benchmark out of the profile",
-            ))  # fmt: skip
-        if needed and not missing:
+        if needed and not missing & set(needed):
             report.facts[f"tool {name}"] = tool_version(session, name)
     if server:
         report.notes += kernel_notes(host, report.facts, wanted.modes)

@@ -137,6 +137,10 @@ def ensure_keys() -> None:
     first_use = {h.address: host_key_line(h) for h in SSH_HOSTS if h.address not in record}
     record.update(first_use)
     logins.ensure(lambda host: record[host.address])
+    names = "".join(f"{h.address} {h.name}\n" for h in HOSTS)
+    machine = Path("/etc/hosts").read_text() if Path("/etc/hosts").exists() else ""
+    HOSTS_FILE.write_text(f"{machine.rstrip()}\n# the lab's hosts\n{names}")
+    HOSTS_FILE.chmod(0o644)
 
 
 def reset_keys() -> None:
@@ -147,10 +151,6 @@ def reset_keys() -> None:
             path.unlink(missing_ok=True)
     KNOWN_HOSTS.unlink(missing_ok=True)
     ensure_keys()
-    names = "".join(f"{h.address} {h.name}\n" for h in HOSTS)
-    machine = Path("/etc/hosts").read_text() if Path("/etc/hosts").exists() else ""
-    HOSTS_FILE.write_text(f"{machine.rstrip()}\n# the lab's hosts\n{names}")
-    HOSTS_FILE.chmod(0o644)
 
 
 def config(host: Host) -> str:

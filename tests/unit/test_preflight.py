@@ -138,9 +138,22 @@ def test_a_missing_tool_and_a_missing_sudo_rule_are_one_line_each(tmp_path):
     assert lines[0].startswith("node1: sudo -n true failed for co-ops (sudo: a password is "
                                "required)")  # fmt: skip
     assert "pipeline.lab up --inventory" in lines[0]  # a lab login: the lab makes the rule
-    assert lines[1].startswith("node1: /usr/bin/iperf3 is missing or not executable: benchmark "
+    assert lines[1].startswith("node1: /usr/bin/iperf3 is missing or not executable: "
                                "throughput runs it")  # fmt: skip
     assert not any("iperf3 --version" in s for s in session.sent)  # no version of a missing tool
+
+
+def test_a_tool_two_benchmarks_need_is_one_line_naming_both(tmp_path):
+    inv = _inventory(tmp_path)
+    session = FakeSession("node1", {
+        "bin /usr/bin/iperf3": (0, "user=root\nbin /usr/bin/iperf3=missing\n", ""),
+        "date": (0, "0\n", ""),
+    })  # fmt: skip
+    report = preflight.check_host(FakePool({"node1": session}), inv, inv.hosts["node1"],
+                                  preflight.Plan(("throughput", "orchestration"), ("native",)))
+    assert [str(p).split(";")[0] for p in report.problems] == [
+        "node1: /usr/bin/iperf3 is missing or not executable: throughput, orchestration run it "
+        "on the servers"]  # fmt: skip
 
 
 def test_a_ready_host_reports_its_tool_version_and_no_problem(tmp_path):
@@ -289,6 +302,7 @@ def lab_keys(tmp_path, monkeypatch):
 
 def test_keys_are_trusted_when_made_and_a_changed_key_is_refused(lab_keys):
     sshd.ensure_keys()
+    assert "# the lab's hosts" in sshd.HOSTS_FILE.read_text()  # what every sshd's /etc/hosts is
     first = lab_keys.read_text()
     assert len(first.splitlines()) == len(topology.SSH_HOSTS)
     sshd.ensure_keys()  # nothing changed: nothing refused, nothing rewritten differently
