@@ -60,7 +60,7 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("native", "Native", "#222222", "reference",
           scenarios={"dc": "Native (host network)", "local": "Native (localhost)",
                      "internet": "Native (over the internet)"}),
-    Entry("docker-host", "Docker host network", "#6baed6", "network driver", "Docker"),
+    Entry("docker-host", "Docker host network", "#6baed6", "network driver", "Docker", "runc"),
     Entry("docker-bridge", "Docker bridge", "#2171b5", "network driver", "Docker", "runc",
           scenarios={"dc": "Docker bridge (container address)"}),
     # the same bridge, another OCI runtime (pipeline/collect/modes/docker_crun.py, docker_gvisor.py)
@@ -69,10 +69,11 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("docker-gvisor", "Docker bridge, gVisor (runsc)", "#637939", "runtime", "Docker",
           "gVisor",
           scenarios={"dc": "Docker bridge with gVisor (container address)"}),
-    Entry("docker-nat", "Docker published port (NAT)", "#08306b", "network driver", "Docker"),
+    Entry("docker-nat", "Docker published port (NAT)", "#08306b", "network driver", "Docker",
+          "runc"),
     Entry("docker-proxy", "Docker proxy (localhost)", "#e6550d", "network driver", "Docker",
           "runc", scenarios={"local": "Docker proxy (localhost)"}),
-    Entry("macvlan", "Docker macvlan", "#31a354", "network driver", "Docker"),
+    Entry("macvlan", "Docker macvlan", "#31a354", "network driver", "Docker", "runc"),
     Entry("swarm-overlay", "Swarm overlay", "#756bb1", "orchestrator", "Docker Swarm",
           scenarios={"dc": "Swarm overlay (container on another node)"}),
     Entry("swarm-overlay-mtu", "Swarm overlay (MTU tuned)", "#bcbddc", "orchestrator",
@@ -86,7 +87,8 @@ ENTRIES: tuple[Entry, ...] = (
           rootless=True),
     Entry("rootless-podman", "Rootless Podman", "#a50f15", "rootless", "Podman", "crun",
           rootless=True),
-    Entry("pasta", "Rootless Podman (pasta)", "#e7ba52", "rootless", "Podman", rootless=True),
+    Entry("pasta", "Rootless Podman (pasta)", "#e7ba52", "rootless", "Podman", "crun",
+          rootless=True),
     # Kubernetes (pipeline/collect/modes/kubernetes.py)
     Entry("k8s-hostnetwork", "Kubernetes pod, host network", "#9edae5", "orchestrator",
           "Kubernetes"),
@@ -99,12 +101,14 @@ ENTRIES: tuple[Entry, ...] = (
           scenarios={"dc": "Kubernetes ClusterIP Service (client pod on another node)"}),
     # the disk benchmark's storage modes (pipeline/collect/modes/storage.py); colours repeat the
     # network modes' where the engine is the same kind
-    Entry("docker-overlay2", "Docker container layer (overlay2)", "#2171b5", "storage", "Docker"),
-    Entry("docker-bind", "Docker bind mount", "#6baed6", "storage", "Docker"),
-    Entry("docker-volume", "Docker named volume", "#31a354", "storage", "Docker"),
+    Entry("docker-overlay2", "Docker container layer (overlay2)", "#2171b5", "storage", "Docker",
+          "runc"),
+    Entry("docker-bind", "Docker bind mount", "#6baed6", "storage", "Docker", "runc"),
+    Entry("docker-volume", "Docker named volume", "#31a354", "storage", "Docker", "runc"),
     Entry("rootless-docker-layer", "Rootless Docker container layer", "#d6616b", "storage",
-          "Docker"),
-    Entry("podman-fuse-overlayfs", "Podman fuse-overlayfs", "#e7ba52", "storage", "Podman"),
+          "Docker", "runc", rootless=True),
+    Entry("podman-fuse-overlayfs", "Podman fuse-overlayfs", "#e7ba52", "storage", "Podman",
+          "crun"),
     # controls of the instrument (pipeline/collect/modes/controls.py): their tables name them by
     # mode name and their figures draw them grey; sorted by name, as modes the figures do not
     # rank always were
@@ -163,6 +167,18 @@ def in_family(name: str) -> list[str]:
 def platform(mode: str) -> str | None:
     found = CATALOGUE.get(mode)
     return found.platform if found else None
+
+
+def rootful_twin(mode: str, among: Iterable[str]) -> str | None:
+    """The rootful mode of ``among`` that runs ``mode``'s platform with its OCI runtime (the
+    mode a rootless one is compared with: rootless Docker against the Docker bridge); None
+    when ``mode`` is not rootless or ``among`` holds no such mode."""
+    this = CATALOGUE.get(mode)
+    if this is None or not this.rootless:
+        return None
+    return next((m for m in among if m in CATALOGUE and not CATALOGUE[m].rootless
+                 and (platform(m), CATALOGUE[m].runtime) == (this.platform, this.runtime)),
+                None)  # fmt: skip
 
 
 def on_platform(modes: Iterable[str], name: str) -> str:

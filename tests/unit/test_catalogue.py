@@ -202,3 +202,40 @@ def test_the_files_a_new_mode_touches():
                *DECLARED}  # fmt: skip
     assert files_naming("docker-crun") | {"pipeline/collect/modes/__init__.py"} == touched
     assert len(touched) == 4
+
+
+# ---- analysis derives from the catalogue what it once listed by name ---------------------------
+
+
+def test_a_rootless_mode_is_compared_with_the_rootful_mode_of_its_engine_and_runtime():
+    assert catalogue.rootful_twin("rootless-docker", capabilities.serving("coldstart")) == (
+        "docker-bridge")
+    assert catalogue.rootful_twin("rootless-podman", MODES) == "podman"
+    assert catalogue.rootful_twin("pasta", MODES) == "podman"
+    assert catalogue.rootful_twin("rootless-docker-layer", capabilities.serving("disk")) == (
+        "docker-overlay2")
+    assert catalogue.rootful_twin("docker-bridge", MODES) is None  # not rootless
+    assert catalogue.rootful_twin("rootless-podman", ["docker-bridge"]) is None
+
+
+def test_the_analyses_lists_of_modes_are_the_ones_they_held_by_name():
+    from pipeline.analysis import coldstart, lb, orchestration, spectrum, throughput
+
+    assert coldstart.ROOTLESS_VS_ROOTFUL == (("rootless-docker", "docker-bridge"),
+                                             ("rootless-podman", "podman"))  # fmt: skip
+    assert spectrum.SPECTRUM == {
+        "docker-bridge": ("runc", "rootful"), "rootless-docker": ("runc", "rootless"),
+        "docker-crun": ("crun", "rootful"), "podman": ("crun", "rootful"),
+        "rootless-podman": ("crun", "rootless"), "docker-gvisor": ("gVisor", "rootful")}
+    assert list(spectrum.SPECTRUM) == ["docker-bridge", "rootless-docker", "docker-crun",
+                                       "podman", "rootless-podman", "docker-gvisor"]  # fmt: skip
+    orchestrators = {"swarm-overlay": "Docker Swarm", "k8s-pod": "Kubernetes"}
+    assert lb.ORCHESTRATORS == orchestration.ORCHESTRATORS == orchestrators
+    assert (lb.SWARM_MODE, lb.KUBERNETES_MODE, orchestration.REFERENCE) == (
+        "swarm-overlay", "k8s-pod", "k8s-pod")
+    assert lb.BASELINE_MODES == {"swarm-overlay": "docker-bridge", "k8s-pod": "k8s-pod"}
+    assert throughput.scenario_label("native", "internet") == "Native (over the internet)"
+    assert throughput.scenario_label("k8s-pod", "dc") == "Kubernetes pod (pod IP, bridge CNI)"
+    assert throughput.scenario_label("docker-nat", "dc") == "Docker published port (NAT)"
+    assert throughput.scenario_label("docker-nat", "internet") == (
+        "Docker published port (NAT) (internet)")

@@ -1,4 +1,6 @@
-"""Execution modes by name. A new mode is a module here and one line in MODES."""
+"""Execution modes by name. A new mode is a module here, one line in MODES, its row in
+pipeline/capabilities.py (what it serves) and its entry in pipeline/catalogue.py (how a reader
+sees it)."""
 
 from pipeline.collect.modes.base import Context, Deployment, Mode, ModeUnavailable, Workload
 from pipeline.collect.modes.controls import NativeAA, NativeCpuQuota, NativeTbf
