@@ -43,6 +43,7 @@ __all__ = [
     "Labelled",
     "NetworkFacts",
     "SessionAdapter",
+    "address",
     "cgroup_path",
     "cleanup",
     "connect",
@@ -54,6 +55,7 @@ __all__ = [
     "ensure_network",
     "labelled",
     "network",
+    "volume_mountpoint",
     "wait_removed",
 ]
 
@@ -244,6 +246,7 @@ class ContainerFacts:
     addresses: dict[str, str]  # network name -> IPv4 address ("" on host/none networks)
     cgroup_parent: str  # HostConfig.CgroupParent; "" = the daemon's --cgroup-parent or default
     sandbox: str  # the network namespace's path on the host (NetworkSettings.SandboxKey)
+    upper_dir: str = ""  # the writable layer's directory on the host (overlay2), else ""
 
 
 def container(client: docker.DockerClient, name: str) -> ContainerFacts:
@@ -259,16 +262,26 @@ def container(client: docker.DockerClient, name: str) -> ContainerFacts:
         addresses={net: (conf or {}).get("IPAddress") or "" for net, conf in networks.items()},
         cgroup_parent=attrs["HostConfig"].get("CgroupParent") or "",
         sandbox=attrs["NetworkSettings"].get("SandboxKey") or "",
+        upper_dir=((attrs.get("GraphDriver") or {}).get("Data") or {}).get("UpperDir") or "",
     )
 
 
-def container_address(client: docker.DockerClient, name: str, network: str | None = None) -> str:
+def volume_mountpoint(client: docker.DockerClient, name: str) -> str:
+    """Where a volume's files lie on the host (docker.errors.NotFound when there is none)."""
+    return client.api.inspect_volume(name)["Mountpoint"]
+
+
+def address(facts: ContainerFacts, network: str | None = None) -> str:
     """The container's IPv4 address on ``network`` (None: its first network with one, in the
     engine's order), or "" when it has none there."""
-    addresses = container(client, name).addresses
     if network is not None:
-        return addresses.get(network, "")
-    return next((a for a in addresses.values() if a), "")
+        return facts.addresses.get(network, "")
+    return next((a for a in facts.addresses.values() if a), "")
+
+
+def container_address(client: docker.DockerClient, name: str, network: str | None = None) -> str:
+    """:func:`address` of the container ``name``."""
+    return address(container(client, name), network)
 
 
 @dataclass(frozen=True)

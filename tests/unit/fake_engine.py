@@ -64,6 +64,8 @@ class Engine:
             "Id": cid, "Name": f"/{name}",
             "State": {"Status": "running", "Running": True, "Pid": pid, "ExitCode": 0},
             "HostConfig": {"CgroupParent": cgroup_parent, "NetworkMode": "default"},
+            "GraphDriver": {"Name": "overlay2",
+                            "Data": {"UpperDir": f"/var/lib/docker/overlay2/{cid[:16]}/diff"}},
             "Config": {"Labels": labels},
             "NetworkSettings": {
                 "SandboxKey": f"/var/run/docker/netns/{cid[:12]}",

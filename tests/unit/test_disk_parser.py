@@ -185,10 +185,17 @@ def test_bind_mounts_the_host_directory_at_the_same_path_and_removes_it():
 
 
 def test_volume_is_created_labelled_mounted_and_removed():
-    session = Session(stdout="/var/lib/docker/volumes/v/_data\n")
-    deployment = MODES["docker-volume"].foreground(_ctx(session), WORKLOAD)
+    session = Session(stdout="ext4\n")
+    ctx = _ctx(session)
     name = "co-c0ffee-disk-seqwrite-docker-volume"
+    # the volume `docker volume create` makes, as the engine's API then shows it
+    engine = Engine()
+    engine.add_volume(name, {LABEL: "c0ffee"})
+    ctx.apis[("node1", "docker")] = engine_api.connect(engine.transport, timeout=10)
+    deployment = MODES["docker-volume"].foreground(ctx, WORKLOAD)
     assert f"docker volume create --label {LABEL}=c0ffee {name}" in session.commands
+    where = f"/var/lib/docker/volumes/{name}/_data"
+    assert deployment.notes["storage"] == f"named volume (driver local) at {where}"
     command = deployment.client_command(["/usr/bin/fio"])
     assert f"--mount type=volume,source={name},target={STORAGE_DIR} " in command
     deployment.stop()

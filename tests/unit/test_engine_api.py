@@ -117,6 +117,9 @@ def test_inspection_reads_addresses_mtu_and_the_cgroup(engine, client):
     facts = engine_api.container(client, "srv")
     assert facts.id == cid and facts.pid == 31337 and facts.cgroup_parent == ""
     assert (facts.status, facts.exit_code) == ("running", 0)
+    assert facts.upper_dir == f"/var/lib/docker/overlay2/{cid[:16]}/diff"
+    engine.add_volume("co-v", {})
+    assert engine_api.volume_mountpoint(client, "co-v") == "/var/lib/docker/volumes/co-v/_data"
     assert facts.addresses == {"bridge": "172.17.0.5", "co-overlay-mtu1400": "10.0.7.3"}
     assert engine_api.container_address(client, "srv") == "172.17.0.5"
     assert engine_api.container_address(client, "srv", "co-overlay-mtu1400") == "10.0.7.3"

@@ -608,13 +608,19 @@ def publish_options(workload: Workload) -> list[str]:
     return options + (["--publish", f"{port}:{port}/udp"] if workload.udp else [])
 
 
+def inspect_container(ctx: Context, host: Host, name: str,
+                      engine: str = "docker") -> engine_api.ContainerFacts:  # fmt: skip
+    """A container's facts from its engine's API (RemoteError when the engine cannot say)."""
+    try:
+        return engine_api.container(ctx.engine_api(host, engine), name)
+    except docker.errors.DockerException as e:
+        raise RemoteError(host.name, f"inspect container {name}", None, reason=str(e)) from None
+
+
 def container_address(ctx: Context, host: Host, name: str, network: str | None = None) -> str:
     """The container's address on ``network`` (None: its first network with one), read from
     the engine's API."""
-    try:
-        address = engine_api.container_address(ctx.engine_api(host), name, network)
-    except docker.errors.DockerException as e:
-        raise RemoteError(host.name, f"inspect container {name}", None, reason=str(e)) from None
+    address = engine_api.address(inspect_container(ctx, host, name), network)
     if not address:
         where = f" on network {network}" if network else ""
         raise RemoteError(host.name, f"inspect container {name}", 0,

@@ -28,8 +28,12 @@ from __future__ import annotations
 import json
 import shlex
 
+import docker
+
+from pipeline.collect import engine_api
 from pipeline.collect.images import ToolImage
 from pipeline.collect.modes.base import (
+    DOCKER_ENGINES,
     FUSE_OVERLAYFS,
     LABEL,
     Context,
@@ -37,11 +41,13 @@ from pipeline.collect.modes.base import (
     Host,
     Mode,
     ModeUnavailable,
+    RemoteError,
     Workload,
     container_name,
     engine_cli,
     force_remove,
     foreground_container,
+    inspect_container,
     missing_tool,
     root_if_allowed,
     root_problem,
@@ -113,10 +119,13 @@ class StorageMode(Mode):
 
     def probe_file(self, ctx: Context, host: Host, name: str, probe: str) -> str:
         """The host path of the probe's file, the container ``probe`` still existing."""
-        fmt = "{{.GraphDriver.Data.UpperDir}}"
-        cli = engine_cli(ctx, host, self.engine)
-        upper = ctx.pool[host.name].run([*cli, "inspect", "--format", fmt, probe]).stdout.strip()
-        return f"{upper}{STORAGE_DIR}/probe.dat"
+        if self.engine in DOCKER_ENGINES:
+            upper = inspect_container(ctx, host, probe, self.engine).upper_dir
+        else:
+            fmt = "{{.GraphDriver.Data.UpperDir}}"
+            cli = engine_cli(ctx, host, self.engine)
+            upper = ctx.pool[host.name].run([*cli, "inspect", "--format", fmt, probe]).stdout
+        return f"{upper.strip()}{STORAGE_DIR}/probe.dat"
 
     def storage_notes(self, ctx: Context, host: Host, name: str) -> dict[str, str]:
         return {"storage": self.name}
@@ -236,9 +245,10 @@ class DockerVolume(StorageMode):
         ctx.pool[host.name].run(["docker", "volume", "rm", "--force", name], timeout=60)
 
     def mountpoint(self, ctx: Context, host: Host, name: str) -> str:
-        fmt = "{{.Mountpoint}}"
-        cmd = ["docker", "volume", "inspect", "--format", fmt, name]
-        return ctx.pool[host.name].run(cmd, timeout=30).stdout.strip()
+        try:
+            return engine_api.volume_mountpoint(ctx.engine_api(host), name)
+        except docker.errors.DockerException as e:
+            raise RemoteError(host.name, f"inspect volume {name}", None, reason=str(e)) from None
 
     def probe_file(self, ctx: Context, host: Host, name: str, probe: str) -> str:
         return f"{self.mountpoint(ctx, host, name)}/probe.dat"

@@ -22,6 +22,7 @@ from pipeline.collect.modes.base import (
     docker_run,
     ensure_network,
     host_interface,
+    inspect_container,
     overlay_client,
     remove_container,
     server_host,
@@ -66,7 +67,7 @@ class SwarmOverlayMtu(Mode):
         session = ctx.pool[host.name]
         try:
             address = container_address(ctx, host, name, network)
-            pid = str(engine_api.container(ctx.engine_api(host), name).pid)
+            pid = str(inspect_container(ctx, host, name).pid)
             link = session.run(["nsenter", "-t", pid, "-n", "ip", "-o", "link", "show",
                                 "eth0"],
                                root="enter the container's network namespace").stdout  # fmt: skip
