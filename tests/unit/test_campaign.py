@@ -128,12 +128,12 @@ def test_network_servers_are_shared_by_paths_and_by_variants_with_one_server():
     iperf = _throughput_campaign(Path("/nonexistent"), kw["modes"], Profile(2, 1, 0, 1))
     assert {iperf._server_group(*t) for t in iperf.triples} == {
         ("native", "iperf3"), ("docker-bridge", "iperf3")}  # fmt: skip
-    workload = iperf._workload(iperf.steps[0])
+    workload = iperf.runner.workload(iperf.steps[0])
     assert workload.udp and workload.name == "throughput-iperf3"  # TCP and UDP tests
     sock = Campaign(Latency(), inv, Profile(2, 1, 0, 1, count=10), Path("/nonexistent"), **kw)
     groups = {sock._server_group(*t) for t in sock.triples}
     assert ("native", "udp") in groups and ("native", "tcp") in groups  # sockperf --tcp or not
-    assert sock._workload(Step(1, 0, "native", "dc", "tcp")).udp is False
+    assert sock.runner.workload(Step(1, 0, "native", "dc", "tcp")).udp is False
     cpu = Campaign(Cpu(), inv, Profile(2, 1, 0, 1), Path("/nonexistent"), **kw)
     assert len({cpu._server_group(*t) for t in cpu.triples}) == len(cpu.triples)
     # sharing is part of the campaign's identity; per-step benchmarks keep theirs
@@ -166,21 +166,21 @@ class _CannedClients:
 def _measure_with_client(monkeypatch, campaign, run_client) -> None:
     """Every step of ``campaign`` measured with ``run_client`` standing in for the tool's
     client runs (no parsing, no host facts)."""
-    from pipeline.collect.campaign import _SessionClock
     from pipeline.collect.modes import Context
+    from pipeline.collect.session import SessionClock
 
     monkeypatch.setattr(campaign, "_run_client", run_client)
     monkeypatch.setattr(campaign.benchmark, "parse", lambda variant, raw, window: [])
     monkeypatch.setattr(campaign, "_host_rows", lambda ctx, run: [])
     monkeypatch.setattr(campaign, "_headline", lambda row, samples: "")
     ctx = Context(inventory=campaign.inv, pool=_CannedClients(""), campaign=campaign.id)
-    campaign._measure_all(ctx, campaign.steps, _SessionClock())
+    campaign._measure_all(ctx, campaign.steps, SessionClock())
 
 
 def test_a_mode_server_starts_once_per_run_and_stops_when_its_group_ends(tmp_path, monkeypatch):
-    from pipeline.collect.campaign import _SessionClock
     from pipeline.collect.modes import Context
     from pipeline.collect.modes.base import Deployment
+    from pipeline.collect.session import SessionClock
 
     campaign = _throughput_campaign(tmp_path, ["native", "docker-bridge"], Profile(2, 3, 1, 1), 3)
     inv = campaign.inv
@@ -202,7 +202,7 @@ def test_a_mode_server_starts_once_per_run_and_stops_when_its_group_ends(tmp_pat
     monkeypatch.setattr(campaign, "_host_rows", lambda ctx, run: [])
     monkeypatch.setattr(campaign.benchmark, "parse", lambda variant, raw, window: [])
     monkeypatch.setattr(campaign, "_headline", lambda row, samples: "")
-    clock = campaign._clock = _SessionClock()
+    clock = campaign._clock = SessionClock()
     campaign._measure_all(ctx, campaign.steps, clock)
 
     starts = [e for e in events if e[0] == "start"]
@@ -242,7 +242,7 @@ def test_a_warm_up_of_zero_seconds_is_no_warm_up_run(tmp_path, monkeypatch):
         server=campaign.inv.servers[0], address="10.0.0.1", stop=lambda: None)
     monkeypatch.setattr(MODES["native"], "start", started)
     monkeypatch.setattr(MODES["native"], "available", lambda ctx, path: None)
-    monkeypatch.setattr("pipeline.collect.campaign._server_cpus", lambda *a: "0-1")
+    monkeypatch.setattr("pipeline.collect.steps.server_cpus", lambda *a: "0-1")
     _measure_with_client(monkeypatch, campaign, run_client)
 
     assert len(windows) == len(campaign.steps) and len(campaign.steps) == 2 * 2  # dc, local
@@ -281,8 +281,9 @@ def test_lb_balancers_share_their_replicas_within_a_run_and_the_last_step_releas
 ):
     from pipeline.benchmarks.base import Outcome
     from pipeline.benchmarks.lb import Lb
-    from pipeline.collect.campaign import Campaign, _SessionClock
+    from pipeline.collect.campaign import Campaign
     from pipeline.collect.modes import Context
+    from pipeline.collect.session import SessionClock
 
     bench = Lb()
     bench.configure({"replicas": "1,2", "connections": 4})
@@ -305,7 +306,7 @@ def test_lb_balancers_share_their_replicas_within_a_run_and_the_last_step_releas
     monkeypatch.setattr(campaign, "_host_rows", lambda ctx, run: [])
     monkeypatch.setattr(campaign, "_headline", lambda row, samples: "")
     ctx = Context(inventory=campaign.inv, pool=_CannedClients(""), campaign=campaign.id)
-    campaign._measure_all(ctx, campaign.steps, _SessionClock())
+    campaign._measure_all(ctx, campaign.steps, SessionClock())
 
     assert calls[-1] == "release" and calls.count("release") == 1  # the loop's end
     steps = calls[:-1]
@@ -504,11 +505,17 @@ def test_a_parser_change_measures_again_and_keeps_the_old_parts_apart(code_copy,
           "class SwarmOverlay(  ")
     assert _throughput_campaign(out, ["native", "docker-host"], profile).id == first.id
 
-    # the benchmark's parser, one of its modes, the campaign: each measures again
+    # the benchmark's parser, one of its modes, each module of the campaign and the data model
+    # it writes with: each measures again
     seen = {first.id}
     for path, old in (("pipeline/benchmarks/throughput.py", "def parse("),
                       ("pipeline/collect/modes/docker_host.py", "class DockerHost("),
-                      ("pipeline/collect/campaign.py", "class Dataset:")):  # fmt: skip
+                      ("pipeline/collect/campaign.py", "class Campaign:"),
+                      ("pipeline/collect/dataset.py", "class Dataset:"),
+                      ("pipeline/collect/plan.py", "def schedule("),
+                      ("pipeline/collect/session.py", "class HostLock:"),
+                      ("pipeline/collect/steps.py", "class NetworkSteps("),
+                      ("pipeline/data/schema.py", "def write_table(")):  # fmt: skip
         _edit(code_copy / path, old, old.replace("(", " (", 1) if "(" in old else old + " ")
         changed = _throughput_campaign(out, ["native", "docker-host"], profile)
         assert changed.id not in seen, path
@@ -524,17 +531,17 @@ def test_an_interrupt_during_clean_up_waits_for_its_end():
     import os
     import signal
 
-    from pipeline.collect.campaign import _interrupts_deferred
+    from pipeline.collect.session import interrupts_deferred
 
     said, done = [], []
     with pytest.raises(KeyboardInterrupt, match="during clean-up"):
-        with _interrupts_deferred(said.append):
+        with interrupts_deferred(said.append):
             os.kill(os.getpid(), signal.SIGINT)
             os.kill(os.getpid(), signal.SIGINT)  # the impatient second Ctrl-C
             done.append("cleaned")
     assert done == ["cleaned"] and len(said) == 1
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
-    with _interrupts_deferred(said.append):
+    with interrupts_deferred(said.append):
         pass  # no interrupt: nothing raised, nothing said
     assert len(said) == 1
 
@@ -605,9 +612,9 @@ def test_a_step_that_keeps_failing_is_retried_once_and_stops_the_stage(tmp_path,
 def test_a_stop_in_a_runs_host_facts_names_the_step_about_to_be_measured(
     tmp_path, monkeypatch
 ):
-    from pipeline.collect.campaign import _SessionClock
     from pipeline.collect.modes import Context
     from pipeline.collect.modes.base import Deployment
+    from pipeline.collect.session import SessionClock
     from pipeline.hosts import RemoteError
 
     campaign = _throughput_campaign(tmp_path, ["native"], Profile(2, 3, 1, 1), 3)
@@ -627,7 +634,7 @@ def test_a_stop_in_a_runs_host_facts_names_the_step_about_to_be_measured(
     assert campaign._where() == " before its first measurement"
     ctx = Context(inventory=inv, pool=_CannedClients(""), campaign=campaign.id)
     with pytest.raises(RemoteError):
-        campaign._measure_all(ctx, campaign.steps, _SessionClock())
+        campaign._measure_all(ctx, campaign.steps, SessionClock())
     first = next(s for s in campaign.steps if s.run == 2)
     assert campaign._where() == f" at run 2 native ({first.path}, {first.variant})"
     assert campaign.data.done() == {s.key for s in campaign.steps if s.run == 1}
@@ -638,19 +645,18 @@ def test_sigterm_is_an_interrupt_inside_a_campaign_only():
     import signal
     import time
 
-    from pipeline.collect.campaign import _sigterm_as_interrupt
+    from pipeline.collect.session import sigterm_as_interrupt
 
     before = signal.getsignal(signal.SIGTERM)
     with pytest.raises(KeyboardInterrupt, match="signal 15"):
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(1)  # the handler raises before this ends
     assert signal.getsignal(signal.SIGTERM) == before
 
 
 def test_a_failed_attempt_keeps_its_own_output_beside_the_step_s(tmp_path):
-    from pipeline.benchmarks import ToolOutputError
-    from pipeline.collect.campaign import Window
+    from pipeline.benchmarks import ToolOutputError, Window
     from pipeline.data import rawlog
 
     campaign = _throughput_campaign(tmp_path, ["native"], Profile(1, 1, 0, 1))

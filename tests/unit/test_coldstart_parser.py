@@ -15,11 +15,12 @@ import yaml
 from pipeline.benchmarks import BENCHMARKS, ToolOutputError
 from pipeline.benchmarks.coldstart import SCRIPT, Coldstart, parse_coldstart
 from pipeline.collect import inventory
-from pipeline.collect.campaign import Campaign, Profile, Step, _SessionClock, plan
+from pipeline.collect.campaign import Campaign, Profile, Step, plan
 from pipeline.collect.images import ToolImage
 from pipeline.collect.modes import MODES, STUDY_MODES, Context
 from pipeline.collect.modes.base import LABEL, PID_DIR
 from pipeline.collect.remote import RemoteError
+from pipeline.collect.session import SessionClock
 from tests.unit import fake_watch
 
 DATA = Path(__file__).parent / "data"
@@ -200,7 +201,7 @@ def _option(argv: list[str], name: str) -> str:
 def test_a_docker_step_runs_labelled_named_published_containers_and_cleans_up(tmp_path):
     report = _data("coldstart-docker-bridge-5.txt")
     campaign, ctx, session = _campaign(tmp_path, "docker-bridge", report)
-    clock = campaign._clock = _SessionClock()
+    clock = campaign._clock = SessionClock()
     samples, row = campaign._measure(ctx, Step(1, 0, "docker-bridge", "host", "nginx"))
     assert row["status"] == "ok", row["reason"]
     # the split: the timed starts are kept, the removals between them the scenario's own time

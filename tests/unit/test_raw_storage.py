@@ -132,9 +132,10 @@ def _lab_inventory():
 def _run_campaign(out: Path, raw: str, monkeypatch, steps=None):
     """A latency campaign whose clients all print ``raw``: every step measured (or only the
     first ``steps``), then consolidated as at the end of a session."""
-    from pipeline.collect.campaign import Campaign, _SessionClock
+    from pipeline.collect.campaign import Campaign
     from pipeline.collect.modes import Context
     from pipeline.collect.modes.base import Deployment
+    from pipeline.collect.session import SessionClock
 
     inv = _lab_inventory()
     profile = Profile(runs=2, seconds=1, omit_seconds=0, warmup_seconds=1, count=900,
@@ -151,7 +152,7 @@ def _run_campaign(out: Path, raw: str, monkeypatch, steps=None):
         {"environment": "lab", "campaign": campaign.id, "run": run, "host": "node1"}])
     ctx = Context(inventory=inv, pool=_Sockperf(raw), campaign=campaign.id)
     todo = [s for s in campaign.steps if s.key not in campaign.data.done()][:steps]
-    campaign._clock = _SessionClock()
+    campaign._clock = SessionClock()
     campaign._measure_all(ctx, todo, campaign._clock)
     campaign.data.save_session(campaign._clock.record())
     return campaign
@@ -295,7 +296,7 @@ def test_consolidate_then_resume_then_consolidate_keeps_every_row_once(tmp_path)
 def test_a_crash_inside_consolidation_loses_nothing_and_duplicates_nothing(
     tmp_path, monkeypatch, crash_after
 ):
-    from pipeline.collect import campaign as campaign_module
+    from pipeline.collect import dataset as dataset_module
 
     data = Dataset(tmp_path, "c")
     _save(data, STEPS[:3])
@@ -305,7 +306,7 @@ def test_a_crash_inside_consolidation_loses_nothing_and_duplicates_nothing(
     class Crash(Exception):
         pass
 
-    real_write, real_replace, real_unlink = schema.write_table, campaign_module.os.replace, (
+    real_write, real_replace, real_unlink = schema.write_table, dataset_module.os.replace, (
         Path.unlink)
 
     def write_table(table, path, metadata=None):
@@ -324,7 +325,7 @@ def test_a_crash_inside_consolidation_loses_nothing_and_duplicates_nothing(
             raise Crash
 
     monkeypatch.setattr(schema, "write_table", write_table)
-    monkeypatch.setattr(campaign_module.os, "replace", replace)
+    monkeypatch.setattr(dataset_module.os, "replace", replace)
     monkeypatch.setattr(Path, "unlink", unlink)
     with pytest.raises(Crash):
         data.consolidate()
@@ -363,21 +364,21 @@ def test_an_earlier_campaign_is_moved_aside_never_mixed_in_and_resumes_if_it_ret
 
 
 def test_a_crash_while_moving_an_earlier_campaign_aside_loses_neither(tmp_path, monkeypatch):
-    from pipeline.collect import campaign as campaign_module
+    from pipeline.collect import dataset as dataset_module
 
     old = Dataset(tmp_path, "old")
     _save(old, STEPS[:3], "old")
     old.consolidate()
     new = Dataset(tmp_path, "new")
     _save(new, STEPS[3:], "new")
-    real_replace = campaign_module.os.replace
+    real_replace = dataset_module.os.replace
 
     def replace(src, dst):
         real_replace(src, dst)
         if "superseded" in str(dst) and Path(dst).name == "hosts.parquet":
             raise RuntimeError("power cut")
 
-    monkeypatch.setattr(campaign_module.os, "replace", replace)
+    monkeypatch.setattr(dataset_module.os, "replace", replace)
     with pytest.raises(RuntimeError):
         new.consolidate()
     monkeypatch.undo()

@@ -302,7 +302,8 @@ def test_podman_records_the_runtime_it_runs_containers_with():
 def test_a_scenario_step_hands_the_runtime_to_the_benchmark_and_records_it(tmp_path, monkeypatch):
     from pipeline.benchmarks.base import Outcome
     from pipeline.benchmarks.coldstart import Coldstart
-    from pipeline.collect.campaign import Campaign, Profile, _SessionClock
+    from pipeline.collect.campaign import Campaign, Profile
+    from pipeline.collect.session import SessionClock
 
     bench = Coldstart()
     inv = inventory.load(ROOT / "inventory/lab.yaml", known_modes=MODES, check_files=False)
@@ -316,7 +317,7 @@ def test_a_scenario_step_hands_the_runtime_to_the_benchmark_and_records_it(tmp_p
     monkeypatch.setattr(campaign, "_host_rows", lambda ctx, run: [])
     monkeypatch.setattr(campaign, "_headline", lambda row, samples: "")
     ctx = Context(inventory=inv, pool={n: Host() for n in inv.hosts}, campaign=campaign.id)
-    campaign._measure_all(ctx, campaign.steps, _SessionClock())
+    campaign._measure_all(ctx, campaign.steps, SessionClock())
     assert seen == [["--runtime", "runsc"]]
     runs = pd.concat(pd.read_parquet(p) for p in campaign.data.parts.glob("run-*.runs.parquet"))
     notes = json.loads(runs["notes"].iloc[0])
@@ -428,8 +429,9 @@ class HungClient(Host):
 
 def test_a_server_that_fails_its_client_under_gvisor_skips_its_steps(tmp_path, monkeypatch):
     from pipeline.benchmarks.throughput import Throughput
-    from pipeline.collect.campaign import Campaign, Profile, _SessionClock
+    from pipeline.collect.campaign import Campaign, Profile
     from pipeline.collect.modes.base import Deployment
+    from pipeline.collect.session import SessionClock
 
     inv = inventory.load(ROOT / "inventory/lab.yaml", known_modes=MODES, check_files=False)
     campaign = Campaign(Throughput(), inv, Profile(1, 1, 0, 1), tmp_path, seed=3,
@@ -450,9 +452,9 @@ def test_a_server_that_fails_its_client_under_gvisor_skips_its_steps(tmp_path, m
     _engine_api(ctx)
     with pytest.raises(Exception, match="timed out"):  # native has no account: it stops
         campaign._measure_all(ctx, [s for s in campaign.steps if s.mode == "native"][:1],
-                              _SessionClock())  # fmt: skip
+                              SessionClock())  # fmt: skip
     gvisor = [s for s in campaign.steps if s.mode == "docker-gvisor"]
-    campaign._measure_all(ctx, gvisor, _SessionClock())
+    campaign._measure_all(ctx, gvisor, SessionClock())
     runs = pd.concat(pd.read_parquet(p) for p in campaign.data.parts.glob("run-*.runs.parquet"))
     assert list(runs["status"]) == ["skipped", "skipped"]
     first, second = runs.sort_values("order")["reason"]
