@@ -408,7 +408,9 @@ def render(params: Params) -> str:
     plots = [f for s in all_stages(params) for f in s.figures]
     plots += [p for s in all_stages(params) for p in s.plots]
     doc = {"stages": stages, "plots": plots}
-    text = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=100, default_flow_style=False,
+    # one line per flow list (a stage's params): wrapped, DVC's ${profile} would start a line of
+    # its own, which reads like a command's continuation
+    text = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=4096, default_flow_style=False,
                      allow_unicode=True)  # the plots' labels: µs, ≤
     return HEADER + text
 
