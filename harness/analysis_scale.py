@@ -75,7 +75,7 @@ def _naive_read(raw: Path):
     frames = []
     for f in files:
         s = pd.read_parquet(f)
-        if "value_milli" in s.columns:  # the stored layout (pipeline/analysis/schema.py)
+        if "value_milli" in s.columns:  # the stored layout (pipeline/data/schema.py)
             exact = s["value_milli"].notna()
             s["value"] = np.where(exact, s["value_milli"] / 1000.0, s["value_float"])
         frames.append(s)
