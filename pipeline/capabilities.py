@@ -76,6 +76,7 @@ SERVES: dict[str, Serves] = {
     "native-aa": Serves((*NETWORK_PATHS, HOST_PATH), control=True),
     "native-cpuquota": Serves((HOST_PATH,), control=True),
     "native-tbf": Serves(("dc",), control=True),
+    "docker-cpuquota": Serves((HOST_PATH,), control=True),
 }
 
 

@@ -115,6 +115,7 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("native-aa", "native-aa", UNKNOWN_COLOR, "control"),
     Entry("native-cpuquota", "native-cpuquota", UNKNOWN_COLOR, "control"),
     Entry("native-tbf", "native-tbf", UNKNOWN_COLOR, "control"),
+    Entry("docker-cpuquota", "docker-cpuquota", UNKNOWN_COLOR, "control"),
 )
 
 CATALOGUE: dict[str, Entry] = {entry.name: entry for entry in ENTRIES}

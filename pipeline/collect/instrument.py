@@ -9,11 +9,13 @@ from pathlib import Path
 from pipeline.collect import campaign
 
 AA = "native-aa"
-# benchmark -> the modes its check campaign measures (native and its A/A twin first)
+# benchmark -> the modes its check campaign measures (native and its A/A twin first). cpu also
+# measures the small injected overhead, docker-cpuquota, beside the container it is compared
+# with, docker-bridge (pipeline/collect/modes/controls.py says why that baseline).
 CHECKS: dict[str, tuple[str, ...]] = {
     "throughput": ("native", AA, "native-tbf"),
     "latency": ("native", AA),
-    "cpu": ("native", AA, "native-cpuquota"),
+    "cpu": ("native", AA, "native-cpuquota", "docker-bridge", "docker-cpuquota"),
     "memory": ("native", AA),
     "disk": ("native", AA),
 }
@@ -41,9 +43,11 @@ def collect(
     options: dict[str, dict] | None = None,
     log: Callable[[str], None] = print,
     provider: campaign.Provider | None = None,
+    variants: dict[str, tuple[str, ...]] | None = None,
 ) -> dict[str, dict[str, int]]:
     """One campaign per benchmark in ``profiles`` (its window settings), with the modes of
-    ``CHECKS``, into ``<raw_dir>/<benchmark>/<environment>/``; ``options`` per benchmark."""
+    ``CHECKS``, into ``<raw_dir>/<benchmark>/<environment>/``; ``options`` per benchmark;
+    ``variants`` per benchmark keeps only those of its variants (None: all)."""
     counts = {}
     for benchmark, profile in profiles.items():
         log(f"instrument check: {benchmark} in {', '.join(CHECKS[benchmark])}")
@@ -51,5 +55,6 @@ def collect(
         counts[benchmark] = campaign.collect(
             benchmark, inventory_file, raw_dir, profile, seed, list(CHECKS[benchmark]), wan,
             log, paths=paths, options=(options or {}).get(benchmark), provider=provider,
+            variants=(variants or {}).get(benchmark),
         )  # fmt: skip
     return counts

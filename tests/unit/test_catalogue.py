@@ -36,7 +36,8 @@ def test_a_mode_serves_what_its_row_says():
         assert (mode.paths, mode.control) == (row.paths, row.control), name
         assert catalogue.CATALOGUE[name].serves is row
     # as the modes declared them before the catalogue: the controls, and the three kinds of path
-    assert [m for m in MODES if MODES[m].control] == ["native-aa", "native-cpuquota", "native-tbf"]
+    assert [m for m in MODES if MODES[m].control] == ["native-aa", "native-cpuquota", "native-tbf",
+                                                      "docker-cpuquota"]  # fmt: skip
     assert MODES["docker-proxy"].paths == ("local",)
     assert MODES["docker-overlay2"].paths == ("host",)
     assert MODES["native-aa"].paths == ("dc", "internet", "local", "host")

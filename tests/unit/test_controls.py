@@ -22,9 +22,10 @@ CAN_CGROUP = os.geteuid() == 0 and (V1.exists() or V2.exists())
 
 def test_controls_are_registered_but_not_part_of_all():
     controls = {name for name, mode in MODES.items() if mode.control}
-    assert controls == {"native-aa", "native-cpuquota", "native-tbf"}
+    assert controls == {"native-aa", "native-cpuquota", "native-tbf", "docker-cpuquota"}
     assert not controls & set(STUDY_MODES)
     assert MODES["native-tbf"].paths == ("dc",) and MODES["native-cpuquota"].paths == ("host",)
+    assert MODES["docker-cpuquota"].paths == ("host",)
 
 
 @pytest.mark.skipif(not CAN_CGROUP, reason="needs root and a cgroup CPU controller")

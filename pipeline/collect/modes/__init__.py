@@ -3,7 +3,7 @@ pipeline/capabilities.py (what it serves) and its entry in pipeline/catalogue.py
 sees it)."""
 
 from pipeline.collect.modes.base import Context, Deployment, Mode, ModeUnavailable, Workload
-from pipeline.collect.modes.controls import NativeAA, NativeCpuQuota, NativeTbf
+from pipeline.collect.modes.controls import DockerCpuQuota, NativeAA, NativeCpuQuota, NativeTbf
 from pipeline.collect.modes.docker_bridge import DockerBridge
 from pipeline.collect.modes.docker_crun import DockerCrun
 from pipeline.collect.modes.docker_gvisor import DockerGvisor
@@ -59,6 +59,7 @@ MODES: dict[str, Mode] = {
         NativeAA(),
         NativeCpuQuota(),
         NativeTbf(),
+        DockerCpuQuota(),
     )
 }
 # Modes a network benchmark can plan (the storage modes serve host benchmarks only).
