@@ -1,10 +1,11 @@
 """params.yaml and its profiles: read safely, checked as a whole, resolved per stage.
 
-Every problem is reported at once, one line each, naming the key, what it must be and how to fix
-it; a value is quoted only briefly (a pasted secret must not land in a log or an executed
-notebook). The profile is a file of its own, ``conf/profiles/<profile>.yaml``, so that
-``dvc exp run -S profile=smoke`` switches it and ``dvc exp show`` lists the chosen profile's
-values once.
+Every problem is reported at once, one line each (the first 20 of a kind, then their count),
+naming the key, what it must be and how to fix it; a value is quoted only briefly (a pasted secret
+must not land in a log or an executed notebook). The files are read by ``pipeline.settings_yaml``,
+as DVC reads them (YAML 1.2: ``runs: 010`` is 10 runs). The profile is a file of its own,
+``conf/profiles/<profile>.yaml``, so that ``dvc exp run -S profile=smoke`` switches it and
+``dvc exp show`` lists the chosen profile's values once.
 
     python -m pipeline.params            # check params.yaml and its profile; exit 2 on problems
 """
@@ -65,7 +66,7 @@ class ParamsError(ValueError):
 
     def __init__(self, source: str, problems: list[str]):
         self.problems = problems
-        lines = "\n".join(f"  - {p}" for p in problems)
+        lines = "\n".join(f"  - {p}" for p in settings_yaml.bounded(problems))
         super().__init__(f"{source}: {len(problems)} problem(s):\n{lines}")
 
 
@@ -133,10 +134,10 @@ class _Check:
             if k not in known:
                 # the key is named only when it looks like a name, and its value never
                 shown = settings_yaml.key_text(k)
-                name = k if shown.startswith("'") else "?"
+                name = k if not shown.startswith("(") else "?"
                 line = self.lines.get(f"{inside}.{k}" if inside else str(k))
                 at = f", line {line}" if line else ""
-                hint = _suggest(k, known) if shown.startswith("'") else f" {shown}"
+                hint = _suggest(k, known) if not shown.startswith("(") else f" {shown}"
                 self.add(f"{key}.{name}", f"unknown setting{hint}{at}; known: "
                                           f"{', '.join(known)}")  # fmt: skip
 

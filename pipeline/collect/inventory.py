@@ -35,7 +35,19 @@ Decisions (documented here because users will meet them as error messages):
   encrypted (its header, never printed), since a key with a passphrase cannot log in
   unattended. Any value that looks like key material, in any field, is named by its key
   path and never printed.
-- YAML aliases are refused and the file is bounded in size and nesting depth.
+- The file is read by ``pipeline.settings_yaml`` (as DVC reads YAML: 1.2 core schema; aliases
+  and keys given twice refused, size and depth bounded, a symbolic link out of the repository
+  or of the inventory's directory refused). An unknown key is named with its line, its value
+  never; the report shows the first 20 problems of a kind and counts the rest, and every check
+  is linear in the host count.
+- ``key_file`` and ``known_hosts`` are looked at with ``lstat``: a link is followed only to say
+  where it leads, and a fix never suggests ``chmod`` on a file the user does not own or that
+  lies outside their home, the repository and the inventory's directory (a link to
+  ``/etc/ssh/ssh_host_*_key``): "point key_file at a copy you own".
+- ``known_hosts`` holds one line per host (plain or hashed, ``[address]:port`` for a port other
+  than 22). Markers (``@revoked``, ``@cert-authority``) and host patterns (``*``, ``?``, ``!``)
+  are not supported: paramiko fails on a file with a marker and never matches a pattern, so
+  both are named with their line before a connection is tried.
 
     python -m pipeline.inventory check FILE   # every problem, one a line; exit 2
 """
@@ -329,10 +341,10 @@ def _check_keys(
             shown = settings_yaml.key_text(key)
             line = problems.lines.get(_join(path, key))
             at = f" (line {line})" if line else ""
-            suggest = _suggest(str(key), allowed) if shown.startswith("'") else \
+            suggest = _suggest(str(key), allowed) if not shown.startswith("(") else \
                 f"allowed: {', '.join(allowed)}"
             problems.add(
-                _join(path, key if shown.startswith("'") else "?"),
+                _join(path, key if not shown.startswith("(") else "?"),
                 f"unknown key {shown}{at}: {suggest}",
                 about_value=False,
             )
