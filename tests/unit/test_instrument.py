@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from pipeline.analysis import instrument
-from pipeline.collect.modes.controls import CPU_QUOTA
+from pipeline.collect.modes.controls import CONTAINER_CPU_QUOTA, CPU_QUOTA
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 import make_fixture_instrument as fx  # noqa: E402
@@ -94,6 +94,25 @@ def test_the_injected_overheads_are_recovered_within_their_intervals(checked):
     assert injected["recovered_within"].all(), injected
 
 
+def test_the_small_quota_on_a_container_is_its_ratio_to_the_same_container(checked):
+    """docker-cpuquota against docker-bridge: the geometric mean of the per-run ratios is the
+    quota times the fixture's own per-run factors, whatever docker-bridge costs against native
+    (3% in the fixture), and the study's rule at the cpu margin calls it "overhead"."""
+    _, injected = checked
+    small = injected[injected["control"] == "docker-cpuquota"].set_index("variant")
+    assert set(small.index) == {"1thread", "allthreads"}  # compile has no known answer
+    rng = np.random.default_rng([fx.SEED, 94])
+    factors = rng.normal(0, fx.CONTAINER_SD, 6)  # one per run of the cpu fixture, in run order
+    for variant, threads in (("1thread", 1), ("allthreads", 2)):
+        row = small.loc[variant]
+        assert row["expected"] == pytest.approx(CONTAINER_CPU_QUOTA / threads)
+        assert row["recovered"] == pytest.approx(row["expected"] * np.exp(factors.mean()),
+                                                 rel=1e-9)  # fmt: skip
+        assert row["baseline"] == "docker-bridge" and row["margin"] == MARGINS["cpu"]
+        assert row["verdict"] == "overhead" and row["recovered_within"] and row["n_runs"] == 6
+        assert row["recovered_lo"] < row["recovered"] < row["recovered_hi"] < 1
+
+
 def test_a_wrong_expectation_is_reported_as_not_recovered(checked):
     _, injected = checked
     broken = injected.copy()
@@ -113,11 +132,18 @@ def test_tables_sentence_and_files(checked, tmp_path):
     text = (tmp_path / "tables" / "instrument_sentence.md").read_text()
     assert f"gave {len(aa)} comparisons" in text and "false-difference rate 0.0%" in text
     assert f"in {len(injected)} of {len(injected)} cases" in text
-    assert "(CPU quota, tbf rate cap)" in text  # only the controls measured are named
+    # only the controls measured are named
+    assert "(CPU quota, CPU quota on a container, tbf rate cap)" in text
+    assert ('a 6% CPU cut on a container (1thread, against docker-bridge), was called "overhead" '
+            "by the study's rule at ±2% with 6 runs.") in text  # fmt: skip
     rate = json.loads((tmp_path / "processed" / "instrument_rate.json").read_text())
     assert rate["false_differences"] == 0
     md = (tmp_path / "tables" / "instrument_injected.md").read_text()
     assert "tbf rate 100 Mbit/s (MTU 1500)" in md and "CFS quota 0.5 CPU, 2 thread(s)" in md
+    assert "CFS quota 0.94 CPU on docker-bridge's container, 1 thread(s)" in md
+    table = instrument.injected_table(injected).set_index(["Control", "Variant"])
+    assert table.loc[("docker-cpuquota", "1thread"), "Verdict (margin)"] == "overhead (±2%)"
+    assert table.loc[("native-tbf", "tcp"), "Verdict (margin)"] == "n/a"  # no ratio, no rule
 
 
 def test_the_methods_section_states_the_check_from_the_generated_files(checked, tmp_path):
