@@ -31,14 +31,18 @@ COMPONENT_LABELS = {
 
 
 def per_run_summaries(
-    cells: dict[tuple, stats.RunSamples], statistics: dict[str, float] = STATISTICS
+    cells: dict[tuple, stats.RunSamples], statistics: dict[str, float] = STATISTICS,
+    counts: bool = False,
 ) -> pd.DataFrame:
-    """One row per (environment, mode, path, variant, run, statistic): the per-run percentile."""
+    """One row per (environment, mode, path, variant, run, statistic): the per-run percentile;
+    with ``counts`` also ``n_samples``, the run's samples (a percentile needs
+    ``stats.min_samples``)."""
     frames = []
     for (env, mode, path, variant), cell in cells.items():
         if not cell.n_runs:
             continue
         values = cell.run_quantiles(list(statistics.values()))
+        sizes = {"n_samples": [v.size for v in cell.values]} if counts else {}
         for j, name in enumerate(statistics):
             frames.append(
                 pd.DataFrame(
@@ -50,6 +54,7 @@ def per_run_summaries(
                         "run": cell.runs,
                         "statistic": name,
                         "value": values[:, j],
+                        **sizes,
                     }
                 )
             )

@@ -1,0 +1,353 @@
+"""The comparison engine: every benchmark's per-run values in one long frame, and every
+comparison with a baseline (native, or a rootless engine's rootful twin) in one standard frame.
+
+A benchmark declares here what it measures per run (``Measure``): the summary module's own
+function that turns its raw dataset into per-run values, the statistics it compares (a per-run
+median, or per-run percentiles of its samples), which way is better, the unit, its margin (a
+``common.margins`` key, or an absolute one in the measure's unit) and the statistic a reader
+quotes (``headline``). ``per_run`` applies them; ``compare`` turns the per-run values into one
+row per comparison with the functions of ``stats`` every summary uses (``log_ratio_equivalence``
+on the paired per-run log ratios, ``shift_equivalence`` where the verdict is on an absolute
+difference, ``adjust_verdicts`` across each summary table's comparisons), so its ratios,
+intervals, verdicts and MDEs are the summaries' own.
+
+Per-run values rest on clean windows (``schema.read_dataset`` leaves out the windows the
+interference watch flagged where their step has a clean one) and on runs with status ok.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from pipeline.analysis import coldstart as coldstart_analysis
+from pipeline.analysis import host as host_analysis
+from pipeline.analysis import latency as latency_analysis
+from pipeline.analysis import network as network_analysis
+from pipeline.analysis import stats
+from pipeline.analysis import throughput as throughput_analysis
+from pipeline.benchmarks import BENCHMARKS
+from pipeline.data import schema
+
+BASELINE = "native"
+CELL = ["environment", "benchmark", "mode", "path", "variant"]
+# A per-run value's identity besides its cell: the metric it is computed from and the per-run
+# statistic ("median" of a run's windows or samples, or a percentile "p50", "p99", ...).
+PER_RUN_COLUMNS = [
+    *CELL, "metric", "statistic", "run", "value", "unit", "higher_is_better", "n_samples",
+    "pilot",
+]  # fmt: skip
+KEYS = ["family", "environment", "benchmark", "path", "variant", "metric", "statistic"]
+COMPARE_COLUMNS = [
+    *KEYS, "mode", "baseline", "unit", "higher_is_better", "scale", "estimate", "lo", "hi",
+    "lo_eq", "hi_eq", "bound", "diff", "diff_lo", "diff_hi", "margin", "margin_abs",
+    "tost_p", "diff_p", "tost_p_adj", "diff_p_adj", "sd", "resolvable", "resolvable_log",
+    "resolvable_direction", "n_runs", "tost_reason", "verdict", "headline", "confidence",
+    "multiplicity",
+]  # fmt: skip
+PERCENTILES = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
+
+
+@dataclass(frozen=True)
+class Measure:
+    """What one benchmark compares per run.
+
+    ``values(raw_dir)``: the per-run values of the benchmark, columns ``environment``, ``mode``,
+    ``path``, ``variant``, ``metric``, ``statistic``, ``run``, ``value``, ``unit`` and
+    ``n_samples`` (samples behind a percentile; a run too short for one is not compared, as
+    ``stats.min_samples`` rules). ``higher_is_better``: the direction, or None when it follows
+    the unit (``host.higher_is_better``). ``margin``: a ``common.margins`` key (a relative
+    margin on the ratio), or the key of an absolute margin in ``compare``'s ``margins`` (its
+    value in the measure's unit; ``scale`` "shift"); None: no margin, a difference test only.
+    ``internet``: the key of the absolute margin (microseconds) the Internet path is judged on
+    instead of the ratio. ``family(variant)``: the summary table whose verdicts are adjusted
+    together. ``headline``: the statistic a reader quotes (the others are kept, not quoted).
+    ``pairs(modes)``: comparisons beyond every mode against native, as (mode, baseline)."""
+
+    benchmark: str
+    values: Callable[[Path], pd.DataFrame]
+    higher_is_better: bool | None
+    margin: str | None
+    headline: str = "median"
+    scale: str = "ratio"
+    internet: str | None = None
+    family: Callable[[str], str] | None = None  # variant -> table; None: the benchmark's
+    pairs: Callable[[Iterable[str]], list[tuple[str, str]]] | None = None
+
+
+def _throughput(raw: Path) -> pd.DataFrame:
+    samples, runs = throughput_analysis.load(raw)
+    tcp = throughput_analysis.per_run_throughput(samples, runs).assign(
+        variant=throughput_analysis.TCP_VARIANT, metric="received_gbps", unit="Gbit/s")
+    udp = throughput_analysis.per_run_udp(samples, runs)
+    received = udp.rename(columns={"received_gbps": "value"}).assign(
+        variant=throughput_analysis.UDP_VARIANT, metric="received_gbps", unit="Gbit/s")
+    loss = udp.rename(columns={"loss_pct": "value"}).assign(
+        variant=throughput_analysis.UDP_VARIANT, metric="loss_pct", unit="%")
+    out = pd.concat([tcp, received, loss], ignore_index=True)
+    return out.assign(statistic="median", n_samples=np.nan)  # fmt: skip
+
+
+def _quantiles(benchmark: str, metrics: dict[str, str]) -> Callable[[Path], pd.DataFrame]:
+    def values(raw: Path) -> pd.DataFrame:
+        cells = latency_analysis.load_cells(raw, benchmark, metrics)
+        if not cells:
+            return pd.DataFrame()
+        frame = network_analysis.per_run_summaries(cells, {"p50": 0.5, "p99": 0.99}, counts=True)
+        return frame.assign(metric=frame["variant"].map(metrics), unit="us")
+
+    return values
+
+
+def _host(benchmark: str) -> Callable[[Path], pd.DataFrame]:
+    def values(raw: Path) -> pd.DataFrame:
+        frame = host_analysis.per_run(*host_analysis.load(raw, benchmark))
+        return frame.assign(statistic="median")
+
+    return values
+
+
+def _coldstart(raw: Path) -> pd.DataFrame:
+    samples = schema.read_dataset(raw, "coldstart", "samples")
+    runs = schema.read_dataset(raw, "coldstart", "runs")
+    ok = coldstart_analysis.measured(coldstart_analysis.ok_samples(samples, runs))
+    qs = coldstart_analysis.QUANTILES
+    values = coldstart_analysis.per_run_percentiles(ok, qs)
+    # the summary pairs cold starts by (environment, mode, run); path and variant ride along
+    where = ok[["environment", "mode", "run", "path", "variant"]].drop_duplicates(
+        ["environment", "mode", "run"])
+    count = ok.groupby(["environment", "mode", "run"], as_index=False).size()
+    values = values.merge(where, on=["environment", "mode", "run"]).merge(
+        count.rename(columns={"size": "n_samples"}), on=["environment", "mode", "run"])
+    return values.assign(statistic=[coldstart_analysis.q_label(q) for q in values["q"]],
+                         metric=coldstart_analysis.METRIC, unit="s")  # fmt: skip
+
+
+def _throughput_family(variant: str) -> str:
+    return "throughput-udp" if variant == throughput_analysis.UDP_VARIANT else "throughput"
+
+
+def _rootful_pairs(modes: Iterable[str]) -> list[tuple[str, str]]:
+    return list(coldstart_analysis.ROOTLESS_VS_ROOTFUL)
+
+
+def _registry() -> dict[str, Measure]:
+    def margin(name: str) -> str | None:
+        declared = BENCHMARKS.get(name)
+        return declared.margin if declared is not None else None
+
+    out = {
+        "throughput": Measure("throughput", _throughput, True, margin("throughput"),
+                              family=_throughput_family),
+        "latency": Measure("latency", _quantiles("latency", latency_analysis.LATENCY_METRICS),
+                           False, margin("latency"), "p50", internet="internet_us"),
+        "http": Measure("http", _quantiles("http", latency_analysis.HTTP_METRICS), False,
+                        margin("http"), "p50", internet="internet_us"),
+        "coldstart": Measure("coldstart", _coldstart, False, None, "p50",
+                             pairs=_rootful_pairs),
+    }  # fmt: skip
+    for name, declared in BENCHMARKS.items():
+        if declared.analysis == "host":
+            out[name] = Measure(name, _host(name), None, declared.margin)
+    return out
+
+
+MEASURES: dict[str, Measure] = _registry()
+# The UDP loss is judged on percentage points against ``udp_loss`` (params.yaml's
+# udp_loss_margin, a fraction of the datagrams), in the UDP table with the received rate.
+ABSOLUTE = {("throughput", "loss_pct"): "udp_loss"}
+
+
+def _pilots(raw: Path, benchmark: str) -> pd.DataFrame | None:
+    """Each cell's Stein pilot (``schema.pilot_of``), or None for an unplanned campaign."""
+    runs = schema.read_dataset(raw, benchmark, "runs")
+    if schema.PILOT not in runs or not runs[schema.PILOT].notna().any():
+        return None
+    keys = ["environment", "mode", "path", "variant"]
+    rows = [(*key, schema.pilot_of(part)) for key, part in runs.groupby(keys, dropna=False)]
+    return pd.DataFrame(rows, columns=[*keys, "pilot"])
+
+
+def per_run(raw_dir: Path | str, benchmarks: Iterable[str] | None = None) -> pd.DataFrame:
+    """Every (or each named) benchmark's per-run values under ``raw_dir`` in one long frame,
+    ``PER_RUN_COLUMNS``: one row per (environment, benchmark, mode, path, variant, metric,
+    statistic, run). ``pilot``: the cell's Stein pilot pairs (NaN for fixed runs)."""
+    raw = Path(raw_dir)
+    names = list(MEASURES) if benchmarks is None else list(benchmarks)
+    frames = []
+    for name in names:
+        measure = MEASURES[name]
+        if not schema.has_dataset(raw, name):
+            continue
+        frame = measure.values(raw)
+        if frame.empty:
+            continue
+        frame = frame.assign(benchmark=name)
+        hib = measure.higher_is_better
+        frame["higher_is_better"] = (
+            [host_analysis.higher_is_better(u) for u in frame["unit"]] if hib is None else hib)
+        if (name, "loss_pct") in ABSOLUTE:
+            frame.loc[frame["metric"] == "loss_pct", "higher_is_better"] = False
+        pilots = _pilots(raw, name)
+        if pilots is None:
+            frame["pilot"] = np.nan
+        else:
+            frame = frame.merge(pilots, on=["environment", "mode", "path", "variant"], how="left")
+        frames.append(frame.reindex(columns=PER_RUN_COLUMNS))
+    if not frames:
+        return pd.DataFrame(columns=PER_RUN_COLUMNS)
+    out = pd.concat(frames, ignore_index=True).dropna(subset=["value"])
+    out["higher_is_better"] = out["higher_is_better"].astype(bool)
+    return out.sort_values(PER_RUN_COLUMNS[:8], ignore_index=True, kind="stable")
+
+
+def _family(measure: Measure, variant: str) -> str:
+    return measure.family(variant) if measure.family else measure.benchmark
+
+
+def _long_enough(part: pd.DataFrame, statistic: str) -> pd.Series:
+    """Per run, whether it has the samples its percentile needs (``stats.min_samples``)."""
+    q = PERCENTILES.get(statistic)
+    if q is None:
+        return pd.Series(True, index=part.index)
+    return part["n_samples"].fillna(np.inf) >= stats.min_samples(q)
+
+
+def _comparison(key: dict, part: pd.DataFrame, mode: str, baseline: str, measure: Measure,
+                margins: Mapping[str, float], confidence: float) -> dict | None:  # fmt: skip
+    """One row of ``compare`` (before the table's adjustment), or None: a side not measured."""
+    wide = part[part["mode"].isin([mode, baseline])].pivot(index="run", columns="mode",
+                                                           values=["value", "ok"])  # fmt: skip
+    if mode not in wide["value"] or baseline not in wide["value"]:
+        return None
+    both = wide["value"][[mode, baseline]].dropna().sort_index()
+    if both.empty:
+        return None
+    x, y = both[mode].to_numpy(float), both[baseline].to_numpy(float)
+    hib = bool(part["higher_is_better"].iloc[0])
+    pilot = part.loc[part["mode"] == mode, "pilot"].dropna()
+    pilot = int(pilot.iloc[0]) if len(pilot) else None
+    short = not bool(wide["ok"].loc[both.index, [mode, baseline]].astype(bool).all().all())
+    path, metric = key["path"], key["metric"]
+    absolute = ABSOLUTE.get((measure.benchmark, metric))
+    if absolute is None and path == "internet" and measure.internet in margins:
+        absolute = measure.internet
+    relative = margins.get(measure.margin) if measure.margin else None
+    nan = float("nan")
+    scale = "shift" if (measure.benchmark, metric) in ABSOLUTE else "ratio"
+    row = {**key, "mode": mode, "baseline": baseline, "unit": part["unit"].iloc[0],
+           "higher_is_better": hib, "scale": scale, "margin": nan, "margin_abs": nan,
+           "n_runs": int(x.size), "confidence": confidence,
+           "headline": key["statistic"] == measure.headline}  # fmt: skip
+    if short:
+        return row | {"estimate": nan, "verdict": None, "tost_reason": "a run too short"}
+    d = x - y
+    row["diff"] = float(d.mean())
+    if d.size >= 2:
+        row["diff_lo"], row["diff_hi"] = stats._t_interval(d, confidence, pilot)
+    if row["scale"] == "shift":
+        margin_abs = 100.0 * margins[absolute]  # a fraction of the datagrams, in points
+        eq = stats.shift_equivalence(x, y, margin_abs, confidence, hib, pilot)
+        return row | {"estimate": eq.shift, "lo": eq.lo, "hi": eq.hi, "lo_eq": eq.lo_eq,
+                      "hi_eq": eq.hi_eq, "margin_abs": margin_abs, "tost_p": eq.tost_p,
+                      "diff_p": eq.diff_p, "sd": eq.sd, "resolvable": eq.resolvable,
+                      "tost_reason": eq.reason, "verdict": eq.verdict}  # fmt: skip
+    if relative is None and absolute is None:  # no margin fixed: the difference test alone
+        alpha = round(1.0 - confidence, 12)
+        t = stats.tost_log_ratio(x, y, 0.5, alpha, pilot)
+        return row | {"estimate": t.ratio, "lo": t.ci_lo, "hi": t.ci_hi,
+                      "tost_p": nan, "diff_p": t.diff_p, "sd": t.sd_log,
+                      "resolvable": t.resolvable,
+                      "verdict": stats.difference_verdict(x, y, hib, alpha)}  # fmt: skip
+    eq = stats.log_ratio_equivalence(x, y, relative or 0.05, confidence, hib, pilot)
+    row |= {"estimate": eq.ratio, "lo": eq.lo, "hi": eq.hi, "lo_eq": eq.lo_eq, "hi_eq": eq.hi_eq,
+            "margin": relative if relative is not None else nan, "tost_p": eq.tost.p_value,
+            "diff_p": eq.tost.diff_p, "sd": eq.tost.sd_log, "resolvable": eq.tost.resolvable,
+            "tost_reason": eq.tost.reason, "verdict": eq.verdict}  # fmt: skip
+    if absolute is not None:  # the ratio is kept, the verdict is on the added microseconds
+        eq = stats.shift_equivalence(x, y, margins[absolute], confidence, hib, pilot)
+        row |= {"lo_eq": nan, "hi_eq": nan, "margin": nan, "margin_abs": margins[absolute],
+                "tost_p": eq.tost_p, "diff_p": eq.diff_p, "sd": eq.sd,
+                "resolvable": eq.resolvable, "tost_reason": eq.reason,
+                "verdict": eq.verdict}  # fmt: skip
+    return row
+
+
+def compare(
+    per_run_values: pd.DataFrame,
+    margins: Mapping[str, float],
+    confidence: float = 0.95,
+    multiplicity: str = "holm",
+) -> pd.DataFrame:
+    """The standard comparison frame (``COMPARE_COLUMNS``): one row per (environment,
+    benchmark, path, variant, metric, statistic) and mode against its baseline (native on the
+    same path and variant; for cold start also each rootless engine against its rootful twin).
+
+    ``estimate``: the geometric mean of the per-run ratios over the runs both measured
+    (``scale`` "ratio"), or the mean per-run difference in the unit (``scale`` "shift": UDP
+    loss in points), with its ``confidence`` t interval ``lo``/``hi``; ``bound``: the end of
+    that interval on the worse side, the most a reader can say the mode costs; ``diff``: the
+    mean per-run difference in the unit with its interval. ``verdict``: the study's rule against
+    the benchmark's margin (``margins``: ``common.margins`` keys, ``udp_loss`` a fraction of the
+    datagrams, ``internet_us`` the Internet path's margin in microseconds; a benchmark without
+    one gets the difference test alone), adjusted with the other comparisons of its summary
+    table (``family``) by ``multiplicity``; ``resolvable`` the minimum detectable effect under
+    that rule. A percentile some paired run is too short for has no estimate."""
+    data = per_run_values.assign(ok=lambda f: [bool(v) for v in _ok(f)])
+    rows = []
+    groups = ["environment", "benchmark", "path", "variant", "metric", "statistic"]
+    for key, part in data.groupby(groups, sort=False, dropna=False):
+        key = dict(zip(groups, key, strict=True))
+        measure = MEASURES[key["benchmark"]]
+        key = {"family": _family(measure, key["variant"]), **key}
+        modes = sorted(set(part["mode"]))
+        pairs = [(m, BASELINE) for m in modes if m != BASELINE]
+        pairs += [p for p in (measure.pairs(modes) if measure.pairs else []) if p not in pairs]
+        for mode, baseline in pairs:
+            row = _comparison(key, part, mode, baseline, measure, margins, confidence)
+            if row is not None:
+                rows.append(row)
+    out = pd.DataFrame(rows, columns=COMPARE_COLUMNS)
+    if out.empty:
+        return out
+    adjusted = []
+    alpha = round(1.0 - confidence, 12)
+    for _, table in out.groupby("family", sort=False):
+        # a shift is read as a ratio to its centre: the side of "no difference" is what counts
+        side = np.where(table["scale"] == "shift", 1.0 + table["estimate"], table["estimate"])
+        table = table.assign(_side=side)
+        table = stats.adjust_verdicts(
+            table, multiplicity, alpha, "higher_is_better", (("verdict", "tost_p", "diff_p",
+                                                               "_side"),),
+            mde=[stats.MdeColumns("resolvable", "sd", "n_runs", "margin_abs")])  # fmt: skip
+        adjusted.append(table.drop(columns="_side"))
+    out = pd.concat(adjusted, ignore_index=True)
+    worse_high = ~out["higher_is_better"].astype(bool)
+    out["bound"] = np.where(worse_high, out["hi"], out["lo"])
+    return out[COMPARE_COLUMNS]
+
+
+def _ok(frame: pd.DataFrame) -> pd.Series:
+    """Per row, whether the run has the samples its statistic needs."""
+    ok = pd.Series(True, index=frame.index)
+    for statistic, part in frame.groupby("statistic"):
+        ok.loc[part.index] = _long_enough(part, statistic)
+    return ok
+
+
+def margins_of(
+    margins: Mapping[str, float], udp_loss_margin: float | None = None,
+    internet_margin_us: float | None = None,
+) -> dict[str, float]:  # fmt: skip
+    """``compare``'s margins: params.yaml's ``common.margins`` plus the absolute ones of its
+    ``analysis`` section where set (``udp_loss``, ``internet_us``)."""
+    out = {k: float(v) for k, v in margins.items()}
+    if udp_loss_margin is not None:
+        out["udp_loss"] = float(udp_loss_margin)
+    if internet_margin_us is not None:
+        out["internet_us"] = float(internet_margin_us)
+    return out

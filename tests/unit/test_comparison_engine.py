@@ -1,0 +1,186 @@
+"""The comparison engine (pipeline/analysis/engine.py) against the summaries it replaces: on the
+committed raw fixture, ``compare(per_run(...))`` gives every comparison with native that
+article/comparisons.py finds in the committed processed fixture the same ratio, interval and
+verdict (1e-9), and the same minimum detectable effect and loss verdicts as the summary modules
+compute today on that raw fixture. Plus known answers of the engine's own rules."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipeline.analysis import coldstart, engine, host, latency, stats, throughput
+from pipeline.analysis.article.comparisons import comparisons
+from pipeline.data import schema
+
+RAW = "tests/fixtures/raw"
+PROCESSED = "tests/fixtures/processed"
+MARGINS = engine.margins_of({"network": 0.05, "cpu": 0.02, "memory": 0.02, "disk": 0.02},
+                            udp_loss_margin=0.005, internet_margin_us=100.0)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def per_run() -> pd.DataFrame:
+    return engine.per_run(RAW)
+
+
+@pytest.fixture(scope="module")
+def compared(per_run) -> pd.DataFrame:
+    return engine.compare(per_run, MARGINS, 0.95, "holm")
+
+
+def _one(compared: pd.DataFrame, **where) -> pd.Series:
+    sel = compared
+    for k, v in where.items():
+        sel = sel[sel[k] == v]
+    assert len(sel) == 1, where
+    return sel.iloc[0]
+
+
+def _close(a, b) -> bool:
+    if a is None or (isinstance(a, float) and math.isnan(a)):
+        return b is None or (isinstance(b, float) and math.isnan(b))
+    return abs(float(a) - float(b)) <= 1e-9 * max(1.0, abs(float(a)))
+
+
+def test_per_run_frame_has_the_standard_shape(per_run):
+    assert list(per_run.columns) == engine.PER_RUN_COLUMNS
+    assert not per_run.duplicated(
+        ["environment", "benchmark", "mode", "path", "variant", "metric", "statistic", "run"]
+    ).any()
+    assert set(per_run["benchmark"]) == {"throughput", "latency", "http", "cpu", "memory",
+                                         "coldstart"}  # fmt: skip
+    # direction: rates up, times and loss down
+    hib = per_run.groupby(["benchmark", "metric"])["higher_is_better"].agg(set)
+    assert hib[("throughput", "received_gbps")] == {True}
+    assert hib[("throughput", "loss_pct")] == {False}
+    assert hib[("latency", "udp_rtt")] == {False}
+    assert hib[("coldstart", "coldstart_s")] == {False}
+
+
+def test_per_run_values_are_the_summaries_own(per_run):
+    samples, runs = throughput.load(RAW)
+    tcp = throughput.per_run_throughput(samples, runs)
+    mine = per_run[(per_run["benchmark"] == "throughput") & (per_run["variant"] == "tcp")]
+    assert len(mine) == len(tcp)
+    np.testing.assert_array_equal(
+        mine.sort_values(["mode", "path", "run"])["value"].to_numpy(),
+        tcp.sort_values(["mode", "path", "run"])["value"].to_numpy(),
+    )
+    values = host.per_run(*host.load(RAW, "cpu"))
+    mine = per_run[per_run["benchmark"] == "cpu"]
+    assert len(mine) == len(values)
+    assert mine["value"].sum() == pytest.approx(values["value"].sum(), rel=1e-12)
+
+
+def test_every_comparison_the_article_reads_is_reproduced(compared):
+    found = comparisons(PROCESSED)
+    assert len(found) == 77
+    for c in found:
+        where = dict(environment=c.environment, benchmark=c.benchmark, mode=c.mode, path=c.path,
+                     variant=c.variant, statistic=c.statistic or "median", baseline="native")
+        if c.benchmark == "throughput":
+            where["metric"] = "received_gbps"
+        r = _one(compared, **where)
+        assert _close(c.ratio, r["estimate"]), (where, c.ratio, r["estimate"])
+        assert _close(c.lo, r["lo"]) and _close(c.hi, r["hi"]), where
+        assert c.verdict == r["verdict"], where
+        assert c.margin is None or _close(c.margin, r["margin"]) or c.margin_us is not None
+
+
+def test_minimum_detectable_effects_are_the_summaries(compared):
+    """The committed processed fixture predates the MDE under each table's rule, so the MDEs
+    are checked against the summary modules run on the raw fixture now."""
+    samples, runs = throughput.load(RAW)
+    tcp = throughput.summarise(samples, runs, 0.95, 0.05, "holm")
+    udp = throughput.summarise_udp(samples, runs, 0.95, 0.05, "holm", 0.005)
+    for summary, variant in ((tcp, "tcp"), (udp, "udp")):
+        for r in summary[summary["verdict"].notna()].itertuples():
+            got = _one(compared, benchmark="throughput", variant=variant, mode=r.mode,
+                       path=r.path, metric="received_gbps")  # fmt: skip
+            assert _close(r.resolvable, got["resolvable"]), (variant, r.mode)
+            assert got["multiplicity"] == r.multiplicity
+    for r in udp[udp["loss_verdict"].notna()].itertuples():
+        got = _one(compared, benchmark="throughput", variant="udp", mode=r.mode, path=r.path,
+                   metric="loss_pct")  # fmt: skip
+        assert got["scale"] == "shift"
+        assert _close(r.loss_shift_pp, got["estimate"])
+        assert _close(r.loss_shift_lo_pp, got["lo"]) and _close(r.loss_shift_hi_pp, got["hi"])
+        assert r.loss_verdict == got["verdict"]
+        assert _close(r.loss_resolvable_pp, got["resolvable"])
+    cells = latency.load_cells(RAW, "latency", latency.LATENCY_METRICS)
+    lat = latency.summarise(cells, latency.load_runs(RAW, "latency"), internet_margin_us=100.0)
+    checked = 0
+    for r in lat[lat["verdict_p50"].notna()].to_dict("records"):
+        for stat in ("p50", "p99"):
+            got = _one(compared, benchmark="latency", mode=r["mode"], path=r["path"],
+                       variant=r["variant"], statistic=stat)  # fmt: skip
+            assert _close(r[f"resolvable_{stat}"], got["resolvable"]), (r["mode"], stat)
+            assert got["multiplicity"] == r["multiplicity"]
+            checked += 1
+    assert checked == 36  # "holm across 36 comparisons": the table's family is the engine's
+
+
+def test_coldstart_family_holds_the_rootful_twin(compared):
+    samples = schema.read_dataset(RAW, "coldstart", "samples")
+    runs = schema.read_dataset(RAW, "coldstart", "runs")
+    summary = coldstart.summarise(samples, runs)
+    twin = summary[summary["rootful_verdict_p50"].notna()].iloc[0]
+    got = _one(compared, benchmark="coldstart", mode=twin["mode"], baseline=twin["rootful_mode"],
+               statistic="p50")  # fmt: skip
+    assert _close(twin["rootful_ratio_p50"], got["estimate"])
+    assert twin["rootful_verdict_p50"] == got["verdict"]
+    assert got["multiplicity"] == summary["multiplicity"].iloc[0] == "holm across 4 comparisons"
+    # no margin for start times: never "equivalent", no TOST
+    cold = compared[compared["benchmark"] == "coldstart"]
+    assert cold["tost_p"].isna().all()
+    assert "equivalent" not in set(cold["verdict"])
+
+
+def test_bound_is_the_far_end_on_the_worse_side(compared):
+    ok = compared[compared["estimate"].notna() & compared["lo"].notna()]
+    rate = ok[ok["higher_is_better"]]
+    time = ok[~ok["higher_is_better"].astype(bool)]
+    assert len(rate) and len(time)
+    np.testing.assert_array_equal(rate["bound"], rate["lo"])
+    np.testing.assert_array_equal(time["bound"], time["hi"])
+
+
+def test_a_known_comparison_from_constructed_runs():
+    """Four runs, mode = native x (1.02, 0.98, 1.01, 0.99) on a rate: the geometric mean of
+    the ratios, its t interval and the TOST verdict at 5%, by hand."""
+    ratios = np.array([1.02, 0.98, 1.01, 0.99])
+    native = np.array([10.0, 11.0, 9.0, 10.5])
+    rows = [{"environment": "e", "benchmark": "cpu", "mode": m, "path": "host", "variant": "v",
+             "metric": "events", "statistic": "median", "run": i + 1, "value": v, "unit": "ev/s",
+             "higher_is_better": True, "n_samples": 10, "pilot": np.nan}
+            for m, vals in (("native", native), ("docker-bridge", native * ratios))
+            for i, v in enumerate(vals)]  # fmt: skip
+    out = engine.compare(pd.DataFrame(rows), {"cpu": 0.05}, 0.95, "holm")
+    r = out.iloc[0]
+    d = np.log(ratios)
+    half = 3.182446305284263 * d.std(ddof=1) / 2.0  # t(0.975, 3) * sd / sqrt(4)
+    assert r["estimate"] == pytest.approx(np.exp(d.mean()), rel=1e-12)
+    assert r["lo"] == pytest.approx(np.exp(d.mean() - half), rel=1e-9)
+    assert r["hi"] == pytest.approx(np.exp(d.mean() + half), rel=1e-9)
+    assert r["verdict"] == "equivalent"  # 90% interval inside [0.95, 1.05]
+    assert r["bound"] == r["lo"]
+    assert r["diff"] == pytest.approx(float(np.mean(native * ratios - native)), rel=1e-12)
+    assert r["multiplicity"] == "holm across 1 comparisons"
+    # at a 1% margin the same runs cannot be called equivalent
+    tight = engine.compare(pd.DataFrame(rows), {"cpu": 0.01}, 0.95, "holm").iloc[0]
+    assert tight["verdict"] == "inconclusive"
+
+
+def test_a_percentile_a_run_is_too_short_for_is_not_compared():
+    need = stats.min_samples(0.99)
+    rows = [{"environment": "e", "benchmark": "latency", "mode": m, "path": "dc", "variant": "udp",
+             "metric": "udp_rtt", "statistic": "p99", "run": run, "value": 50.0 + run + (m == "x"),
+             "unit": "us", "higher_is_better": False, "pilot": np.nan,
+             "n_samples": need - 1 if (m, run) == ("x", 2) else need}
+            for m in ("native", "x") for run in (1, 2, 3)]  # fmt: skip
+    r = engine.compare(pd.DataFrame(rows), MARGINS).iloc[0]
+    assert math.isnan(r["estimate"]) and r["verdict"] is None
