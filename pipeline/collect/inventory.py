@@ -479,8 +479,8 @@ def _resolve_link(
 ) -> tuple[Path, os.stat_result, bool] | None:
     """The file a key or known_hosts path names, without following a link blindly: (the real
     file, its status, whether the user controls it), or None once a problem is reported."""
-    if not stat.S_ISLNK(lst.st_mode):
-        return p, lst, _controlled(Path(os.path.realpath(p)), lst, _places(base_dir))
+    if not stat.S_ISLNK(lst.st_mode):  # named directly: the user's to change if they own it
+        return p, lst, lst.st_uid == os.getuid()
     target = Path(os.path.realpath(p))
     try:
         st = os.stat(target)
