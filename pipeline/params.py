@@ -492,8 +492,11 @@ def _check_modes(check: _Check, modes: dict) -> None:
 
     for name, value in modes.items():
         if name not in BENCHMARKS:
-            check.add(f"modes.{name}", f"not a benchmark{_suggest(name, BENCHMARKS)}; "
-                                       f"benchmarks: {', '.join(BENCHMARKS)}")  # fmt: skip
+            shown = settings_yaml.key_text(name)  # an unknown key is named only if name-like
+            hidden = shown.startswith("(")
+            check.add(f"modes.{'?' if hidden else name}",
+                      f"not a benchmark{f' {shown}' if hidden else _suggest(name, BENCHMARKS)}; "
+                      f"benchmarks: {', '.join(BENCHMARKS)}")  # fmt: skip
             continue
         if value == "all":
             continue
