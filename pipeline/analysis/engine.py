@@ -66,7 +66,9 @@ class Measure:
     ``internet``: the key of the absolute margin (microseconds) the Internet path is judged on
     instead of the ratio. ``family(variant)``: the summary table whose verdicts are adjusted
     together. ``headline``: the statistic a reader quotes (the others are kept, not quoted).
-    ``pairs(modes)``: comparisons beyond every mode against native, as (mode, baseline)."""
+    ``pairs(modes)``: comparisons beyond every mode against native, as (mode, baseline).
+    ``fixed``: variants measured at a rate the setup fixes (UDP at an offered load), whose
+    comparisons are kept but never a headline."""
 
     benchmark: str
     values: Callable[[Path], pd.DataFrame]
@@ -77,6 +79,7 @@ class Measure:
     internet: str | None = None
     family: Callable[[str], str] | None = None  # variant -> table; None: the benchmark's
     pairs: Callable[[Iterable[str]], list[tuple[str, str]]] | None = None
+    fixed: frozenset[str] = frozenset()  # variants whose rate the setup fixes: never quoted
 
 
 def _throughput(raw: Path) -> pd.DataFrame:
@@ -142,17 +145,17 @@ def _registry() -> dict[str, Measure]:
 
     out = {
         "throughput": Measure("throughput", _throughput, True, margin("throughput"),
-                              family=_throughput_family),
+                              family=_throughput_family,
+                              fixed=frozenset({throughput_analysis.UDP_VARIANT})),
         "latency": Measure("latency", _quantiles("latency", latency_analysis.LATENCY_METRICS),
                            False, margin("latency"), "p50", internet="internet_us"),
         "http": Measure("http", _quantiles("http", latency_analysis.HTTP_METRICS), False,
                         margin("http"), "p50", internet="internet_us"),
-        "coldstart": Measure("coldstart", _coldstart, False, None, "p50",
-                             pairs=_rootful_pairs),
     }  # fmt: skip
     for name, declared in BENCHMARKS.items():
         if declared.analysis == "host":
             out[name] = Measure(name, _host(name), None, declared.margin)
+    out["coldstart"] = Measure("coldstart", _coldstart, False, None, "p50", pairs=_rootful_pairs)
     return out
 
 
@@ -175,7 +178,8 @@ def _pilots(raw: Path, benchmark: str) -> pd.DataFrame | None:
 def per_run(raw_dir: Path | str, benchmarks: Iterable[str] | None = None) -> pd.DataFrame:
     """Every (or each named) benchmark's per-run values under ``raw_dir`` in one long frame,
     ``PER_RUN_COLUMNS``: one row per (environment, benchmark, mode, path, variant, metric,
-    statistic, run). ``pilot``: the cell's Stein pilot pairs (NaN for fixed runs)."""
+    statistic, run), benchmarks in ``MEASURES``' order, each in its summary's own order.
+    ``pilot``: the cell's Stein pilot pairs (NaN for fixed runs)."""
     raw = Path(raw_dir)
     names = list(MEASURES) if benchmarks is None else list(benchmarks)
     frames = []
@@ -202,11 +206,15 @@ def per_run(raw_dir: Path | str, benchmarks: Iterable[str] | None = None) -> pd.
         return pd.DataFrame(columns=PER_RUN_COLUMNS)
     out = pd.concat(frames, ignore_index=True).dropna(subset=["value"])
     out["higher_is_better"] = out["higher_is_better"].astype(bool)
-    return out.sort_values(PER_RUN_COLUMNS[:8], ignore_index=True, kind="stable")
+    return out.reset_index(drop=True)
 
 
 def _family(measure: Measure, variant: str) -> str:
     return measure.family(variant) if measure.family else measure.benchmark
+
+
+def _headline(measure: Measure, variant: str, statistic: str) -> bool:
+    return statistic == measure.headline and variant not in measure.fixed
 
 
 def _long_enough(part: pd.DataFrame, statistic: str) -> pd.Series:
@@ -242,7 +250,7 @@ def _comparison(key: dict, part: pd.DataFrame, mode: str, baseline: str, measure
     row = {**key, "mode": mode, "baseline": baseline, "unit": part["unit"].iloc[0],
            "higher_is_better": hib, "scale": scale, "margin": nan, "margin_abs": nan,
            "n_runs": int(x.size), "confidence": confidence,
-           "headline": key["statistic"] == measure.headline}  # fmt: skip
+           "headline": _headline(measure, key["variant"], key["statistic"])}  # fmt: skip
     if short:
         return row | {"estimate": nan, "verdict": None, "tost_reason": "a run too short"}
     d = x - y
@@ -337,6 +345,23 @@ def _ok(frame: pd.DataFrame) -> pd.Series:
     for statistic, part in frame.groupby("statistic"):
         ok.loc[part.index] = _long_enough(part, statistic)
     return ok
+
+
+def relative(per_run_values: pd.DataFrame, headline: bool = False) -> pd.DataFrame:
+    """The per-run values judged as ratios, each named by what a table calls it: a percentile
+    by its statistic ("p50"), a per-run median by its metric. Runs too short for their
+    percentile (``stats.min_samples``) and values judged on an absolute scale (UDP loss in
+    points) are left out; with ``headline`` also every statistic but the one a reader quotes
+    and the variants whose rate the setup fixes (``Measure``)."""
+    absolute = [m for (_, m) in ABSOLUTE]
+    keep = _ok(per_run_values).to_numpy(bool) & ~per_run_values["metric"].isin(absolute)
+    if headline:
+        keep &= np.array([_headline(MEASURES[b], v, s) for b, v, s in zip(
+            per_run_values["benchmark"], per_run_values["variant"],
+            per_run_values["statistic"], strict=True)], dtype=bool)  # fmt: skip
+    out = per_run_values[keep]
+    name = out["statistic"].where(out["statistic"].isin(list(PERCENTILES)), out["metric"])
+    return out.assign(metric=name).reset_index(drop=True)
 
 
 def margins_of(

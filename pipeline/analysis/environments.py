@@ -15,13 +15,14 @@ difference of two independent means on the log scale: Welch's t interval and tes
 margin from ``common.margins``, then the difference test), and the table's p-values adjusted
 together (``stats.adjust_verdicts``).
 
-The per-run values are the ones each benchmark's summary uses: iperf3's receiver-side TCP
-total, the per-run p50 of latency and HTTP round trips, the per-run median of the host
-benchmarks' per-second rates, compile time and system-call costs (cpu, memory, disk,
-syscall). Left out: UDP throughput (at a fixed offered rate its figure of merit is the loss,
-judged in percentage points), tail percentiles, the Internet path (judged on added
-microseconds, and its emulated WAN is not the environment's own), and the benchmarks without a
-margin (cold start, footprint, density, orchestration, load balancing).
+The per-run values are the ones each benchmark's summary uses (``engine.per_run``), the
+statistic its readers quote (``engine.relative``): iperf3's receiver-side TCP total, the
+per-run p50 of latency and HTTP round trips, the per-run median of the host benchmarks'
+per-second rates, compile time and system-call costs (cpu, memory, disk, syscall). Left
+out: UDP throughput (at a fixed offered rate its figure of merit is the loss, judged in
+percentage points), tail percentiles, the Internet path (judged on added microseconds, and its
+emulated WAN is not the environment's own), and the benchmarks without a margin (cold start,
+footprint, density, orchestration, load balancing).
 """
 
 from __future__ import annotations
@@ -32,19 +33,10 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from pipeline.analysis import host as host_analysis
-from pipeline.analysis import latency as latency_analysis
-from pipeline.analysis import network as network_analysis
-from pipeline.analysis import stats, tables
-from pipeline.analysis import throughput as throughput_analysis
-from pipeline.benchmarks import BENCHMARKS
-from pipeline.data import schema
+from pipeline.analysis import engine, stats, tables
 
 BASELINE = "native"
 PATHS = ("dc", "local", "host")
-HOST = tuple(n for n, b in BENCHMARKS.items() if b.analysis == "host")  # cpu, memory, disk, syscall
-QUANTILE_BENCHMARKS = {"latency": latency_analysis.LATENCY_METRICS,
-                       "http": latency_analysis.HTTP_METRICS}  # fmt: skip
 KEYS = ["benchmark", "path", "variant", "metric"]
 VALUE_COLUMNS = [*KEYS, "environment", "mode", "run", "value", "higher_is_better"]
 COLUMNS = [
@@ -66,39 +58,18 @@ WORDS = {
 
 def per_run_values(raw_dir: Path | str, paths=PATHS) -> pd.DataFrame:
     """Every covered benchmark's per-run values, across every environment under ``raw_dir``:
-    ``VALUE_COLUMNS`` (``higher_is_better`` is the statistic's direction)."""
-    raw = Path(raw_dir)
-    frames = []
-    if schema.has_dataset(raw, "throughput"):
-        samples, runs = throughput_analysis.load(raw)
-        tcp = throughput_analysis.per_run_throughput(samples, runs)
-        frames.append(tcp.assign(benchmark="throughput", variant=throughput_analysis.TCP_VARIANT,
-                                 metric="received_gbps", higher_is_better=True))  # fmt: skip
-    for benchmark, metrics in QUANTILE_BENCHMARKS.items():
-        if schema.has_dataset(raw, benchmark):
-            cells = latency_analysis.load_cells(raw, benchmark, metrics)
-            if cells:
-                frame = network_analysis.per_run_summaries(cells, {"p50": 0.5})
-                frames.append(frame.rename(columns={"statistic": "metric"}).assign(
-                    benchmark=benchmark, higher_is_better=False))  # fmt: skip
-    for benchmark in HOST:
-        if schema.has_dataset(raw, benchmark):
-            samples, runs = host_analysis.load(raw, benchmark)
-            values = host_analysis.per_run(samples, runs)
-            values["higher_is_better"] = [host_analysis.higher_is_better(u) for u in
-                                          values["unit"]]  # fmt: skip
-            frames.append(values.assign(benchmark=benchmark))
-    if not frames:
-        return pd.DataFrame(columns=VALUE_COLUMNS)
-    out = pd.concat([f[VALUE_COLUMNS] for f in frames], ignore_index=True)
-    out = out[out["path"].isin(paths) & (out["value"] > 0)].dropna(subset=["value"])
-    return out.reset_index(drop=True)
+    ``VALUE_COLUMNS`` (``higher_is_better`` is the statistic's direction). Covered: the
+    statistic each benchmark's readers quote (``engine.relative``), where it has a margin."""
+    values = engine.relative(engine.per_run(raw_dir), headline=True)
+    keep = values["path"].isin(paths) & (values["value"] > 0)
+    keep &= values["benchmark"].map(lambda b: engine.MEASURES[b].margin is not None)
+    return values.loc[keep, VALUE_COLUMNS].reset_index(drop=True)
 
 
 def margin_of(benchmark: str, margins: dict[str, float]) -> float | None:
     """The benchmark's equivalence margin from ``common.margins`` (None: it has none)."""
-    declared = BENCHMARKS.get(benchmark)
-    key = declared.margin if declared is not None else None
+    measure = engine.MEASURES.get(benchmark)
+    key = measure.margin if measure is not None else None
     return margins.get(key) if key else None
 
 

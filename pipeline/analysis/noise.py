@@ -9,11 +9,13 @@ paired comparison with native resolves at the runs measured (``resolvable_pct``:
 cancels in a paired ratio, so its per-run SD is about ``sqrt(2)`` residual SDs; relative SDs
 stand in for SDs of logs; ``stats.resolvable``).
 
-Per-run values are the ones each benchmark's summary uses: iperf3's receiver-side total (TCP)
-and received rate (UDP), the per-run p50 and p99 of latency and HTTP round trips, the per-run
-median of sysbench's and fio's per-second rates and of the compile time, and the per-run median
-of the cold-start times. Benchmarks without a native baseline (footprint, density,
-orchestration, lb) compare engines or balancers with each other and are not decomposed here.
+Per-run values are the ones each benchmark's summary compares (``engine.per_run``): iperf3's
+receiver-side total (TCP) and received rate (UDP), the per-run p50 and p99 of latency and HTTP
+round trips, the per-run median of the host benchmarks' per-second rates, compile time and
+system-call costs (cpu, memory, disk, syscall), and the per-run percentiles of the cold-start
+times; a percentile is left out where a run is too short for it (``stats.min_samples``), as
+in the summaries. Benchmarks without a native baseline (footprint, density, orchestration, lb)
+compare engines or balancers with each other and are not decomposed here.
 """
 
 from __future__ import annotations
@@ -23,12 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pipeline.analysis import host as host_analysis
-from pipeline.analysis import latency as latency_analysis
-from pipeline.analysis import network as network_analysis
-from pipeline.analysis import stats
-from pipeline.analysis import throughput as throughput
-from pipeline.data import schema
+from pipeline.analysis import engine, stats
 
 BASELINE = "native"
 KEYS = ["benchmark", "environment", "path", "variant", "metric"]
@@ -40,7 +37,6 @@ COLUMNS = [
     "cv_sd_within_lo_pct", "cv_sd_within_hi_pct", "resolvable_pct", "confidence", "n_sim",
     "seed",
 ]  # fmt: skip
-HOST = ("cpu", "memory", "disk")
 CAPTION = (
     "Run-to-run noise per benchmark: the SD of one configuration's per-run value across runs "
     "(run effect and residual of a mixed model with mode fixed and run random), as % of "
@@ -48,47 +44,14 @@ CAPTION = (
     "smallest difference from native a paired t test at 5% finds four times in five with the "
     "runs measured (the run effect cancels in a paired ratio; about sqrt(2) residual SDs)."
 )
-QUANTILE_BENCHMARKS = {"latency": latency_analysis.LATENCY_METRICS,
-                       "http": latency_analysis.HTTP_METRICS}  # fmt: skip
-
 
 
 def per_run_values(raw_dir: str | Path) -> pd.DataFrame:
-    """Every benchmark's per-run values in one frame: ``benchmark``, ``environment``, ``mode``,
-    ``path``, ``variant``, ``metric``, ``run``, ``value``."""
-    raw = Path(raw_dir)
-    frames = []
-    if schema.has_dataset(raw, "throughput"):
-        samples, runs = throughput.load(raw)
-        tcp = throughput.per_run_throughput(samples, runs).assign(
-            variant=throughput.TCP_VARIANT, metric="received_gbps")  # fmt: skip
-        udp = throughput.per_run_udp(samples, runs)
-        udp = udp.rename(columns={"received_gbps": "value"}).assign(
-            variant=throughput.UDP_VARIANT, metric="received_gbps")  # fmt: skip
-        frames += [tcp.assign(benchmark="throughput"), udp.assign(benchmark="throughput")]
-    for benchmark, metrics in QUANTILE_BENCHMARKS.items():
-        if schema.has_dataset(raw, benchmark):
-            cells = latency_analysis.load_cells(raw, benchmark, metrics)
-            if cells:
-                frame = network_analysis.per_run_summaries(cells)
-                frames.append(frame.rename(columns={"statistic": "metric"}).assign(
-                    benchmark=benchmark))  # fmt: skip
-    for benchmark in HOST:
-        if schema.has_dataset(raw, benchmark):
-            samples, runs = host_analysis.load(raw, benchmark)
-            frames.append(host_analysis.per_run(samples, runs).assign(benchmark=benchmark))
-    if schema.has_dataset(raw, "coldstart"):
-        samples = schema.read_dataset(raw, "coldstart", "samples")
-        runs = schema.read_dataset(raw, "coldstart", "runs")
-        keys = ("environment", "mode", "path", "variant", "run")
-        value = stats.per_run_summary(samples, "coldstart_s", how="median", keys=keys)
-        ok = runs.loc[runs["status"] == "ok", list(keys)].drop_duplicates()
-        frames.append(value.merge(ok, on=list(keys)).assign(benchmark="coldstart",
-                                                            metric="median_s"))  # fmt: skip
+    """Every benchmark's per-run values in one frame (``engine.per_run``, as ratios:
+    ``engine.relative``): ``benchmark``, ``environment``, ``mode``, ``path``, ``variant``,
+    ``metric``, ``run``, ``value``."""
     columns = ["benchmark", "environment", "mode", "path", "variant", "metric", "run", "value"]
-    if not frames:
-        return pd.DataFrame(columns=columns)
-    return pd.concat([f[columns] for f in frames], ignore_index=True).dropna(subset=["value"])
+    return engine.relative(engine.per_run(raw_dir))[columns]
 
 
 def decompose(

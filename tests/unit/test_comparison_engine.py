@@ -184,3 +184,21 @@ def test_a_percentile_a_run_is_too_short_for_is_not_compared():
             for m in ("native", "x") for run in (1, 2, 3)]  # fmt: skip
     r = engine.compare(pd.DataFrame(rows), MARGINS).iloc[0]
     assert math.isnan(r["estimate"]) and r["verdict"] is None
+
+
+def test_noise_reads_the_engine_and_covers_every_native_benchmark():
+    from pipeline.analysis import noise
+
+    values = noise.per_run_values(RAW)
+    # every benchmark the engine declares is the noise model's, syscall among them
+    assert {"cpu", "memory", "disk", "syscall", "coldstart"} <= set(engine.MEASURES)
+    # cold start: each run's p50 of its measured starts (inverted CDF), as its summary compares
+    samples = schema.read_dataset(RAW, "coldstart", "samples")
+    runs = schema.read_dataset(RAW, "coldstart", "runs")
+    starts = coldstart.measured(coldstart.ok_samples(samples, runs))
+    one = starts[(starts["mode"] == "docker-bridge") & (starts["run"] == 1)]["value"]
+    mine = values[(values["benchmark"] == "coldstart") & (values["mode"] == "docker-bridge")
+                  & (values["run"] == 1)]  # fmt: skip
+    assert list(mine["metric"]) == ["p50"]  # p95 and p99: runs too short (stats.min_samples)
+    assert float(mine["value"].iloc[0]) == np.quantile(one, 0.5, method="inverted_cdf")
+    assert "loss_pct" not in set(values["metric"])  # judged in points, not as a ratio
