@@ -97,6 +97,23 @@ class _DialPool(SSHConnectionPool):
     def _new_conn(self) -> _DialConnection:
         return _DialConnection(self._transport, self._command, self.timeout)
 
+    def _get_conn(self, timeout: float | None = None) -> _DialConnection:
+        # docker-py's pool hands back a pooled connection unchecked (urllib3's dropped-connection
+        # test would call fileno() on the channel): a channel whose dial ended, or whose session
+        # the Pool replaced since, would fail the next request with "Socket is closed"
+        conn = super()._get_conn(timeout)
+        if conn.sock is not None and _dead(conn.sock):
+            conn.close()
+            return self._new_conn()
+        return conn
+
+
+def _dead(channel: paramiko.Channel) -> bool:
+    """Whether a pooled connection's channel can no longer carry a request."""
+    transport = channel.get_transport()
+    return (channel.closed or channel.eof_received or channel.exit_status_ready()
+            or transport is None or not transport.is_active())
+
 
 class SessionAdapter(BaseHTTPAdapter):
     """requests' adapter for every API call: connections are channels of ``transport()``
@@ -408,7 +425,8 @@ def wait_removed(client: docker.DockerClient, kind: str, name: str, timeout: flo
     """Wait until the engine has no ``kind`` (container, network, volume) ``name``. The
     engine's event stream is read from the daemon's time before the check (``since``), so a
     removal between the check and the wait is not missed, and the daemon ends the stream at
-    ``until`` (docker-py cannot cancel a stream over SSH). Returns whether it is gone."""
+    ``until`` (docker-py cannot cancel a stream over SSH, and reads an event stream without
+    a timeout). Returns whether it is gone."""
     if kind not in _INSPECT:
         raise ValueError(f"kind {kind!r}: one of {sorted(_INSPECT)}")
     since = daemon_time(client)
