@@ -40,6 +40,7 @@ class Engine:
         self.events: list[dict] = []
         self.requests: list[tuple[str, str]] = []
         self.dials: list[str] = []
+        self.channels: list[FakeChannel] = []
         self.swarm = swarm
         self.lock = threading.Lock()
         self.add_network("bridge", "bridge", {}, subnet="172.17.0.0/16",
@@ -124,16 +125,32 @@ class Engine:
 class FakeChannel:
     """What paramiko's Channel offers http.client: a socket, plus exec_command."""
 
-    def __init__(self, engine: Engine, sock: socket.socket) -> None:
-        self._engine, self._sock = engine, sock
+    def __init__(self, engine: Engine, sock: socket.socket, transport: FakeTransport) -> None:
+        self._engine, self._sock, self._transport = engine, sock, transport
+        self.closed = False  # paramiko's: the channel ended (its command exited, or closed)
+        self.eof_received = False
+        engine.channels.append(self)
 
     def exec_command(self, command: str) -> None:
         self._engine.dials.append(command)
+
+    def end(self) -> None:
+        """The remote command exited (the dial ended): paramiko marks the channel closed, and
+        a send on it raises."""
+        self.closed = self.eof_received = True
+
+    def exit_status_ready(self) -> bool:
+        return self.closed
+
+    def get_transport(self) -> FakeTransport:
+        return self._transport
 
     def settimeout(self, timeout: float | None) -> None:
         self._sock.settimeout(timeout)
 
     def sendall(self, data: bytes) -> None:
+        if self.closed:
+            raise OSError("Socket is closed")  # paramiko.Channel._send's own words
         self._sock.sendall(data)
 
     def makefile(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
@@ -149,11 +166,15 @@ class FakeChannel:
 class FakeTransport:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.active = True
+
+    def is_active(self) -> bool:
+        return self.active
 
     def open_session(self) -> FakeChannel:
         mine, theirs = socket.socketpair()
         threading.Thread(target=_serve, args=(self.engine, theirs), daemon=True).start()
-        return FakeChannel(self.engine, mine)
+        return FakeChannel(self.engine, mine, self)
 
 
 def _serve(engine: Engine, sock: socket.socket) -> None:

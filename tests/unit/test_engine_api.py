@@ -43,6 +43,21 @@ def test_requests_go_through_the_sessions_channel_with_the_engines_dial(engine, 
     assert len(engine.dials) - before <= 1
 
 
+def test_a_pooled_channel_that_ended_is_replaced_not_reused(engine, client):
+    """A kept-alive channel whose dial ended (or whose session the Pool replaced) between two
+    calls: the next call opens a new channel instead of failing with "Socket is closed"."""
+    engine_api.engine(client)
+    for channel in engine.channels:
+        channel.end()
+    before = len(engine.dials)
+    assert engine_api.engine(client).version
+    assert len(engine.dials) == before + 1
+    for channel in engine.channels:  # the session itself went (a reconnect): same again
+        channel.get_transport().active = False
+    assert engine_api.engine(client).version
+    assert len(engine.dials) == before + 2
+
+
 def test_the_rootless_engines_dial_names_its_socket():
     engine = Engine()
     c = engine_api.connect(engine.transport, [*ROOTLESS], timeout=10)
