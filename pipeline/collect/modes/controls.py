@@ -17,7 +17,7 @@ check stage, ``pipeline.analysis.instrument``):
   is what the study measures and so cannot be known beforehand. The size is the one the study
   claims to resolve: 6% is three times the cpu margin (+-2%: a real 6% must not be called
   "equivalent") and near the effect the study profile's instrument runs find four times in five
-  at the lab's run-to-run spread (docs/validation.md#instrument-check), unlike the half-CPU
+  at the lab's run-to-run spread (docs/validation.md#the-instrument-check), unlike the half-CPU
   quota above, which any campaign finds (host benchmarks: cpu).
 - ``native-tbf``: native, with a token-bucket rate cap (``tc qdisc ... tbf rate TBF_RATE``) on
   the dc client's interface, the direction iperf3's data goes. What arrives is the rate minus
