@@ -31,7 +31,12 @@ import pandas as pd
 
 from pipeline import catalogue
 from pipeline.analysis import figures
-from pipeline.analysis.article.comparisons import MEASURES, comparisons, summary_files
+from pipeline.analysis.article.comparisons import (
+    MEASURES,
+    comparisons,
+    from_frame,
+    summary_files,
+)
 from pipeline.analysis.article.inputs import path_label
 from pipeline.benchmarks import BENCHMARKS
 from pipeline.capabilities import serving
@@ -77,12 +82,16 @@ def _comparison_frame(found) -> pd.DataFrame:
                                        "source"])
 
 
-def load(processed_dir: Path | str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
+def load(
+    processed_dir: Path | str, compared: pd.DataFrame | None = None, source: str = "engine"
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
     """From the summaries under ``processed_dir``: every comparison with native (one row each,
     the columns ``spectrum`` reads), the spectrum modes the summaries list as not ok (skipped,
-    failed) with their reason, and the environment comparison (None without one)."""
+    failed) with their reason, and the environment comparison (None without one). With
+    ``compared`` (``engine.compare``'s frame, from ``source``) the comparisons are its own."""
     processed = Path(processed_dir)
-    found = _comparison_frame(comparisons(processed))
+    found = _comparison_frame(comparisons(processed) if compared is None
+                              else from_frame(compared, source))  # fmt: skip
     missing = []
     for directory, _stem, path in summary_files(processed):
         frame = pd.read_parquet(path)

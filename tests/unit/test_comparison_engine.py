@@ -202,3 +202,38 @@ def test_noise_reads_the_engine_and_covers_every_native_benchmark():
     assert list(mine["metric"]) == ["p50"]  # p95 and p99: runs too short (stats.min_samples)
     assert float(mine["value"].iloc[0]) == np.quantile(one, 0.5, method="inverted_cdf")
     assert "loss_pct" not in set(values["metric"])  # judged in points, not as a ratio
+
+
+def test_the_articles_comparisons_from_the_engine_frame(compared):
+    """``comparisons.from_frame`` gives the article the same 77 comparisons, keys and numbers
+    as the summaries; the absolute difference is the engine's paired one, which equals the
+    summaries' where they have a paired difference (latency, HTTP, cold start in ms)."""
+    from pipeline.analysis.article.comparisons import from_frame
+
+    def ident(c):
+        return (c.benchmark, c.section, c.environment, c.mode, c.path, c.variant, c.statistic,
+                c.key)  # fmt: skip
+
+    new = {ident(c): c for c in from_frame(compared, "engine")}
+    old = {ident(c): c for c in comparisons(PROCESSED)}
+    assert set(new) == set(old) and len(new) == 77
+    for k, a in old.items():
+        b = new[k]
+        for field in ("ratio", "lo", "hi", "margin", "margin_us", "confidence"):
+            assert _close(getattr(a, field), getattr(b, field)), (k, field)
+        assert (a.verdict, a.higher_is_better, a.n_runs) == (b.verdict, b.higher_is_better,
+                                                               b.n_runs), k  # fmt: skip
+        if a.benchmark in ("latency", "http", "coldstart"):
+            for field in ("diff", "diff_lo", "diff_hi"):
+                assert _close(getattr(a, field), getattr(b, field)), (k, field)
+            assert a.diff_unit == b.diff_unit
+
+
+def test_the_spectrum_from_the_engine_frame_is_the_summaries(compared):
+    from pipeline.analysis import spectrum
+
+    def table(**kw):
+        found, missing, env = spectrum.load(PROCESSED, **kw)
+        return spectrum.spectrum(found, env).drop(columns="source")
+
+    pd.testing.assert_frame_equal(table(), table(compared=compared), rtol=1e-9)

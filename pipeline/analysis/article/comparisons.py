@@ -237,6 +237,47 @@ def _from_summary(directory: str, stem: str, path: Path) -> list[Comparison]:
     return out
 
 
+# Absolute differences the articles read in another unit than the engine's: (benchmark,
+# unit) -> (scale to the unit shown, unit); cold starts in milliseconds, as its summary says.
+ENGINE_DIFF_UNITS = {("coldstart", "s"): (1000.0, "ms")}
+
+
+def from_frame(compared: pd.DataFrame, source: Path | str) -> list[Comparison]:
+    """The comparisons with native of ``engine.compare``'s frame, in the summaries' shape:
+    what ``comparisons`` reads from the summary tables, from the engine instead (``source``:
+    where the frame came from). A comparison judged on an absolute scale alone (UDP loss in
+    points) and one whose estimate is missing stay out, as they do from the summaries. The
+    absolute difference is the engine's paired one: the mean per-run difference with its t
+    interval."""
+    rows = compared[(compared["baseline"] == BASELINE) & (compared["scale"] == "ratio")
+                    & compared["estimate"].notna()]  # fmt: skip
+    # a variant with several metrics names the metric in its key, as its summary's rows do
+    metrics = compared[compared["scale"] == "ratio"].groupby(["benchmark", "variant"])[
+        "metric"].nunique()  # fmt: skip
+    out = []
+    for r in rows.to_dict("records"):
+        statistic = r["statistic"] if r["statistic"] in STATISTICS else None
+        base = r["variant"]
+        if metrics.get((r["benchmark"], r["variant"]), 1) > 1:
+            base = f"{base}_{r['metric']}"
+        key = "_".join(k for k in (base, statistic) if k) or "ratio"
+        scale, unit = ENGINE_DIFF_UNITS.get((r["benchmark"], r["unit"]), (1.0, r["unit"]))
+        diff = {k: None if _float(r[k]) is None else scale * r[k]
+                for k in ("diff", "diff_lo", "diff_hi")}  # fmt: skip
+        out.append(Comparison(
+            benchmark=r["benchmark"], section=r["benchmark"], environment=r["environment"],
+            mode=r["mode"], path=r["path"], variant=r["variant"], statistic=statistic,
+            key=key.replace(".", "_"), ratio=float(r["estimate"]), lo=_float(r["lo"]),
+            hi=_float(r["hi"]), verdict=None if missing(r["verdict"]) else str(r["verdict"]),
+            margin=_float(r["margin"]), higher_is_better=bool(r["higher_is_better"]),
+            confidence=_float(r["confidence"]), source=Path(source),
+            resolvable=_float(r["resolvable"]), n_runs=int(r["n_runs"]),
+            margin_us=_float(r["margin_abs"]), **diff,
+            diff_unit=unit if diff["diff"] is not None else None,
+        ))  # fmt: skip
+    return out
+
+
 def _runs(row: dict) -> int | None:
     """The runs a comparison rests on: ``ratio_n_runs`` or, for percentiles,
     ``overhead_n_runs``."""
