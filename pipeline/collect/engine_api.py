@@ -38,6 +38,7 @@ from docker.transport.sshconn import SSHConnection, SSHConnectionPool
 from pipeline.hosts import RemoteError
 
 __all__ = [
+    "ERRORS",
     "ContainerFacts",
     "EngineFacts",
     "Labelled",
@@ -60,6 +61,11 @@ __all__ = [
 ]
 
 Transport = Callable[[], paramiko.Transport]
+# What an API call can raise: the engine's answer (docker-py's APIError, NotFound), or the way
+# to it (requests' connection errors, paramiko's, a closed channel's OSError, a lost session's
+# RemoteError). Callers that report failures as RemoteError catch all of them.
+ERRORS = (docker.errors.DockerException, requests.RequestException, paramiko.SSHException,
+          OSError, RemoteError)  # fmt: skip
 DIAL = ("system", "dial-stdio")
 # docker-py's floor: the client is made without a request, then asks the daemon its version.
 API_FLOOR = "1.24"

@@ -236,3 +236,35 @@ def test_a_removal_between_the_check_and_the_stream_is_not_missed(engine, client
         assert checked.is_set() and time.monotonic() - start < 3
     finally:
         engine_api._INSPECT["container"] = real
+
+
+def test_a_lost_engine_is_a_remote_error_for_the_campaigns_checks(engine):
+    """The campaign reports a RemoteError from clean-up and goes on with the other hosts; a
+    connection error under docker-py (requests', not docker's own) must arrive as one too."""
+    from types import SimpleNamespace
+
+    from pipeline.collect import inventory
+    from pipeline.collect.modes import MODES, Context
+    from pipeline.collect.modes.base import cleanup_host, leftovers
+    from pipeline.hosts import RemoteError
+
+    inv = inventory.load("inventory/lab.yaml", known_modes=MODES, check_files=False)
+    session = SimpleNamespace(run=lambda *a, **k: SimpleNamespace(status=0, stdout="", stderr=""))
+    ctx = Context(inventory=inv, pool={name: session for name in inv.hosts}, campaign="c0ffee")
+    node2 = inv.hosts["node2"]  # no rootless user: the rootful engine only
+    way_in = {"transport": engine.transport}
+    ctx.apis[("node2", "docker")] = engine_api.connect(lambda: way_in["transport"](), timeout=10)
+    engine.add_volume("co-v", {LABEL: "c0ffee"})
+    assert leftovers(ctx, node2) == ["volume:co-v"]
+    for channel in engine.channels:  # the session died, and no new channel opens
+        channel.end()
+        channel.get_transport().active = False
+
+    def refused():
+        raise OSError("channel refused")
+
+    way_in["transport"] = lambda: SimpleNamespace(open_session=refused)
+    with pytest.raises(RemoteError, match="docker: list labelled objects"):
+        leftovers(ctx, node2)
+    with pytest.raises(RemoteError, match="docker: remove labelled objects"):
+        cleanup_host(ctx, node2)

@@ -613,7 +613,7 @@ def inspect_container(ctx: Context, host: Host, name: str,
     """A container's facts from its engine's API (RemoteError when the engine cannot say)."""
     try:
         return engine_api.container(ctx.engine_api(host, engine), name)
-    except docker.errors.DockerException as e:
+    except engine_api.ERRORS as e:
         raise RemoteError(host.name, f"inspect container {name}", None, reason=str(e)) from None
 
 
@@ -641,7 +641,7 @@ def ensure_network(ctx: Context, host: Host, name: str, driver: str,
     try:
         return engine_api.ensure_network(ctx.engine_api(host), name, driver, labels, options,
                                          attachable, ipam)  # fmt: skip
-    except docker.errors.DockerException as e:
+    except engine_api.ERRORS as e:
         raise RemoteError(host.name, f"create network {name}", None, reason=str(e)) from None
 
 
@@ -747,7 +747,7 @@ def _docker_cleanup(ctx: Context, host: Host, engine: str) -> str:
         return ""
     try:
         removed = engine_api.cleanup(client, LABEL)
-    except docker.errors.DockerException as e:
+    except engine_api.ERRORS as e:
         raise RemoteError(host.name, f"{engine}: remove labelled objects", None,
                           reason=str(e)) from None  # fmt: skip
     counts = " ".join(f"{kind}={len(getattr(removed, kind))}"
@@ -849,7 +849,11 @@ def leftovers(ctx: Context, host: Host) -> list[str]:
         client = _docker_api(ctx, host, engine)
         if client is not None:
             prefix = "" if engine == "docker" else f"{engine}:"
-            found += engine_api.labelled(client, LABEL).entries(prefix)
+            try:
+                found += engine_api.labelled(client, LABEL).entries(prefix)
+            except engine_api.ERRORS as e:
+                raise RemoteError(host.name, f"{engine}: list labelled objects", None,
+                                  reason=str(e)) from None  # fmt: skip
     session = ctx.pool[host.name]
     root = root_if_allowed(host, "see what root-run steps left (cgroups, qdiscs, files)")
     return found + session.run(script + "true", timeout=60, root=root).stdout.split()

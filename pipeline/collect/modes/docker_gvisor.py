@@ -42,8 +42,6 @@ it, as a system call under gVisor costs about a hundred times what it costs unde
 
 import shlex
 
-import docker
-
 from pipeline.collect import engine_api
 from pipeline.collect.inventory import Host
 from pipeline.collect.modes.base import (
@@ -134,7 +132,7 @@ class DockerGvisor(DockerBridge):
         try:
             facts = engine_api.container(ctx.engine_api(host), name)
             state = f"{facts.status} (exit code {facts.exit_code})"
-        except docker.errors.DockerException:  # no such container, or no engine answering
+        except engine_api.ERRORS:  # no such container, or no engine answering
             state = "gone"
         log = session.run(f"docker logs --tail 4 {shlex.quote(name)} 2>&1", check=False,
                           timeout=30).stdout  # fmt: skip

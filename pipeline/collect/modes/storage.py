@@ -28,8 +28,6 @@ from __future__ import annotations
 import json
 import shlex
 
-import docker
-
 from pipeline.collect import engine_api
 from pipeline.collect.images import ToolImage
 from pipeline.collect.modes.base import (
@@ -247,7 +245,7 @@ class DockerVolume(StorageMode):
     def mountpoint(self, ctx: Context, host: Host, name: str) -> str:
         try:
             return engine_api.volume_mountpoint(ctx.engine_api(host), name)
-        except docker.errors.DockerException as e:
+        except engine_api.ERRORS as e:
             raise RemoteError(host.name, f"inspect volume {name}", None, reason=str(e)) from None
 
     def probe_file(self, ctx: Context, host: Host, name: str, probe: str) -> str:
