@@ -61,12 +61,12 @@ class Measure:
     ``n_samples`` (samples behind a percentile; a run too short for one is not compared, as
     ``stats.min_samples`` rules). ``higher_is_better``: the direction, or None when it follows
     the unit (``host.higher_is_better``). ``margin``: a ``common.margins`` key (a relative
-    margin on the ratio), or the key of an absolute margin in ``compare``'s ``margins`` (its
-    value in the measure's unit; ``scale`` "shift"); None: no margin, a difference test only.
-    ``internet``: the key of the absolute margin (microseconds) the Internet path is judged on
-    instead of the ratio. ``family(variant)``: the summary table whose verdicts are adjusted
-    together. ``headline``: the statistic a reader quotes (the others are kept, not quoted).
-    ``pairs(modes)``: comparisons beyond every mode against native, as (mode, baseline).
+    margin on the ratio); None: no margin, a difference test only (a metric judged on an
+    absolute scale is in ``ABSOLUTE``). ``internet``: the key of the absolute margin
+    (microseconds) the Internet path is judged on instead of the ratio. ``family(variant)``:
+    the summary table whose verdicts are adjusted together. ``headline``: the statistic a
+    reader quotes (the others are kept, not quoted). ``pairs(modes)``: comparisons beyond
+    every mode against native, as (mode, baseline).
     ``fixed``: variants measured at a rate the setup fixes (UDP at an offered load), whose
     comparisons are kept but never a headline."""
 
@@ -75,7 +75,6 @@ class Measure:
     higher_is_better: bool | None
     margin: str | None
     headline: str = "median"
-    scale: str = "ratio"
     internet: str | None = None
     family: Callable[[str], str] | None = None  # variant -> table; None: the benchmark's
     pairs: Callable[[Iterable[str]], list[tuple[str, str]]] | None = None
@@ -252,12 +251,14 @@ def _comparison(key: dict, part: pd.DataFrame, mode: str, baseline: str, measure
            "n_runs": int(x.size), "confidence": confidence,
            "headline": _headline(measure, key["variant"], key["statistic"])}  # fmt: skip
     if short:
-        return row | {"estimate": nan, "verdict": None, "tost_reason": "a run too short"}
+        need = stats.min_samples(PERCENTILES[key["statistic"]])
+        why = f"{key['statistic']} needs {need:,} samples per run; a paired run has fewer"
+        return row | {"estimate": nan, "verdict": None, "tost_reason": why}
     d = x - y
     row["diff"] = float(d.mean())
     if d.size >= 2:
         row["diff_lo"], row["diff_hi"] = stats._t_interval(d, confidence, pilot)
-    if row["scale"] == "shift":
+    if scale == "shift":
         margin_abs = 100.0 * margins[absolute]  # a fraction of the datagrams, in points
         eq = stats.shift_equivalence(x, y, margin_abs, confidence, hib, pilot)
         return row | {"estimate": eq.shift, "lo": eq.lo, "hi": eq.hi, "lo_eq": eq.lo_eq,
@@ -271,6 +272,8 @@ def _comparison(key: dict, part: pd.DataFrame, mode: str, baseline: str, measure
                       "tost_p": nan, "diff_p": t.diff_p, "sd": t.sd_log,
                       "resolvable": t.resolvable,
                       "verdict": stats.difference_verdict(x, y, hib, alpha)}  # fmt: skip
+    # without a relative margin (the Internet path's verdict is on microseconds) the ratio's
+    # interval is all that is kept of this test, and it does not depend on the margin
     eq = stats.log_ratio_equivalence(x, y, relative or 0.05, confidence, hib, pilot)
     row |= {"estimate": eq.ratio, "lo": eq.lo, "hi": eq.hi, "lo_eq": eq.lo_eq, "hi_eq": eq.hi_eq,
             "margin": relative if relative is not None else nan, "tost_p": eq.tost.p_value,

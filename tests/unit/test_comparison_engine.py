@@ -237,3 +237,21 @@ def test_the_spectrum_from_the_engine_frame_is_the_summaries(compared):
         return spectrum.spectrum(found, env).drop(columns="source")
 
     pd.testing.assert_frame_equal(table(), table(compared=compared), rtol=1e-9)
+
+
+def test_a_stein_planned_comparison_gets_the_pilots_interval():
+    """Six runs planned from a 3-run pilot: the interval uses the pilot's SD with 2 df
+    (``stats.log_ratio_ci``), wider here than the usual t interval on all six runs."""
+    ratios = np.array([1.10, 0.90, 1.00, 1.01, 0.99, 1.00])
+    rows = [{"environment": "e", "benchmark": "cpu", "mode": m, "path": "host", "variant": "v",
+             "metric": "events", "statistic": "median", "run": i + 1,
+             "value": 100.0 * (r if m == "x" else 1.0), "unit": "ev/s",
+             "higher_is_better": True, "n_samples": 10, "pilot": 3.0 if m == "x" else np.nan}
+            for m in ("native", "x") for i, r in enumerate(ratios)]  # fmt: skip
+    planned = engine.compare(pd.DataFrame(rows), {"cpu": 0.05}).iloc[0]
+    fixed = engine.compare(pd.DataFrame(rows).assign(pilot=np.nan), {"cpu": 0.05}).iloc[0]
+    d = np.log(ratios)
+    half = 4.302652729911275 * d[:3].std(ddof=1) / np.sqrt(6)  # t(0.975, 2) * s_pilot / sqrt(6)
+    assert planned["lo"] == pytest.approx(np.exp(d.mean() - half), rel=1e-9)
+    assert planned["hi"] == pytest.approx(np.exp(d.mean() + half), rel=1e-9)
+    assert fixed["hi"] - fixed["lo"] < planned["hi"] - planned["lo"]
