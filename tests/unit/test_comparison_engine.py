@@ -122,6 +122,13 @@ def test_minimum_detectable_effects_are_the_summaries(compared):
             assert got["multiplicity"] == r["multiplicity"]
             checked += 1
     assert checked == 36  # "holm across 36 comparisons": the table's family is the engine's
+    for benchmark in ("cpu", "memory"):
+        summary = host.summarise(*host.load(RAW, benchmark), benchmark, 0.95, 0.02, "holm")
+        for r in summary[summary["verdict"].notna()].itertuples():
+            got = _one(compared, benchmark=benchmark, mode=r.mode, variant=r.variant,
+                       metric=r.metric)  # fmt: skip
+            assert _close(r.resolvable, got["resolvable"]), (benchmark, r.mode, r.metric)
+            assert got["multiplicity"] == r.multiplicity
 
 
 def test_coldstart_family_holds_the_rootful_twin(compared):
