@@ -6,8 +6,9 @@ for every benchmark; what differs between kinds is here:
 - ``NetworkSteps``: a server the mode deploys (one per mode, run and ``server_group``, shared
   by that group's paths and variants), the tool's client on the path's client host; the lab's
   CPU placement applies.
-- ``HostSteps``: the tool run in the foreground of the mode on the server host (no client), one
-  deployment per step, calibrated by the probe the mode ran.
+- ``HostSteps``: the tool run to completion in the mode on the server host (``Mode.foreground``:
+  the server host is the client host), one deployment per step, calibrated by the probe the
+  mode ran.
 - ``ScenarioSteps``: the benchmark drives the mode's engine itself (``Benchmark.measure``); it
   has no one per-run value for precision planning.
 
@@ -74,6 +75,7 @@ class ClientSteps(StepRunner):
     windows, each watched; the deployment stays up for the next step when it shares it."""
 
     def workload(self, step: Step) -> Workload:
+        """What the mode runs for the step's deployment."""
         raise NotImplementedError
 
     def start(self, ctx: Context, mode: Mode, step: Step) -> Deployment:
