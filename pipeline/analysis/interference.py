@@ -100,7 +100,8 @@ def flag(watched: pd.DataFrame, cpus: float, steal: float, probe: float) -> pd.D
     out = watched.copy()
     read = out["error"].isna()
     slower = out[["probe_before_ms", "probe_after_ms"]].astype(float).max(axis=1)
-    median = out.loc[read].groupby(["campaign", "host"])["probe_before_ms"].transform("median")
+    median = out.loc[read].groupby(["benchmark", "campaign", "host"])[
+        "probe_before_ms"].transform("median")  # fmt: skip
     out["probe_ratio"] = (slower / median).where(read)
     out["why"] = [
         reasons(o, s, p, cpus, steal, probe)
@@ -160,12 +161,19 @@ def summary(flags: pd.DataFrame) -> pd.DataFrame:
     measured again and those kept flagged (collection's decisions), what ran beside them."""
     rows = []
     per_window = flagged_windows(flags)
+    # a campaign is its collection's label and its id: two collections may hold one id (the
+    # instrument check's copy of a benchmark's rows, in the fixtures)
+    key = ["environment", "benchmark", "campaign"]
     decided = flags.loc[flags["decided"].notna()].groupby(
-        ["campaign", "run", "mode", "path", "variant", "rep"], dropna=False).agg(
+        [*key, "run", "mode", "path", "variant", "rep"], dropna=False).agg(
         attempt=("attempt", "max"), flagged=("decided", lambda w: any(w != "")),
     ).reset_index()  # fmt: skip
-    for (env, bench, campaign), group in flags.groupby(["environment", "benchmark", "campaign"]):
-        mine = per_window[per_window["campaign"] == campaign]
+    def of(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame[(frame["environment"] == env) & (frame["benchmark"] == bench)
+                     & (frame["campaign"] == campaign)]  # fmt: skip
+
+    for (env, bench, campaign), group in flags.groupby(key):
+        mine, steps = of(per_window), of(decided)
         read = group[group["error"].isna()]
         beside = read.loc[read["flagged"], "top"].dropna()
         names = pd.Series([t.split(" ")[0] for tops in beside for t in tops.split(", ") if t])
@@ -173,8 +181,7 @@ def summary(flags: pd.DataFrame) -> pd.DataFrame:
             "environment": env, "benchmark": bench, "campaign": campaign,
             "windows": len(mine), "flagged": int(mine["flagged"].sum()),
             "flagged_share": float(mine["flagged"].mean()) if len(mine) else None,
-            **{k: v for k, v in _retry_counts(decided[decided["campaign"] == campaign]).items()
-               if k != "flagged_measured"},
+            **{k: v for k, v in _retry_counts(steps).items() if k != "flagged_measured"},
             "other_cpus_median": read["other_cpus"].astype(float).median(),
             "other_cpus_max": read["other_cpus"].astype(float).max(),
             "steal_share_max": read["steal_share"].astype(float).max(),
