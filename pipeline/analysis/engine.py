@@ -94,13 +94,21 @@ def _throughput(raw: Path) -> pd.DataFrame:
     return out.assign(statistic="median", n_samples=np.nan)  # fmt: skip
 
 
+def _cell_values(cells: Mapping[tuple, stats.RunSamples], statistics: Mapping[str, float],
+                 metrics: Mapping[str, str] | None = None) -> pd.DataFrame:  # fmt: skip
+    """Per-run percentiles of per-sample cells, the metric named by ``metrics`` (variant ->
+    metric; None: the variant itself)."""
+    if not cells:
+        return pd.DataFrame()
+    frame = network_analysis.per_run_summaries(dict(cells), dict(statistics), counts=True)
+    metric = frame["variant"].map(metrics) if metrics is not None else frame["variant"]
+    return frame.assign(metric=metric, unit="us")
+
+
 def _quantiles(benchmark: str, metrics: dict[str, str]) -> Callable[[Path], pd.DataFrame]:
     def values(raw: Path) -> pd.DataFrame:
         cells = latency_analysis.load_cells(raw, benchmark, metrics)
-        if not cells:
-            return pd.DataFrame()
-        frame = network_analysis.per_run_summaries(cells, {"p50": 0.5, "p99": 0.99}, counts=True)
-        return frame.assign(metric=frame["variant"].map(metrics), unit="us")
+        return _cell_values(cells, {"p50": 0.5, "p99": 0.99}, metrics)
 
     return values
 
@@ -164,9 +172,9 @@ MEASURES: dict[str, Measure] = _registry()
 ABSOLUTE = {("throughput", "loss_pct"): "udp_loss"}
 
 
-def _pilots(raw: Path, benchmark: str) -> pd.DataFrame | None:
-    """Each cell's Stein pilot (``schema.pilot_of``), or None for an unplanned campaign."""
-    runs = schema.read_dataset(raw, benchmark, "runs")
+def _pilots(runs: pd.DataFrame) -> pd.DataFrame | None:
+    """Each cell's Stein pilot (``schema.pilot_of``) from its runs table, or None for an
+    unplanned campaign."""
     if schema.PILOT not in runs or not runs[schema.PILOT].notna().any():
         return None
     keys = ["environment", "mode", "path", "variant"]
@@ -187,25 +195,46 @@ def per_run(raw_dir: Path | str, benchmarks: Iterable[str] | None = None) -> pd.
         if not schema.has_dataset(raw, name):
             continue
         frame = measure.values(raw)
-        if frame.empty:
-            continue
-        frame = frame.assign(benchmark=name)
-        hib = measure.higher_is_better
-        frame["higher_is_better"] = (
-            [host_analysis.higher_is_better(u) for u in frame["unit"]] if hib is None else hib)
-        if (name, "loss_pct") in ABSOLUTE:
-            frame.loc[frame["metric"] == "loss_pct", "higher_is_better"] = False
-        pilots = _pilots(raw, name)
-        if pilots is None:
-            frame["pilot"] = np.nan
-        else:
-            frame = frame.merge(pilots, on=["environment", "mode", "path", "variant"], how="left")
-        frames.append(frame.reindex(columns=PER_RUN_COLUMNS))
+        if not frame.empty:
+            frames.append(_standard(frame, measure, schema.read_dataset(raw, name, "runs")))
     if not frames:
         return pd.DataFrame(columns=PER_RUN_COLUMNS)
     out = pd.concat(frames, ignore_index=True).dropna(subset=["value"])
     out["higher_is_better"] = out["higher_is_better"].astype(bool)
     return out.reset_index(drop=True)
+
+
+def cell_values(
+    benchmark: str,
+    cells: Mapping[tuple, stats.RunSamples],
+    runs: pd.DataFrame,
+    statistics: Mapping[str, float],
+) -> pd.DataFrame:
+    """``per_run``'s frame for per-sample cells already loaded (``latency.load_cells``): each
+    run's ``statistics`` (label -> quantile) of each (environment, mode, path, variant) cell,
+    the metric named by the variant, pilots from ``runs``."""
+    frame = _cell_values(cells, statistics)
+    if frame.empty:
+        return pd.DataFrame(columns=PER_RUN_COLUMNS)
+    out = _standard(frame, MEASURES[benchmark], runs).dropna(subset=["value"])
+    return out.astype({"higher_is_better": bool}).reset_index(drop=True)
+
+
+def _standard(frame: pd.DataFrame, measure: Measure, runs: pd.DataFrame) -> pd.DataFrame:
+    """A benchmark's per-run values with its direction and pilots, in ``PER_RUN_COLUMNS``."""
+    name = measure.benchmark
+    frame = frame.assign(benchmark=name)
+    hib = measure.higher_is_better
+    frame["higher_is_better"] = (
+        [host_analysis.higher_is_better(u) for u in frame["unit"]] if hib is None else hib)
+    if (name, "loss_pct") in ABSOLUTE:
+        frame.loc[frame["metric"] == "loss_pct", "higher_is_better"] = False
+    pilots = _pilots(runs)
+    if pilots is None:
+        frame["pilot"] = np.nan
+    else:
+        frame = frame.merge(pilots, on=["environment", "mode", "path", "variant"], how="left")
+    return frame.reindex(columns=PER_RUN_COLUMNS)
 
 
 def _family(measure: Measure, variant: str) -> str:
@@ -216,9 +245,22 @@ def _headline(measure: Measure, variant: str, statistic: str) -> bool:
     return statistic == measure.headline and variant not in measure.fixed
 
 
+def _quantile(statistic: str) -> float | None:
+    """The quantile a per-run statistic names ("p99.9" -> 0.999), None for a median of
+    windows."""
+    if statistic in PERCENTILES:
+        return PERCENTILES[statistic]
+    if statistic.startswith("p"):
+        try:
+            return round(float(statistic[1:]) / 100.0, 12)  # "p99.9": 0.999, not 0.999...01
+        except ValueError:
+            return None
+    return None
+
+
 def _long_enough(part: pd.DataFrame, statistic: str) -> pd.Series:
     """Per run, whether it has the samples its percentile needs (``stats.min_samples``)."""
-    q = PERCENTILES.get(statistic)
+    q = _quantile(statistic)
     if q is None:
         return pd.Series(True, index=part.index)
     return part["n_samples"].fillna(np.inf) >= stats.min_samples(q)
@@ -227,8 +269,8 @@ def _long_enough(part: pd.DataFrame, statistic: str) -> pd.Series:
 def _comparison(key: dict, part: pd.DataFrame, mode: str, baseline: str, measure: Measure,
                 margins: Mapping[str, float], confidence: float) -> dict | None:  # fmt: skip
     """One row of ``compare`` (before the table's adjustment), or None: a side not measured."""
-    wide = part[part["mode"].isin([mode, baseline])].pivot(index="run", columns="mode",
-                                                           values=["value", "ok"])  # fmt: skip
+    wide = part[part["mode"].isin([mode, baseline])].pivot(
+        index="run", columns="mode", values=["value", "ok", "n_samples"])  # fmt: skip
     if mode not in wide["value"] or baseline not in wide["value"]:
         return None
     both = wide["value"][[mode, baseline]].dropna().sort_index()
@@ -250,9 +292,13 @@ def _comparison(key: dict, part: pd.DataFrame, mode: str, baseline: str, measure
            "higher_is_better": hib, "scale": scale, "margin": nan, "margin_abs": nan,
            "n_runs": int(x.size), "confidence": confidence,
            "headline": _headline(measure, key["variant"], key["statistic"])}  # fmt: skip
-    if short:
-        need = stats.min_samples(PERCENTILES[key["statistic"]])
-        why = f"{key['statistic']} needs {need:,} samples per run; a paired run has fewer"
+    if short:  # the reason names the mode's shortest run, else the baseline's
+        q = _quantile(key["statistic"])
+        sizes = wide["n_samples"].loc[both.index]
+        shortest = min(int(sizes[m].min()) for m in (mode, baseline)
+                       if sizes[m].min() < stats.min_samples(q))  # fmt: skip
+        why = (f"p{100 * q:g} needs {stats.min_samples(q):,} samples per run "
+               f"({stats.TAIL_SAMPLES} beyond it); the shortest run has {shortest:,}")  # fmt: skip
         return row | {"estimate": nan, "verdict": None, "tost_reason": why}
     d = x - y
     row["diff"] = float(d.mean())

@@ -316,91 +316,23 @@ def summary_columns(quantiles=QUANTILES, overhead=OVERHEAD_QUANTILES) -> list[st
         lab = q_label(q)
         cols += [f"d_{lab}_us", f"d_{lab}_lo_us", f"d_{lab}_hi_us"]
         cols += [f"ratio_{lab}", f"ratio_{lab}_lo", f"ratio_{lab}_hi"]
-    return [*cols, "tail_note", *verdict_columns(overhead), "multiplicity", "confidence"]
-
-
-def verdict_columns(overhead=OVERHEAD_QUANTILES) -> list[str]:
-    """The margin, and per overhead level the ratio's equivalence interval, the tests on per-run
-    quantiles (TOST, difference, both also adjusted across the table), the smallest difference
-    the runs could resolve and the verdict (``stats.quantile_equivalence``)."""
-    cols = ["margin", "margin_us", "equivalence_confidence"]
+    cols = [*cols, "tail_note", "margin", "margin_us", "equivalence_confidence"]
     for q in overhead:
         lab = q_label(q)
         cols += [f"ratio_{lab}_eq_lo", f"ratio_{lab}_eq_hi", f"tost_{lab}_p", f"diff_{lab}_p"]
         cols += [f"tost_{lab}_p_adj", f"diff_{lab}_p_adj", f"resolvable_{lab}", f"sd_{lab}"]
         cols += [f"tost_{lab}_reason", f"verdict_{lab}"]
-    return cols
+    return [*cols, "multiplicity", "confidence"]
 
 
-def adjust(summary: pd.DataFrame, method: str, overhead=OVERHEAD_QUANTILES) -> pd.DataFrame:
-    """The table's verdicts (every mode and level together) adjusted for multiplicity
-    (``stats.adjust_verdicts``; latency: lower is better)."""
-    specs = [(f"verdict_{q_label(q)}", f"tost_{q_label(q)}_p", f"diff_{q_label(q)}_p",
-              f"ratio_{q_label(q)}") for q in overhead]  # fmt: skip
-    alpha = round(1.0 - float(summary["confidence"].iloc[0]), 12) if len(summary) else 0.05
-    # rows judged in microseconds (margin_us set) state their smallest shift in microseconds
-    mde = [stats.MdeColumns(f"resolvable_{q_label(q)}", f"sd_{q_label(q)}", "overhead_n_runs",
-                            "margin_us") for q in overhead]  # fmt: skip
-    return stats.adjust_verdicts(summary, method, alpha, False, specs, mde)
-
-
-def _verdicts(
-    cell: stats.RunSamples,
-    base: stats.RunSamples,
-    overhead,
-    margin: float,
-    confidence: float,
-    pilot: int | None = None,
-) -> dict:
-    """The verdict columns of one mode against native (latency: lower is better); ``pilot``:
-    the comparison's Stein pilot (``schema.pilot_of``)."""
-    eq = stats.quantile_equivalence(
-        cell, base, overhead, margin, confidence, higher_is_better=False, pilot=pilot
-    )
-    out = {}
-    for r in eq.itertuples():
-        lab = q_label(r.q)
-        out |= {
-            f"ratio_{lab}_eq_lo": r.lo_eq,
-            f"ratio_{lab}_eq_hi": r.hi_eq,
-            f"tost_{lab}_p": r.tost_p,
-            f"diff_{lab}_p": r.diff_p,
-            f"resolvable_{lab}": r.resolvable,
-            f"sd_{lab}": r.sd_log,
-            f"tost_{lab}_reason": r.tost_reason,
-            f"verdict_{lab}": r.verdict,
-        }
-    return out
-
-
-def _shift_verdicts(
-    cell: stats.RunSamples, base: stats.RunSamples, overhead, margin_us: float, confidence: float,
-    pilot: int | None = None,
-) -> dict:
-    """The verdict columns of one mode against native judged on the added microseconds
-    (``stats.shift_equivalence`` of the per-run percentiles over the runs both measured):
-    the Internet path, where a margin relative to a ~40 ms round trip could not fail."""
-    common = np.intersect1d(cell.runs, base.runs)
-    a, b = cell.subset(common), base.subset(common)
-    out = {"margin_us": margin_us}
-    for q in overhead:
-        lab = q_label(q)
-        short = stats.short_runs_reason(a, q) or stats.short_runs_reason(b, q)
-        x, y = (a.run_quantiles([q])[:, 0], b.run_quantiles([q])[:, 0]) if (
-            common.size and short is None) else (np.empty(0), np.empty(0))  # fmt: skip
-        eq = stats.shift_equivalence(x, y, margin_us, confidence, higher_is_better=False,
-                                     pilot=pilot)  # fmt: skip
-        out |= {
-            f"ratio_{lab}_eq_lo": np.nan,
-            f"ratio_{lab}_eq_hi": np.nan,
-            f"tost_{lab}_p": eq.tost_p,
-            f"diff_{lab}_p": eq.diff_p,
-            f"resolvable_{lab}": eq.resolvable,
-            f"sd_{lab}": eq.sd,
-            f"tost_{lab}_reason": short or eq.reason,
-            f"verdict_{lab}": eq.verdict if x.size else None,
-        }
-    return out
+# the engine's comparison columns under the summary's names, per overhead level
+_ENGINE = {"d_{}_us": "diff", "d_{}_lo_us": "diff_lo", "d_{}_hi_us": "diff_hi",
+           "ratio_{}": "estimate", "ratio_{}_lo": "lo", "ratio_{}_hi": "hi",
+           "ratio_{}_eq_lo": "lo_eq", "ratio_{}_eq_hi": "hi_eq", "tost_{}_p": "tost_p",
+           "diff_{}_p": "diff_p", "tost_{}_p_adj": "tost_p_adj", "diff_{}_p_adj": "diff_p_adj",
+           "resolvable_{}": "resolvable", "sd_{}": "sd", "tost_{}_reason": "tost_reason",
+           "verdict_{}": "verdict", "resolvable_{}_log": "resolvable_log",
+           "resolvable_{}_direction": "resolvable_direction"}  # fmt: skip
 
 
 def _row_order(frame: pd.DataFrame) -> pd.DataFrame:
@@ -413,6 +345,37 @@ def _row_order(frame: pd.DataFrame) -> pd.DataFrame:
         .drop(columns=["_p", "_m"])
         .reset_index(drop=True)
     )
+
+
+def _compare(cells: dict[tuple, stats.RunSamples], runs: pd.DataFrame, overhead,
+             confidence: float, margin: float, multiplicity: str,
+             internet_margin_us: float | None) -> pd.DataFrame:  # fmt: skip
+    """The engine's comparisons of the table's cells with native, adjusted across the table,
+    indexed by (environment, mode, path, variant, statistic)."""
+    # imported here: the engine reads this module's loaders
+    from pipeline.analysis import engine
+
+    values = engine.cell_values("latency", cells, runs, {q_label(q): q for q in overhead})
+    margins = {engine.MEASURES["latency"].margin: margin}
+    if internet_margin_us is not None:
+        margins["internet_us"] = internet_margin_us
+    out = engine.compare(values, margins, confidence, multiplicity)
+    return out.set_index(["environment", "mode", "path", "variant", "statistic"])
+
+
+def _self_shift(cell: stats.RunSamples, overhead) -> dict:
+    """Native against itself: no shift, a ratio of 1, intervals from two runs on; a level
+    its runs are too short for is left out."""
+    nan = float("nan")
+    out = {}
+    for q in overhead:
+        if stats.short_runs_reason(cell, q) is not None:
+            continue
+        ends = (0.0, 1.0) if cell.n_runs >= 2 else (nan, nan)
+        lab = q_label(q)
+        out |= {f"d_{lab}_us": 0.0, f"d_{lab}_lo_us": ends[0], f"d_{lab}_hi_us": ends[0],
+                f"ratio_{lab}": 1.0, f"ratio_{lab}_lo": ends[1], f"ratio_{lab}_hi": ends[1]}
+    return out
 
 
 def summarise(
@@ -430,26 +393,28 @@ def summarise(
 
     ``pXX_us`` (+ ``_lo_us``/``_hi_us``): geometric mean of the runs' own percentiles with its
     t interval (``stats.run_quantile_ci``); a level some run has too few samples for is NaN and
-    ``tail_note`` says why. ``d_pXX_us``: the mean per-run difference from native on the same
-    environment, path and variant, over the runs both measured; ``ratio_pXX`` the geometric
-    mean of the per-run ratios; both with paired t intervals. ``variants`` restricts the cells
-    (e.g. to the variants whose per-sample metric was loaded); by default every variant in
-    ``runs`` or ``cells``.
+    ``tail_note`` says why. ``variants`` restricts the cells (e.g. to the variants whose
+    per-sample metric was loaded); by default every variant in ``runs`` or ``cells``.
 
-    ``verdict_pXX``: ``stats.verdict`` for ``ratio_pXX`` against the equivalence ``margin``
-    (fixed in params.yaml before the data), from the paired tests on per-run percentiles, then
-    adjusted across the table by ``multiplicity`` (``adjust``); None for native itself and for
-    cells without a comparison. ``resolvable_pXX``: the smallest relative difference these runs
-    could resolve (``stats.resolvable``).
+    The comparison with native on the same environment, path and variant is the comparison
+    engine's (``engine.compare`` of the per-run percentiles, the table's comparisons adjusted
+    together by ``multiplicity``), under the summary's names: ``d_pXX_us`` its mean per-run
+    difference (``diff``), ``ratio_pXX`` the geometric mean of the per-run ratios
+    (``estimate``), both with paired t intervals; ``verdict_pXX`` against the equivalence
+    ``margin`` (fixed in params.yaml before the data), None for native itself and for cells
+    without a comparison; ``resolvable_pXX`` the smallest difference these runs could resolve.
 
     With ``internet_margin_us``, rows on the Internet path are judged on the added
-    microseconds instead (``_shift_verdicts``): their ``margin`` is NaN, ``margin_us`` that
-    margin, and ``resolvable_pXX`` in microseconds.
+    microseconds instead: their ``margin`` is NaN, ``margin_us`` that margin, and
+    ``resolvable_pXX`` in microseconds.
     """
     run_cells = runs[KEYS].drop_duplicates().itertuples(index=False, name=None)
     all_cells = list(dict.fromkeys([*run_cells, *cells]))
     if variants is not None:
         all_cells = [c for c in all_cells if c[3] in set(variants)]
+    mine = {key: cells[key] for key in all_cells if key in cells}
+    compared = _compare(mine, runs, overhead, confidence, margin, multiplicity,
+                        internet_margin_us)  # fmt: skip
     rows = []
     for env, mode, path, variant in all_cells:
         cell = cells.get((env, mode, path, variant))
@@ -485,42 +450,40 @@ def summarise(
                 row.update({f"{lab}_us": r.value, f"{lab}_lo_us": r.lo, f"{lab}_hi_us": r.hi})
             row["tail_note"] = "; ".join(r for r in pct["reason"].dropna().unique()) or None
             base = cells.get((env, BASELINE, path, variant))
-            if base is not None and base.n_samples:
-                pilot = schema.pilot_of(run_rows)
-                shift = stats.quantile_shift_ci(cell, base, overhead, confidence, pilot=pilot)
-                row["overhead_n_runs"] = int(shift["n_runs"].iloc[0])
-                for r in shift.itertuples():
-                    lab = q_label(r.q)
-                    row.update(
-                        {
-                            f"d_{lab}_us": r.shift,
-                            f"d_{lab}_lo_us": r.lo,
-                            f"d_{lab}_hi_us": r.hi,
-                            f"ratio_{lab}": r.ratio,
-                            f"ratio_{lab}_lo": r.ratio_lo,
-                            f"ratio_{lab}_hi": r.ratio_hi,
-                        }
-                    )
-                if mode != BASELINE and path == INTERNET and internet_margin_us is not None:
-                    row |= _shift_verdicts(cell, base, overhead, internet_margin_us, confidence,
-                                           pilot)  # fmt: skip
-                    row["margin"] = np.nan
-                elif mode != BASELINE:
-                    row |= _verdicts(cell, base, overhead, margin, confidence, pilot)
+            if mode == BASELINE:
+                row |= _self_shift(cell, overhead)
+                row["overhead_n_runs"] = cell.n_runs
+            elif base is not None and base.n_samples:
+                for q in overhead:
+                    key = (env, mode, path, variant, q_label(q))
+                    if key not in compared.index:
+                        continue
+                    c = compared.loc[key]
+                    row |= {k.format(q_label(q)): c[v] for k, v in _ENGINE.items()}
+                    row["overhead_n_runs"] = int(c["n_runs"])
+                if path == INTERNET and internet_margin_us is not None:
+                    row |= {"margin": np.nan, "margin_us": internet_margin_us}
             elif status == "ok":
                 extra = f"no {BASELINE} baseline measured on path {path} ({variant})"
                 row["reason"] = f"{reason}; {extra}" if reason else extra
         rows.append(row)
-    out = pd.DataFrame(rows, columns=summary_columns(quantiles, overhead))
+    mde = [f"resolvable_{q_label(q)}_{end}" for q in overhead for end in ("log", "direction")]
+    out = pd.DataFrame(rows, columns=[*summary_columns(quantiles, overhead), *mde])
     for col in ("n_runs", "n_runs_planned", "n_samples", "overhead_n_runs"):
         out[col] = out[col].astype("int64")
     float_cols = [c for c in out.columns if c.endswith("_us") or c.startswith("ratio_")]
     float_cols += [c for c in out.columns if c.startswith("tost_") and not c.endswith("_reason")]
+    float_cols += [c for c in out.columns if c.startswith(("diff_", "resolvable_", "sd_"))
+                   and not c.endswith("_direction")]  # fmt: skip
     out[float_cols] = out[float_cols].astype(float)
-    for col in [c for c in out.columns if c.startswith("verdict_") or c.endswith("_reason")]:
+    for col in [c for c in out.columns if c.startswith("verdict_")
+                or c.endswith(("_reason", "_direction"))]:  # fmt: skip
         out[col] = [as_text(v) or None for v in out[col]]
     out["tail_note"] = [as_text(v) or None for v in out["tail_note"]]
-    return _row_order(adjust(out, multiplicity, overhead))
+    total = int(compared["verdict"].notna().sum()) if len(compared) else 0
+    out["multiplicity"] = (compared["multiplicity"].iloc[0] if len(compared)
+                           else f"{multiplicity} across {total} comparisons")  # fmt: skip
+    return _row_order(out)
 
 
 def add_http_rates(summary: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
