@@ -88,63 +88,48 @@ def overheads(
     multiplicity: str = "holm",
 ) -> pd.DataFrame:
     """Per environment, (mode, baseline) pair and q: per-run q-quantile difference (``shift``,
-    seconds) and ratio with paired t intervals, ``plus_pct``, and the verdict, adjusted across
-    every comparison of the table by ``multiplicity``.
+    seconds) and ratio with paired t intervals, ``plus_pct``, and the verdict (overhead, faster
+    or inconclusive: no margin was fixed for start times, so nothing is called equivalent),
+    adjusted across every comparison of the table by ``multiplicity``: the comparison engine's
+    (``engine.compare``) under this table's names; ``reason`` why a level was not compared.
 
     ``pairs`` defaults to every measured mode against native, then each rootless mode against
     its rootful engine; pairs with a side not measured are left out."""
-    data = measured(samples)
-    rows = []
-    for environment, env in data.groupby("environment", observed=True):
-        cells = {mode: _cell(group) for mode, group in env.groupby("mode", observed=True)}
-        wanted = pairs
-        if wanted is None:
-            wanted = [(m, "native") for m in sorted(cells) if m != "native"]
-            wanted += list(ROOTLESS_VS_ROOTFUL)
-        for mode, baseline in wanted:
-            if mode not in cells or baseline not in cells:
-                continue
-            shift = stats.quantile_shift_ci(cells[mode], cells[baseline], qs, confidence)
-            tests = _tests(cells[mode], cells[baseline], shift, confidence)
-            shift["diff_p"], shift["verdict"] = tests["diff_p"], tests["verdict"]
-            shift["tost_p"] = np.nan  # no margin was fixed for start times
-            shift.insert(0, "baseline", baseline)
-            shift.insert(0, "mode", mode)
-            shift.insert(0, "environment", environment)
-            rows.append(shift)
-    if not rows:
+    # imported here: the engine reads this module's per-run percentiles
+    from pipeline.analysis import engine
+
+    values = per_run_percentiles(samples, qs)
+    if values.empty:
         return pd.DataFrame()
-    out = pd.concat(rows, ignore_index=True)
-    for col, src in (
-        ("plus_pct", "ratio"),
-        ("plus_pct_lo", "ratio_lo"),
-        ("plus_pct_hi", "ratio_hi"),
-    ):
+    counts = measured(samples).groupby([*KEYS, "run"], observed=True).size()
+    labels = {q_label(q): q for q in qs}
+    values = values.assign(
+        benchmark="coldstart", path="", variant="", metric=METRIC, unit="s", pilot=np.nan,
+        statistic=[q_label(q) for q in values["q"]], higher_is_better=False,
+        n_samples=counts.reindex(pd.MultiIndex.from_frame(values[[*KEYS, "run"]])).to_numpy(),
+    )  # fmt: skip
+    out = engine.compare(values[engine.PER_RUN_COLUMNS], {}, confidence, multiplicity, pairs)
+    if out.empty:
+        return pd.DataFrame()
+    wanted = pairs
+    if wanted is None:
+        wanted = [(m, "native") for m in sorted(set(values["mode"])) if m != "native"]
+        wanted += list(ROOTLESS_VS_ROOTFUL)
+    rank = {pair: i for i, pair in reversed(list(enumerate(wanted)))}
+    out = out.assign(
+        q=out["statistic"].map(labels),
+        _pair=[rank[p] for p in zip(out["mode"], out["baseline"], strict=True)],
+    ).sort_values(["environment", "_pair", "q"], kind="stable", ignore_index=True)
+    out = out.rename(columns={"diff": "shift", "estimate": "ratio", "lo": "ratio_lo",
+                              "hi": "ratio_hi", "diff_lo": "lo", "diff_hi": "hi",
+                              "tost_reason": "reason"})  # fmt: skip
+    for col, src in (("plus_pct", "ratio"), ("plus_pct_lo", "ratio_lo"),
+                     ("plus_pct_hi", "ratio_hi")):  # fmt: skip
         out[col] = (out[src] - 1.0) * 100.0
-    alpha = round(1.0 - confidence, 12)
-    return stats.adjust_verdicts(out, multiplicity, alpha, False)
-
-
-def _tests(
-    cell: stats.RunSamples, baseline: stats.RunSamples, shift: pd.DataFrame, confidence: float
-) -> pd.DataFrame:
-    """Per level: the paired t test of "no difference" on the runs' own q-quantiles (log
-    ratios) and its verdict, overhead (slower), faster or inconclusive (``stats.
-    difference_verdict``: no margin was fixed for start times, so nothing is called
-    equivalent); None where the level was not compared (``shift``'s ``reason``)."""
-    common = np.intersect1d(cell.runs, baseline.runs)
-    a, b = cell.subset(common), baseline.subset(common)
-    alpha = round(1.0 - confidence, 12)
-    rows = []
-    for r in shift.itertuples():
-        if np.isnan(r.ratio):
-            rows.append({"diff_p": np.nan, "verdict": None})
-            continue
-        per_run = [c.run_quantiles([r.q])[:, 0] for c in (a, b)]
-        diff_p = stats.tost_log_ratio(*per_run, 0.5, alpha).diff_p
-        rows.append({"diff_p": diff_p,
-                     "verdict": stats.difference_verdict(*per_run, False, alpha)})  # fmt: skip
-    return pd.DataFrame(rows, index=shift.index)
+    return out[["environment", "mode", "baseline", "q", "shift", "lo", "hi", "ratio", "ratio_lo",
+                "ratio_hi", "n_runs", "reason", "diff_p", "verdict", "tost_p", "plus_pct",
+                "plus_pct_lo", "plus_pct_hi", "tost_p_adj", "diff_p_adj",
+                "multiplicity"]]  # fmt: skip
 
 
 # --- the article's table: one row per mode ----------------------------------------------------

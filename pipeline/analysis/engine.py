@@ -17,7 +17,7 @@ interference watch flagged where their step has a clean one) and on runs with st
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -269,10 +269,10 @@ def _long_enough(part: pd.DataFrame, statistic: str) -> pd.Series:
 def _comparison(key: dict, part: pd.DataFrame, mode: str, baseline: str, measure: Measure,
                 margins: Mapping[str, float], confidence: float) -> dict | None:  # fmt: skip
     """One row of ``compare`` (before the table's adjustment), or None: a side not measured."""
+    if not {mode, baseline} <= set(part["mode"]):
+        return None
     wide = part[part["mode"].isin([mode, baseline])].pivot(
         index="run", columns="mode", values=["value", "ok", "n_samples"])  # fmt: skip
-    if mode not in wide["value"] or baseline not in wide["value"]:
-        return None
     both = wide["value"][[mode, baseline]].dropna().sort_index()
     if both.empty:
         return None
@@ -339,6 +339,7 @@ def compare(
     margins: Mapping[str, float],
     confidence: float = 0.95,
     multiplicity: str = "holm",
+    pairs: Sequence[tuple[str, str]] | None = None,
 ) -> pd.DataFrame:
     """The standard comparison frame (``COMPARE_COLUMNS``): one row per (environment,
     benchmark, path, variant, metric, statistic) and mode against its baseline (native on the
@@ -353,7 +354,8 @@ def compare(
     datagrams, ``internet_us`` the Internet path's margin in microseconds; a benchmark without
     one gets the difference test alone), adjusted with the other comparisons of its summary
     table (``family``) by ``multiplicity``; ``resolvable`` the minimum detectable effect under
-    that rule. A percentile some paired run is too short for has no estimate."""
+    that rule. A percentile some paired run is too short for has no estimate. ``pairs``:
+    only these (mode, baseline) comparisons, in this order, where both sides were measured."""
     data = per_run_values.assign(ok=lambda f: [bool(v) for v in _ok(f)])
     rows = []
     groups = ["environment", "benchmark", "path", "variant", "metric", "statistic"]
@@ -362,9 +364,9 @@ def compare(
         measure = MEASURES[key["benchmark"]]
         key = {"family": _family(measure, key["variant"]), **key}
         modes = sorted(set(part["mode"]))
-        pairs = [(m, BASELINE) for m in modes if m != BASELINE]
-        pairs += [p for p in (measure.pairs(modes) if measure.pairs else []) if p not in pairs]
-        for mode, baseline in pairs:
+        wanted = [(m, BASELINE) for m in modes if m != BASELINE]
+        wanted += [p for p in (measure.pairs(modes) if measure.pairs else []) if p not in wanted]
+        for mode, baseline in wanted if pairs is None else pairs:
             row = _comparison(key, part, mode, baseline, measure, margins, confidence)
             if row is not None:
                 rows.append(row)
