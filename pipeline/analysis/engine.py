@@ -82,16 +82,7 @@ class Measure:
 
 
 def _throughput(raw: Path) -> pd.DataFrame:
-    samples, runs = throughput_analysis.load(raw)
-    tcp = throughput_analysis.per_run_throughput(samples, runs).assign(
-        variant=throughput_analysis.TCP_VARIANT, metric="received_gbps", unit="Gbit/s")
-    udp = throughput_analysis.per_run_udp(samples, runs)
-    received = udp.rename(columns={"received_gbps": "value"}).assign(
-        variant=throughput_analysis.UDP_VARIANT, metric="received_gbps", unit="Gbit/s")
-    loss = udp.rename(columns={"loss_pct": "value"}).assign(
-        variant=throughput_analysis.UDP_VARIANT, metric="loss_pct", unit="%")
-    out = pd.concat([tcp, received, loss], ignore_index=True)
-    return out.assign(statistic="median", n_samples=np.nan)  # fmt: skip
+    return throughput_analysis.per_run_values(*throughput_analysis.load(raw))
 
 
 def _cell_values(cells: Mapping[tuple, stats.RunSamples], statistics: Mapping[str, float],
@@ -204,6 +195,16 @@ def per_run(raw_dir: Path | str, benchmarks: Iterable[str] | None = None) -> pd.
     return out.reset_index(drop=True)
 
 
+def values_of(benchmark: str, frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """``per_run``'s frame for one benchmark's per-run values already computed by its summary
+    (``Measure.values``' columns), its direction and margin the benchmark's, pilots from
+    ``runs``."""
+    if frame.empty:
+        return pd.DataFrame(columns=PER_RUN_COLUMNS)
+    out = _standard(frame, MEASURES[benchmark], runs).dropna(subset=["value"])
+    return out.astype({"higher_is_better": bool}).reset_index(drop=True)
+
+
 def cell_values(
     benchmark: str,
     cells: Mapping[tuple, stats.RunSamples],
@@ -213,11 +214,7 @@ def cell_values(
     """``per_run``'s frame for per-sample cells already loaded (``latency.load_cells``): each
     run's ``statistics`` (label -> quantile) of each (environment, mode, path, variant) cell,
     the metric named by the variant, pilots from ``runs``."""
-    frame = _cell_values(cells, statistics)
-    if frame.empty:
-        return pd.DataFrame(columns=PER_RUN_COLUMNS)
-    out = _standard(frame, MEASURES[benchmark], runs).dropna(subset=["value"])
-    return out.astype({"higher_is_better": bool}).reset_index(drop=True)
+    return values_of(benchmark, _cell_values(cells, statistics), runs)
 
 
 def _standard(frame: pd.DataFrame, measure: Measure, runs: pd.DataFrame) -> pd.DataFrame:
@@ -427,3 +424,28 @@ def margins_of(
     if internet_margin_us is not None:
         out["internet_us"] = float(internet_margin_us)
     return out
+
+
+# A summary table's names for ``compare``'s columns (a ratio judged against a relative margin).
+SUMMARY_NAMES = {
+    "estimate": "ratio", "lo": "ratio_lo", "hi": "ratio_hi", "n_runs": "ratio_n_runs",
+    "lo_eq": "ratio_eq_lo", "hi_eq": "ratio_eq_hi", "tost_p": "tost_p", "diff_p": "diff_p",
+    "tost_p_adj": "tost_p_adj", "diff_p_adj": "diff_p_adj", "resolvable": "resolvable",
+    "resolvable_log": "resolvable_log", "resolvable_direction": "resolvable_direction",
+    "sd": "sd_log", "tost_reason": "tost_reason", "verdict": "verdict",
+}  # fmt: skip
+
+
+def by_comparison(compared: pd.DataFrame) -> dict[tuple, pd.Series]:
+    """``compare``'s rows against native by (environment, mode, path, variant, metric)."""
+    native = compared[compared["baseline"] == BASELINE]
+    keys = ["environment", "mode", "path", "variant", "metric"]
+    return {tuple(r[keys]): r for _, r in native.iterrows()}
+
+
+def multiplicity_text(compared: pd.DataFrame, method: str) -> str:
+    """The table's "holm across N comparisons" (``stats.adjust_verdicts``), also for none."""
+    if len(compared):
+        return str(compared["multiplicity"].iloc[0])
+    return f"{method} across 0 comparisons"
+

@@ -179,61 +179,70 @@ def _cell_row(cell: tuple, metric: str, confidence: float) -> dict:
     }
 
 
-def _add_ratio(
-    row: dict,
-    per_run: pd.DataFrame,
-    n_runs: int,
-    value: str,
-    margin: float = 0.05,
-    pilot: int | None = None,
-) -> None:
-    """Add ``ratio*`` (geometric mean of the per-run ratios of ``value`` to native on the same
-    environment and path) and the verdict columns to ``row``; a measured mode whose path has no
-    native run says so in its reason. ``pilot``: the comparison's Stein pilot
-    (``schema.pilot_of``; None for fixed runs)."""
+def per_run_values(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """The per-run values the comparisons rest on, long: TCP's received rate, UDP's received
+    rate and loss (``engine.Measure.values``' columns)."""
+    tcp = per_run_throughput(samples, runs).assign(
+        variant=TCP_VARIANT, metric="received_gbps", unit="Gbit/s")  # fmt: skip
+    udp = per_run_udp(samples, runs)
+    received = udp.rename(columns={"received_gbps": "value"}).assign(
+        variant=UDP_VARIANT, metric="received_gbps", unit="Gbit/s")  # fmt: skip
+    loss = udp.rename(columns={"loss_pct": "value"}).assign(
+        variant=UDP_VARIANT, metric="loss_pct", unit="%")  # fmt: skip
+    out = pd.concat([tcp, received, loss], ignore_index=True)
+    return out.assign(statistic="median", n_samples=np.nan)
+
+
+def _compare(samples: pd.DataFrame, runs: pd.DataFrame, variant: str, margin: float,
+             confidence: float, multiplicity: str,
+             loss_margin: float | None = None) -> pd.DataFrame:  # fmt: skip
+    """The engine's comparisons of one variant's table with native, adjusted across it:
+    the received rate against ``margin``, UDP's loss against ``loss_margin``."""
+    # imported here: the engine reads this module's per-run values
+    from pipeline.analysis import engine
+
+    values = per_run_values(samples, runs)
+    values = values[values["variant"] == variant]
+    # runs recorded before the UDP variant existed have none: they are TCP's
+    tagged = runs.assign(variant=runs["variant"].fillna(TCP_VARIANT) if "variant" in runs
+                         else TCP_VARIANT)  # fmt: skip
+    values = engine.values_of(BENCHMARK, values, tagged)
+    margins = {engine.MEASURES[BENCHMARK].margin: margin}
+    if loss_margin is not None:
+        margins["udp_loss"] = loss_margin
+    return engine.compare(values, margins, confidence, multiplicity)
+
+
+def _add_ratio(row: dict, found: dict, n_runs: int, variant: str, margin: float) -> None:
+    """Add ``ratio*`` (the geometric mean of the per-run ratios of the received rate to native
+    on the same environment and path) and the verdict columns to ``row`` from the engine's
+    comparisons (``found``, ``engine.by_comparison``); a measured mode whose path has no
+    native run says so in its reason."""
+    from pipeline.analysis import engine
+
     mode, path = row["mode"], row["path"]
-    row.update(margin=margin, equivalence_confidence=stats.equivalence_level(row["confidence"]))
+    row.update(margin=margin, equivalence_confidence=stats.equivalence_level(row["confidence"]),
+               ratio_n_runs=0)  # fmt: skip
     if mode == BASELINE and n_runs:
         row.update(ratio=1.0, ratio_lo=1.0, ratio_hi=1.0, ratio_n_runs=n_runs)
         return
-    pair = per_run[
-        (per_run["environment"] == row["environment"])
-        & (per_run["path"] == path)
-        & per_run["mode"].isin([mode, BASELINE])
-    ][["run", "mode", value]].rename(columns={value: "value"})
-    eq = stats.ratio_equivalence(
-        pair, mode, BASELINE, margin, row["confidence"], higher_is_better=True, pilot=pilot
-    )
-    row.update(
-        ratio=eq.ratio,
-        ratio_lo=eq.lo,
-        ratio_hi=eq.hi,
-        ratio_n_runs=eq.n_runs,
-        ratio_eq_lo=eq.lo_eq,
-        ratio_eq_hi=eq.hi_eq,
-        tost_p=eq.tost.p_value,
-        diff_p=eq.tost.diff_p,
-        resolvable=eq.tost.resolvable,
-        sd_log=eq.tost.sd_log,
-        tost_reason=eq.tost.reason if eq.n_runs else None,
-        verdict=eq.verdict,
-    )
-    if n_runs and not eq.n_runs and row["status"] == "ok":
+    c = found.get((row["environment"], mode, path, variant, "received_gbps"))
+    if c is not None:
+        row.update({ours: c[theirs] for theirs, ours in engine.SUMMARY_NAMES.items()})
+    elif n_runs and row["status"] == "ok":
         extra = f"no {BASELINE} baseline measured on path {path}"
         row["reason"] = f"{row['reason']}; {extra}" if row["reason"] else extra
 
 
-def _finish(out: pd.DataFrame, multiplicity: str, specs=stats.ONE_VERDICT,
-            mde=stats.ONE_MDE) -> pd.DataFrame:  # fmt: skip
-    """Empty reasons as None, counts as integers, verdicts adjusted across the table
-    (``stats.adjust_verdicts``), rows in reading order."""
+def _finish(out: pd.DataFrame, multiplicity: str) -> pd.DataFrame:
+    """Empty reasons as None, counts as integers, the table's multiplicity, rows in reading
+    order."""
     out["reason"] = [as_text(r) or None for r in out["reason"]]
-    for col in [c for c in out.columns if c.endswith(("verdict", "tost_reason"))]:
+    for col in [c for c in out.columns if c.endswith(("verdict", "tost_reason", "_direction"))]:
         out[col] = [as_text(v) or None for v in out[col]]
     out["n_runs"] = out["n_runs"].astype("int64")
     out["ratio_n_runs"] = out["ratio_n_runs"].astype("int64")
-    alpha = round(1.0 - float(out["confidence"].iloc[0]), 12) if len(out) else 0.05
-    out = stats.adjust_verdicts(out, multiplicity, alpha, True, specs, mde)
+    out["multiplicity"] = multiplicity
     return _row_order(out)
 
 
@@ -256,9 +265,14 @@ def summarise(
     params.yaml before the data): the paired TOST and difference test on per-run log ratios
     (with at least 3 paired runs; ``tost_reason`` says why they were not run), adjusted across
     the table by ``multiplicity``. ``resolvable``: the smallest relative difference the runs
-    could resolve. None for native itself and for cells without a comparison.
+    could resolve. None for native itself and for cells without a comparison. The comparisons
+    are the engine's (``engine.compare``).
     """
+    from pipeline.analysis import engine
+
     per_run = per_run_throughput(samples, runs)
+    compared = _compare(samples, runs, TCP_VARIANT, margin, confidence, multiplicity)
+    found = engine.by_comparison(compared)
     rows = []
     for cell in _cells(per_run, variant_rows(runs, TCP_VARIANT)):
         mine, run_rows = cell[3], cell[4]
@@ -273,7 +287,7 @@ def summarise(
             median_coverage=med.coverage,
             median_ci_reached=med.reached,
         )
-        _add_ratio(row, per_run, med.n, "value", margin, schema.pilot_of(run_rows))
+        _add_ratio(row, found, med.n, TCP_VARIANT, margin)
         rows.append(row)
     out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     for col, src in (
@@ -282,7 +296,7 @@ def summarise(
         ("impact_hi_pct", "ratio_hi"),
     ):
         out[col] = (out[src] - 1.0) * 100.0
-    return _finish(out, multiplicity)
+    return _finish(out, engine.multiplicity_text(compared, multiplicity))
 
 
 def _fmt_ci(point: float, lo: float, hi: float, digits: int) -> str | None:
@@ -664,15 +678,6 @@ UDP_SUMMARY_COLUMNS = [
     "loss_verdict",
     *SETTINGS_COLUMNS,
 ]
-# the UDP table's two verdicts per row: received throughput (a ratio), loss (a shift from 0,
-# where less is better)
-UDP_VERDICTS = (
-    ("verdict", "tost_p", "diff_p", "ratio"),
-    ("loss_verdict", "loss_tost_p", "loss_diff_p", "loss_shift_pp", 0.0, False),
-)
-UDP_MDE = (*stats.ONE_MDE, stats.MdeColumns("loss_resolvable_pp", "loss_sd_pp", "ratio_n_runs"))
-
-
 def per_run_udp(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """Per-run UDP values of runs with status ok, warm-ups excluded: environment, mode, path,
     run, received_gbps, jitter_ms, loss_pct (the median over measured windows of each)."""
@@ -706,10 +711,15 @@ def summarise_udp(
     columns against ``margin``. ``loss_*``: the mean per-run difference of the loss from
     native's in percentage points, with its paired t interval and a verdict against
     ``loss_margin`` (a fraction of the datagrams: 0.005 = 0.5 points; ``stats.shift_equivalence``;
-    more loss is the overhead). Both verdicts are adjusted together across the table. Empty
-    (with the columns) when no UDP run was recorded.
+    more loss is the overhead). Both verdicts are the engine's (``engine.compare``), adjusted
+    together across the table. Empty (with the columns) when no UDP run was recorded.
     """
+    from pipeline.analysis import engine
+
     per_run = per_run_udp(samples, runs)
+    compared = _compare(samples, runs, UDP_VARIANT, margin, confidence, multiplicity,
+                        loss_margin)  # fmt: skip
+    found = engine.by_comparison(compared)
     rows = []
     for cell in _cells(per_run, variant_rows(runs, UDP_VARIANT)):
         mine, run_rows = cell[3], cell[4]
@@ -726,34 +736,28 @@ def summarise_udp(
                     f"{name}_ci_reached": q.reached,
                 }
             )
-        _add_ratio(row, per_run, len(mine), "received_gbps", margin, schema.pilot_of(run_rows))
-        _add_loss(row, per_run, 100.0 * loss_margin, schema.pilot_of(run_rows))
+        _add_ratio(row, found, len(mine), UDP_VARIANT, margin)
+        row["loss_margin_pp"] = 100.0 * loss_margin
+        loss = found.get((row["environment"], row["mode"], row["path"], UDP_VARIANT, "loss_pct"))
+        if loss is not None:
+            row.update({ours: loss[theirs] for ours, theirs in LOSS_NAMES.items()})
         rows.append(row)
-    out = pd.DataFrame(rows, columns=UDP_SUMMARY_COLUMNS)
-    return out if out.empty else _finish(out, multiplicity, UDP_VERDICTS, UDP_MDE)
+    mde = ["loss_resolvable_pp_log", "loss_resolvable_pp_direction"]
+    out = pd.DataFrame(rows, columns=[*UDP_SUMMARY_COLUMNS, *mde])
+    if out.empty:
+        return out[UDP_SUMMARY_COLUMNS]
+    return _finish(out, engine.multiplicity_text(compared, multiplicity))
 
 
-def _add_loss(row: dict, per_run: pd.DataFrame, margin_pp: float,
-              pilot: int | None = None) -> None:  # fmt: skip
-    """The loss columns of one UDP row: its per-run loss against native's on the same path
-    (``pilot``: the comparison's Stein pilot, ``schema.pilot_of``)."""
-    row["loss_margin_pp"] = margin_pp
-    if row["mode"] == BASELINE:
-        return
-    where = (per_run["environment"] == row["environment"]) & (per_run["path"] == row["path"])
-    wide = per_run[where].pivot_table(index="run", columns="mode", values="loss_pct")
-    if row["mode"] not in wide.columns or BASELINE not in wide.columns:
-        return
-    pair = wide[[row["mode"], BASELINE]].dropna()
-    eq = stats.shift_equivalence(pair[row["mode"]], pair[BASELINE], margin_pp,
-                                 row["confidence"], higher_is_better=False,
-                                 pilot=pilot)  # fmt: skip
-    row.update(
-        loss_shift_pp=eq.shift, loss_shift_lo_pp=eq.lo, loss_shift_hi_pp=eq.hi,
-        loss_tost_p=eq.tost_p, loss_diff_p=eq.diff_p, loss_resolvable_pp=eq.resolvable,
-        loss_sd_pp=eq.sd,
-        loss_tost_reason=eq.reason, loss_verdict=eq.verdict,
-    )  # fmt: skip
+# the loss columns of the UDP table and the engine's columns they hold
+LOSS_NAMES = {
+    "loss_shift_pp": "estimate", "loss_shift_lo_pp": "lo", "loss_shift_hi_pp": "hi",
+    "loss_tost_p": "tost_p", "loss_diff_p": "diff_p", "loss_tost_p_adj": "tost_p_adj",
+    "loss_diff_p_adj": "diff_p_adj", "loss_resolvable_pp": "resolvable", "loss_sd_pp": "sd",
+    "loss_tost_reason": "tost_reason", "loss_verdict": "verdict",
+    "loss_resolvable_pp_log": "resolvable_log",
+    "loss_resolvable_pp_direction": "resolvable_direction",
+}  # fmt: skip
 
 
 def udp_article_table(summary: pd.DataFrame) -> pd.DataFrame:
