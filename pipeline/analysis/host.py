@@ -191,7 +191,14 @@ def summarise(
     ``stats.ratio_equivalence``), adjusted across the benchmark's table by ``multiplicity``;
     None for native itself and for cells without a comparison.
     """
+    # imported here: the engine reads this module's per-run values
+    from pipeline.analysis import engine
+
     values = per_run(samples, runs)
+    compared = engine.compare(engine.values_of(benchmark, values.assign(statistic="median"), runs),
+                              {engine.MEASURES[benchmark].margin: margin}, confidence,
+                              multiplicity)  # fmt: skip
+    found = engine.by_comparison(compared)
     rows = []
     for env, mode, path, variant, metric in _cells(values, runs, samples, benchmark):
         in_cell = (
@@ -235,13 +242,7 @@ def summarise(
             "equivalence_confidence": stats.equivalence_level(confidence),
             "confidence": confidence,
         }
-        same = values[
-            (values["environment"] == env)
-            & (values["path"] == path)
-            & (values["variant"] == variant)
-            & (values["metric"] == metric)
-        ]
-        _add_comparison(row, same, confidence, margin, schema.pilot_of(run_rows))
+        _add_comparison(row, found)
         rows.append(row)
     out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     # Worse than native, in percent: a rate's larger ratio loses less, a time's costs more.
@@ -251,21 +252,20 @@ def summarise(
     out["overhead_pct"] = 100.0 * sign * (out["ratio"] - 1.0)
     out["overhead_lo_pct"] = 100.0 * sign * (worse_lo - 1.0)
     out["overhead_hi_pct"] = 100.0 * sign * (worse_hi - 1.0)
-    for col in ("reason", "verdict", "tost_reason"):
+    for col in ("reason", "verdict", "tost_reason", "resolvable_direction"):
         out[col] = [as_text(v) or None for v in out[col]]
     for col in ("n_runs", "n_runs_planned", "n_samples", "ratio_n_runs"):
         out[col] = out[col].astype("int64")
-    alpha = round(1.0 - confidence, 12)
-    out = stats.adjust_verdicts(out, multiplicity, alpha, "higher_is_better",
-                                mde=stats.ONE_MDE)  # fmt: skip
+    out["multiplicity"] = engine.multiplicity_text(compared, multiplicity)
     return _row_order(out, benchmark)
 
 
-def _add_comparison(
-    row: dict, same: pd.DataFrame, confidence: float, margin: float, pilot: int | None = None
-) -> None:
-    """The ratio to native and the verdict columns; a measured mode without a native run on its
-    path says so in its reason. ``pilot``: the comparison's Stein pilot (``schema.pilot_of``)."""
+def _add_comparison(row: dict, found: dict) -> None:
+    """The ratio to native and the verdict columns from the engine's comparisons (``found``,
+    ``engine.by_comparison``); a measured mode without a native run on its path says so in its
+    reason."""
+    from pipeline.analysis import engine
+
     nan = float("nan")
     row.update(
         ratio=nan, ratio_lo=nan, ratio_hi=nan, ratio_n_runs=0, ratio_eq_lo=nan, ratio_eq_hi=nan,
@@ -277,28 +277,13 @@ def _add_comparison(
         return
     if not row["n_runs"]:
         return
-    pair = same[same["mode"].isin([row["mode"], BASELINE])][["run", "mode", "value"]]
-    eq = stats.ratio_equivalence(
-        pair, row["mode"], BASELINE, margin, confidence, row["higher_is_better"], pilot
-    )
-    if not eq.n_runs:
+    key = ("environment", "mode", "path", "variant", "metric")
+    c = found.get(tuple(row[k] for k in key))
+    if c is None:
         extra = f"no {BASELINE} baseline measured on path {row['path']}"
         row["reason"] = f"{row['reason']}; {extra}" if row["reason"] else extra
         return
-    row.update(
-        ratio=eq.ratio,
-        ratio_lo=eq.lo,
-        ratio_hi=eq.hi,
-        ratio_n_runs=eq.n_runs,
-        ratio_eq_lo=eq.lo_eq,
-        ratio_eq_hi=eq.hi_eq,
-        tost_p=eq.tost.p_value,
-        diff_p=eq.tost.diff_p,
-        resolvable=eq.tost.resolvable,
-        sd_log=eq.tost.sd_log,
-        tost_reason=eq.tost.reason,
-        verdict=eq.verdict,
-    )
+    row.update({ours: c[theirs] for theirs, ours in engine.SUMMARY_NAMES.items()})
 
 
 def _row_order(frame: pd.DataFrame, benchmark: str) -> pd.DataFrame:
