@@ -13,7 +13,7 @@ was doing), so they are not independent draws: the unit of inference is the run.
   shows.
 - ``overheads``: per-run q-quantiles of a mode against a baseline mode (native; or the rootful
   engine for a rootless one), mean difference and geometric-mean ratio with paired t intervals
-  over the runs measured in both (``stats.quantile_shift_ci``), and ``plus_pct`` =
+  over the runs measured in both (the comparison engine's, ``engine.compare``), and ``plus_pct`` =
   (ratio - 1) x 100, the article's "+%". A level a run has too few starts for
   (``stats.min_samples``) is not compared.
 """

@@ -6,10 +6,13 @@ function that turns its raw dataset into per-run values, the statistics it compa
 median, or per-run percentiles of its samples), which way is better, the unit, its margin (a
 ``common.margins`` key, or an absolute one in the measure's unit) and the statistic a reader
 quotes (``headline``). ``per_run`` applies them; ``compare`` turns the per-run values into one
-row per comparison with the functions of ``stats`` every summary uses (``log_ratio_equivalence``
-on the paired per-run log ratios, ``shift_equivalence`` where the verdict is on an absolute
-difference, ``adjust_verdicts`` across each summary table's comparisons), so its ratios,
-intervals, verdicts and MDEs are the summaries' own.
+row per comparison with the functions of ``stats`` (``log_ratio_equivalence`` on the paired
+per-run log ratios, ``shift_equivalence`` where the verdict is on an absolute difference,
+``adjust_verdicts`` across each summary table's comparisons). The latency, HTTP, cold-start,
+throughput and host summaries hand it their own per-run values (``values_of``,
+``cell_values``) and copy its columns under their table's names (``SUMMARY_NAMES``): no
+summary tests a comparison itself. The summary modules import this one inside their functions,
+since its measures read their loaders.
 
 Per-run values rest on clean windows (``schema.read_dataset`` leaves out the windows the
 interference watch flagged where their step has a clean one) and on runs with status ok.

@@ -8,7 +8,8 @@ time per window (cpu's compile, in seconds: lower is better; the direction follo
 its samples** (warm-ups excluded, runs with status ok only), the median across runs gets a
 distribution-free (order-statistic) interval, and each mode is compared with native on the
 same path and variant as the geometric mean of the per-run ratios with its paired t
-interval, plus the verdict against the benchmark's margin (``stats.ratio_equivalence``).
+interval, plus the verdict against the benchmark's margin: the comparison engine's
+(``engine.compare``).
 
 Nothing here is specific to one benchmark: the variants come from the data (in the benchmark's
 own order when it is registered), and so do the metrics of each variant (every metric with a
@@ -187,9 +188,9 @@ def summarise(
     native in percent (the 000 article's "Overhead"), 100 (1 - ratio) for a rate (the share of
     native's rate lost) and 100 (ratio - 1) for a time (``higher_is_better`` False), its
     interval from the ratio's; negative when the mode does better. ``verdict``:
-    ``stats.verdict`` against ``margin`` in the metric's direction (see
-    ``stats.ratio_equivalence``), adjusted across the benchmark's table by ``multiplicity``;
-    None for native itself and for cells without a comparison.
+    ``stats.verdict`` against ``margin`` in the metric's direction, adjusted across the
+    benchmark's table by ``multiplicity`` (``engine.compare``); None for native itself and for
+    cells without a comparison.
     """
     # imported here: the engine reads this module's per-run values
     from pipeline.analysis import engine

@@ -5,9 +5,9 @@ A run is the unit of inference: each run gives its own percentiles, a cell's per
 their geometric mean with a t interval (``stats.run_quantile_ci``), and a percentile a run has
 too few samples for is not reported (``stats.min_samples``). The overhead of a mode is the
 per-run difference (and ratio) to native on the same path and variant, over the runs both
-measured, with paired t intervals (``stats.quantile_shift_ci``). Warm-up windows and runs
-whose status is not ``ok`` are never analysed; modes that were skipped or failed stay in every
-output with their reason.
+measured, with paired t intervals: the comparison engine's (``engine.compare``). Warm-up
+windows and runs whose status is not ``ok`` are never analysed; modes that were skipped or
+failed stay in every output with their reason.
 
 The loader is written for the full profile (~1e8 samples): pyarrow reads the samples in batches
 with dictionary-encoded keys, keeps (cell, run, value) only, and each cell is handed to numpy as
@@ -347,22 +347,6 @@ def _row_order(frame: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _compare(cells: dict[tuple, stats.RunSamples], runs: pd.DataFrame, overhead,
-             confidence: float, margin: float, multiplicity: str,
-             internet_margin_us: float | None) -> pd.DataFrame:  # fmt: skip
-    """The engine's comparisons of the table's cells with native, adjusted across the table,
-    indexed by (environment, mode, path, variant, statistic)."""
-    # imported here: the engine reads this module's loaders
-    from pipeline.analysis import engine
-
-    values = engine.cell_values("latency", cells, runs, {q_label(q): q for q in overhead})
-    margins = {engine.MEASURES["latency"].margin: margin}
-    if internet_margin_us is not None:
-        margins["internet_us"] = internet_margin_us
-    out = engine.compare(values, margins, confidence, multiplicity)
-    return out.set_index(["environment", "mode", "path", "variant", "statistic"])
-
-
 def _self_shift(cell: stats.RunSamples, overhead) -> dict:
     """Native against itself: no shift, a ratio of 1, intervals from two runs on; a level
     its runs are too short for is left out."""
@@ -412,9 +396,16 @@ def summarise(
     all_cells = list(dict.fromkeys([*run_cells, *cells]))
     if variants is not None:
         all_cells = [c for c in all_cells if c[3] in set(variants)]
+    # imported here: the engine reads this module's loaders
+    from pipeline.analysis import engine
+
     mine = {key: cells[key] for key in all_cells if key in cells}
-    compared = _compare(mine, runs, overhead, confidence, margin, multiplicity,
-                        internet_margin_us)  # fmt: skip
+    values = engine.cell_values("latency", mine, runs, {q_label(q): q for q in overhead})
+    margins = {engine.MEASURES["latency"].margin: margin}
+    if internet_margin_us is not None:
+        margins["internet_us"] = internet_margin_us
+    compared = engine.compare(values, margins, confidence, multiplicity)
+    found = compared.set_index(["environment", "mode", "path", "variant", "statistic"])
     rows = []
     for env, mode, path, variant in all_cells:
         cell = cells.get((env, mode, path, variant))
@@ -456,9 +447,9 @@ def summarise(
             elif base is not None and base.n_samples:
                 for q in overhead:
                     key = (env, mode, path, variant, q_label(q))
-                    if key not in compared.index:
+                    if key not in found.index:
                         continue
-                    c = compared.loc[key]
+                    c = found.loc[key]
                     row |= {k.format(q_label(q)): c[v] for k, v in _ENGINE.items()}
                     row["overhead_n_runs"] = int(c["n_runs"])
                 if path == INTERNET and internet_margin_us is not None:
@@ -480,9 +471,7 @@ def summarise(
                 or c.endswith(("_reason", "_direction"))]:  # fmt: skip
         out[col] = [as_text(v) or None for v in out[col]]
     out["tail_note"] = [as_text(v) or None for v in out["tail_note"]]
-    total = int(compared["verdict"].notna().sum()) if len(compared) else 0
-    out["multiplicity"] = (compared["multiplicity"].iloc[0] if len(compared)
-                           else f"{multiplicity} across {total} comparisons")  # fmt: skip
+    out["multiplicity"] = engine.multiplicity_text(compared, multiplicity)
     return _row_order(out)
 
 
