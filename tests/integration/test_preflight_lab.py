@@ -26,7 +26,7 @@ from pipeline.collect.campaign import Profile
 from pipeline.lab import processes, sshd
 from pipeline.lab.commands import LabError
 from pipeline.lab.logins import SUDOERS_DIR, SUDOERS_PREFIX
-from pipeline.lab.topology import NODES, SSH_DIR
+from pipeline.lab.topology import NODES, SSH_DIR, SSH_HOSTS
 from tests.integration.lab_campaign import INVENTORY, OPERATOR_INVENTORY, ROOT, ROOT_ONLY
 
 pytestmark = [pytest.mark.lab, ROOT_ONLY]
@@ -123,12 +123,15 @@ def test_a_host_without_its_sudo_rule_is_one_line(tmp_path):
 
 @pytest.fixture
 def swapped_key(tmp_path):
-    """node2's host key replaced on disk and served by its sshd; everything put back after."""
+    """node2's host key replaced on disk and served by its sshd; every host key and known_hosts
+    file put back after (and the sshds restarted with them)."""
+    saved: dict[Path, Path] = {}
+    for i, path in enumerate([*(p for h in SSH_HOSTS for p in (sshd.host_key(h),
+                                sshd.host_key(h).with_suffix(".pub"))),
+                              *SSH_DIR.glob("known_hosts*")]):  # fmt: skip
+        saved[path] = tmp_path / f"saved-{i}"
+        shutil.copy2(path, saved[path])
     key = sshd.host_key(NODE2)
-    saved = tmp_path / "saved"
-    saved.mkdir()
-    for path in (key, key.with_suffix(".pub"), *SSH_DIR.glob("known_hosts*")):
-        shutil.copy2(path, saved / path.name)
     try:
         key.unlink()
         key.with_suffix(".pub").unlink()
@@ -136,11 +139,10 @@ def swapped_key(tmp_path):
         sshd.start(NODE2)
         yield
     finally:
-        for path in saved.iterdir():
-            target = SSH_DIR / path.name if path.name.startswith("known_hosts") else \
-                key.parent / path.name  # fmt: skip
-            shutil.copy2(path, target)
-        sshd.start(NODE2)
+        for path, copy in saved.items():
+            shutil.copy2(copy, path)
+        for host in SSH_HOSTS:
+            sshd.start(host)
 
 
 def test_a_swapped_host_key_is_one_line_and_the_next_stage_stops(swapped_key, tmp_path):
@@ -160,6 +162,22 @@ def test_a_swapped_host_key_is_one_line_and_the_next_stage_stops(swapped_key, tm
     assert "container-overhead lab reset" in msg
     assert not raw.exists()
     assert {p.name: p.read_text() for p in SSH_DIR.glob("known_hosts*")} == known_before
+
+
+def test_lab_reset_is_the_way_to_new_keys(swapped_key):
+    before = sshd.trusted()
+    done = subprocess.run([sys.executable, "-m", "pipeline.lab", "reset"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    after = sshd.trusted()
+    assert set(after) == set(before)
+    assert all(after[a] != before[a] for a in before)  # every host has a new key
+    assert after[NODE2.address] == sshd.host_key_line(NODE2)
+    checked = _check(INVENTORY)
+    assert checked.returncode == 0, checked.stderr
+    for other in SSH_DIR.glob("known_hosts_*"):  # other logins' files follow the new record
+        keys = {" ".join(line.split()[1:3]) for line in other.read_text().splitlines()}
+        assert keys == set(after.values()), other.name
 
 
 def _shaped(tmp_path: Path, change) -> Path:
