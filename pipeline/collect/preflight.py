@@ -231,24 +231,29 @@ def check_host(pool: Pool, inv: Inventory, host: Host, wanted: Plan) -> HostRepo
     except UnreachableHost as e:  # host key unknown or changed, login refused, no route
         report.problems.append(Finding(host.name, e.cause, e.fix))
         return report
+    try:
+        _probe(session, report, inv, host, wanted)
+    except RemoteError as e:  # the connection died, or the host's shell is not sh-like
+        report.problems.append(Finding(host.name, f"a read-only probe failed ({e})",
+                                       "check the host's shell and PATH for this login"))
+    return report
+
+
+def _probe(session: Session, report: HostReport, inv: Inventory, host: Host,
+           wanted: Plan) -> None:  # fmt: skip
     server = host in inv.servers
     binaries: dict[str, list[str]] = {}
     if server:
         for name in wanted.benchmarks:
             binaries[name] = required_binaries(name)
-    try:
-        probe = session.run(["sh", "-c", probe_script(sorted({b for v in binaries.values()
-                                                               for b in v}))],
-                            timeout=PROBE_TIMEOUT_S)  # fmt: skip
-        report.facts.update(parse(probe.stdout))
-        if server:
-            facts = hostfacts.gather(session, host.address)
-            report.facts.update({k: str(v) for k, v in facts.items() if v is not None})
-        report.clock_offset_s, report.clock_uncertainty_s = clock_offset(session)
-    except RemoteError as e:
-        report.problems.append(Finding(host.name, f"a read-only probe failed ({e})",
-                                       "check the host's shell and PATH for this login"))
-        return report
+    probe = session.run(["sh", "-c", probe_script(sorted({b for v in binaries.values()
+                                                           for b in v}))],
+                        timeout=PROBE_TIMEOUT_S)  # fmt: skip
+    report.facts.update(parse(probe.stdout))
+    if server:
+        facts = hostfacts.gather(session, host.address)
+        report.facts.update({k: str(v) for k, v in facts.items() if v is not None})
+    report.clock_offset_s, report.clock_uncertainty_s = clock_offset(session)
 
     ssh = host.ssh
     if ssh.user != "root" and ssh.sudo:
@@ -278,15 +283,13 @@ def check_host(pool: Pool, inv: Inventory, host: Host, wanted: Plan) -> HostRepo
             report.facts[f"tool {name}"] = tool_version(session, name)
     if server:
         report.notes += kernel_notes(host, report.facts, wanted.modes)
-    return report
 
 
 def tool_version(session: Session, benchmark: str) -> str:
+    """The tool's version as the campaign records it (``Benchmark.tool_version``)."""
     from pipeline.benchmarks import BENCHMARKS
 
     bench = BENCHMARKS[benchmark]()
-    if set(bench.version_argv()) & set(bench.uploads):
-        return "uploaded by the campaign"
     result = session.run(bench.version_argv(), check=False, timeout=PROBE_TIMEOUT_S)
     text = bench.tool_version(result.stdout) if result.status == 0 else ""
     return text.strip() or f"version unknown (exit {result.status})"

@@ -122,6 +122,24 @@ def test_an_unreachable_host_is_one_line_with_the_remote_modules_cause_and_fix(t
     assert [str(p) for p in report.problems] == ["node2: host key MISMATCH: ...; fix: lab reset"]
 
 
+def test_a_connection_lost_during_the_probe_is_a_problem_not_a_crash(tmp_path):
+    inv = _inventory(tmp_path)
+    lost = UnreachableHost("node1", "10.77.0.11:22", "the SSH connection was lost", "retry")
+
+    class Dying(FakeSession):
+        def run(self, command, **kwargs):
+            if "date" in remote.Session.render(command):
+                raise lost
+            return super().run(command, **kwargs)
+
+    session = Dying("node1", {})
+    report = preflight.check_host(FakePool({"node1": session}), inv, inv.hosts["node1"],
+                                  preflight.Plan())  # fmt: skip
+    assert len(report.problems) == 1
+    assert "a read-only probe failed" in str(report.problems[0])
+    assert "the SSH connection was lost" in str(report.problems[0])
+
+
 def test_a_missing_tool_and_a_missing_sudo_rule_are_one_line_each(tmp_path):
     inv = _inventory(tmp_path, ssh={"user": "co-ops", "port": 2222, "sudo": True,
                                     "key_file": "/k", "known_hosts": "/kh"})  # fmt: skip
