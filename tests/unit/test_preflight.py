@@ -385,3 +385,17 @@ def test_the_mismatch_fix_differs_for_the_lab_and_real_hosts(tmp_path, monkeypat
         assert "container-overhead lab reset" in msg and "pipeline.lab up" not in msg
     else:
         assert "verify the host's new key out of band" in msg and "lab reset" not in msg
+
+
+def test_check_connect_refuses_a_lab_shape_without_connecting(tmp_path, capsys, monkeypatch):
+    from pipeline import cli
+
+    data = yaml.safe_load((ROOT / "inventory" / "lab.yaml").read_text())
+    data["hosts"]["node4"] = {"address": "10.77.0.14"}
+    data["roles"]["servers"].append("node4")
+    path = tmp_path / "four.yaml"
+    path.write_text(yaml.safe_dump(data))
+    monkeypatch.setattr(preflight, "main", lambda *a: pytest.fail("it connected"))
+    assert cli.main(["check", "--connect", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"PROBLEM {path}: hosts.node4: the embedded lab has no host node4" in err
