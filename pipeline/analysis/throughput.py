@@ -182,27 +182,32 @@ def _cell_row(cell: tuple, metric: str, confidence: float) -> dict:
 def per_run_values(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """The per-run values the comparisons rest on, long: TCP's received rate, UDP's received
     rate and loss (``engine.Measure.values``' columns)."""
-    tcp = per_run_throughput(samples, runs).assign(
-        variant=TCP_VARIANT, metric="received_gbps", unit="Gbit/s")  # fmt: skip
-    udp = per_run_udp(samples, runs)
-    received = udp.rename(columns={"received_gbps": "value"}).assign(
-        variant=UDP_VARIANT, metric="received_gbps", unit="Gbit/s")  # fmt: skip
-    loss = udp.rename(columns={"loss_pct": "value"}).assign(
-        variant=UDP_VARIANT, metric="loss_pct", unit="%")  # fmt: skip
-    out = pd.concat([tcp, received, loss], ignore_index=True)
+    return _long(per_run_throughput(samples, runs), per_run_udp(samples, runs))
+
+
+def _long(tcp: pd.DataFrame | None, udp: pd.DataFrame | None) -> pd.DataFrame:
+    """``per_run_throughput``'s and ``per_run_udp``'s frames (either may be None) as one long
+    frame of per-run values."""
+    frames = []
+    if tcp is not None:
+        frames.append(tcp.assign(variant=TCP_VARIANT, metric="received_gbps", unit="Gbit/s"))
+    if udp is not None:
+        frames += [udp.rename(columns={"received_gbps": "value"}).assign(
+                       variant=UDP_VARIANT, metric="received_gbps", unit="Gbit/s"),
+                   udp.rename(columns={"loss_pct": "value"}).assign(
+                       variant=UDP_VARIANT, metric="loss_pct", unit="%")]  # fmt: skip
+    out = pd.concat(frames, ignore_index=True)
     return out.assign(statistic="median", n_samples=np.nan)
 
 
-def _compare(samples: pd.DataFrame, runs: pd.DataFrame, variant: str, margin: float,
-             confidence: float, multiplicity: str,
-             loss_margin: float | None = None) -> pd.DataFrame:  # fmt: skip
-    """The engine's comparisons of one variant's table with native, adjusted across it:
-    the received rate against ``margin``, UDP's loss against ``loss_margin``."""
+def _compare(values: pd.DataFrame, runs: pd.DataFrame, margin: float, confidence: float,
+             multiplicity: str, loss_margin: float | None = None) -> pd.DataFrame:  # fmt: skip
+    """The engine's comparisons of one variant's table with native (``values``: its per-run
+    values, ``_long``), adjusted across it: the received rate against ``margin``, UDP's loss
+    against ``loss_margin``."""
     # imported here: the engine reads this module's per-run values
     from pipeline.analysis import engine
 
-    values = per_run_values(samples, runs)
-    values = values[values["variant"] == variant]
     # runs recorded before the UDP variant existed have none: they are TCP's
     tagged = runs.assign(variant=runs["variant"].fillna(TCP_VARIANT) if "variant" in runs
                          else TCP_VARIANT)  # fmt: skip
@@ -271,7 +276,7 @@ def summarise(
     from pipeline.analysis import engine
 
     per_run = per_run_throughput(samples, runs)
-    compared = _compare(samples, runs, TCP_VARIANT, margin, confidence, multiplicity)
+    compared = _compare(_long(per_run, None), runs, margin, confidence, multiplicity)
     found = engine.by_comparison(compared)
     rows = []
     for cell in _cells(per_run, variant_rows(runs, TCP_VARIANT)):
@@ -717,7 +722,7 @@ def summarise_udp(
     from pipeline.analysis import engine
 
     per_run = per_run_udp(samples, runs)
-    compared = _compare(samples, runs, UDP_VARIANT, margin, confidence, multiplicity,
+    compared = _compare(_long(None, per_run), runs, margin, confidence, multiplicity,
                         loss_margin)  # fmt: skip
     found = engine.by_comparison(compared)
     rows = []
