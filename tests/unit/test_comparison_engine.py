@@ -262,3 +262,39 @@ def test_a_stein_planned_comparison_gets_the_pilots_interval():
     assert planned["lo"] == pytest.approx(np.exp(d.mean() - half), rel=1e-9)
     assert planned["hi"] == pytest.approx(np.exp(d.mean() + half), rel=1e-9)
     assert fixed["hi"] - fixed["lo"] < planned["hi"] - planned["lo"]
+
+
+def _latency_rows(statistic: str, sizes: dict) -> list[dict]:
+    """Three paired runs of native and "x" at one statistic; ``sizes``: (mode, run) -> samples
+    (else 20,000), "x" 1 us slower in every run."""
+    return [{"environment": "e", "benchmark": "latency", "mode": m, "path": "dc",
+             "variant": "udp", "metric": "udp_rtt", "statistic": statistic, "run": run,
+             "value": 50.0 + run + (m == "x"), "unit": "us", "higher_is_better": False,
+             "pilot": np.nan, "n_samples": sizes.get((m, run), 20_000)}
+            for m in ("native", "x") for run in (1, 2, 3)]  # fmt: skip
+
+
+def test_any_percentile_label_is_held_to_its_sample_count():
+    """p99.9 needs 10,000 samples per run (10 beyond it: ``stats.min_samples``, not 10,001 from
+    0.999 read as 0.9990000000000001); the reason names the shortest paired run, as the
+    summaries' ``stats.short_runs_reason`` does."""
+    assert stats.min_samples(0.999) == 10_000
+    r = engine.compare(pd.DataFrame(_latency_rows("p99.9", {("native", 2): 9_999})),
+                       MARGINS).iloc[0]  # fmt: skip
+    assert math.isnan(r["estimate"]) and r["verdict"] is None
+    assert r["tost_reason"] == ("p99.9 needs 10,000 samples per run (10 beyond it); "
+                                "the shortest run has 9,999")  # fmt: skip
+    long_enough = engine.compare(pd.DataFrame(_latency_rows("p99.9", {})), MARGINS).iloc[0]
+    # +1 us on ~52 us in every run: about 1.9%, inside the 5% network margin
+    assert long_enough["diff"] == pytest.approx(1.0) and long_enough["verdict"] == "equivalent"
+
+
+def test_named_pairs_and_a_side_that_never_ran():
+    rows = pd.DataFrame(_latency_rows("p50", {}))
+    y = rows[rows["mode"] == "x"].assign(mode="y", value=lambda f: f["value"] + 1.0)
+    both = pd.concat([rows, y], ignore_index=True)
+    out = engine.compare(both, MARGINS, pairs=[("y", "x"), ("z", "native")])
+    assert list(zip(out["mode"], out["baseline"], strict=True)) == [("y", "x")]
+    assert out["diff"].iloc[0] == pytest.approx(1.0)
+    assert out["multiplicity"].iloc[0] == "holm across 1 comparisons"
+    assert engine.compare(both, MARGINS, pairs=[("z", "w")]).empty
