@@ -1206,42 +1206,6 @@ def ratio_equivalence(
                                  pilot)  # fmt: skip
 
 
-def quantile_equivalence(
-    cell: RunSamples,
-    baseline: RunSamples,
-    qs=(0.5, 0.99),
-    margin: float = 0.05,
-    confidence: float = 0.95,
-    higher_is_better: bool = False,
-    pilot: int | None = None,
-) -> pd.DataFrame:
-    """Verdicts for ratios of per-run quantiles ``cell / baseline`` (latency: lower is better),
-    over the runs both measured: ``log_ratio_equivalence`` of the per-run quantiles. One row per
-    level: ``q``, ``ratio``, ``lo``, ``hi``, ``lo_eq``, ``hi_eq``, ``n_runs``, ``margin``,
-    ``tost_p``, ``diff_p``, ``sd_log``, ``resolvable``, ``tost_reason``, ``verdict``; a level
-    some run is too short for (``min_samples``) has no ratio and says so in ``tost_reason``.
-    ``pilot``: a Stein-planned comparison's pilot pairs (``log_ratio_ci``).
-    """
-    qs = np.atleast_1d(np.asarray(qs, dtype=float))
-    common = np.intersect1d(cell.runs, baseline.runs)
-    a, b = cell.subset(common), baseline.subset(common)
-    qa = a.run_quantiles(qs) if common.size else np.empty((0, qs.size))
-    qb = b.run_quantiles(qs) if common.size else np.empty((0, qs.size))
-    rows = []
-    for i, q in enumerate(qs):
-        short = short_runs_reason(a, float(q)) or short_runs_reason(b, float(q))
-        x, y = (qa[:, i], qb[:, i]) if short is None else (np.empty(0), np.empty(0))
-        eq = log_ratio_equivalence(x, y, margin, confidence, higher_is_better, pilot)
-        t = eq.tost
-        rows.append({
-            "q": float(q), "ratio": eq.ratio, "lo": eq.lo, "hi": eq.hi, "lo_eq": eq.lo_eq,
-            "hi_eq": eq.hi_eq, "n_runs": int(common.size), "margin": margin,
-            "tost_p": t.p_value, "diff_p": t.diff_p, "sd_log": t.sd_log,
-            "resolvable": t.resolvable, "tost_reason": short or t.reason, "verdict": eq.verdict,
-        })  # fmt: skip
-    return pd.DataFrame(rows)
-
-
 # --- many verdicts in one table ------------------------------------------------------------
 #
 # A table holds tens of comparisons; at 5% each, some would be called different by chance.

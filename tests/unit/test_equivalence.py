@@ -287,64 +287,6 @@ def test_ratio_equivalence_with_one_run_is_inconclusive():
     assert none.verdict is None and none.n_runs == 0
 
 
-def _cells(shift_us: float, n_runs: int = 6, n: int = 1200, seed: int = 11):
-    """(mode, native) RunSamples sharing a per-run offset; the mode adds ``shift_us``."""
-    rng = np.random.default_rng(seed)
-    mode, base, runs = [], [], []
-    for run in range(1, n_runs + 1):
-        offset = rng.normal(0.0, 2.0)
-        base.append(50.0 + offset + rng.gamma(2.0, 4.0, n))
-        mode.append(50.0 + offset + shift_us + rng.gamma(2.0, 4.0, n))
-        runs.append(np.full(n, run))
-    r = np.concatenate(runs)
-    return (
-        stats.RunSamples.from_arrays(np.concatenate(mode), r),
-        stats.RunSamples.from_arrays(np.concatenate(base), r),
-    )
-
-
-def test_quantile_equivalence_matches_quantile_shift_ci_and_a_hand_tost():
-    cell, base = _cells(shift_us=20.0)
-    eq = stats.quantile_equivalence(cell, base, (0.5, 0.99), M, 0.95)
-    shift = stats.quantile_shift_ci(cell, base, (0.5, 0.99), 0.95)
-    np.testing.assert_allclose(eq["ratio"], shift["ratio"], rtol=1e-12)
-    np.testing.assert_allclose(eq["lo"], shift["ratio_lo"], rtol=1e-12)
-    np.testing.assert_allclose(eq["hi"], shift["ratio_hi"], rtol=1e-12)
-    shift90 = stats.quantile_shift_ci(cell, base, (0.5, 0.99), 0.90)
-    np.testing.assert_allclose(eq["lo_eq"], shift90["ratio_lo"], rtol=1e-12)
-    np.testing.assert_allclose(eq["hi_eq"], shift90["ratio_hi"], rtol=1e-12)
-    # +20 us on ~57 us: latency overhead at both levels.
-    assert eq["verdict"].tolist() == ["overhead", "overhead"]
-    # TOST on per-run medians, by hand: the t statistics of the mean log ratio.
-    mode_p50 = [np.quantile(a, 0.5, method="inverted_cdf") for a in cell.values]
-    base_p50 = [np.quantile(b, 0.5, method="inverted_cdf") for b in base.values]
-    d = np.log(mode_p50) - np.log(base_p50)
-    se = d.std(ddof=1) / np.sqrt(d.size)
-    p = max(
-        st.t.sf((d.mean() - np.log(1 - M)) / se, d.size - 1),
-        st.t.cdf((d.mean() - np.log(1 + M)) / se, d.size - 1),
-    )
-    assert eq["tost_p"].iloc[0] == pytest.approx(p, rel=1e-9)
-    # the headline ratio is the estimate the tests are about
-    assert eq["ratio"].iloc[0] == pytest.approx(np.exp(d.mean()))
-
-
-def test_quantile_equivalence_of_a_tiny_shift_and_of_missing_runs():
-    cell, base = _cells(shift_us=0.3)
-    eq = stats.quantile_equivalence(cell, base, (0.5,), M, 0.95)
-    assert eq["verdict"].iloc[0] == "equivalent"  # 0.3 us on ~57 us
-    # Latency lower than native is "faster".
-    fast, slow = _cells(shift_us=-15.0)
-    assert stats.quantile_equivalence(fast, slow, (0.5,), M)["verdict"].iloc[0] == "faster"
-    # One common run: a ratio, no interval, no TOST.
-    one = stats.quantile_equivalence(cell.subset([2]), base, (0.5,), M, 0.95)
-    assert one["n_runs"].iloc[0] == 1 and one["verdict"].iloc[0] == "inconclusive"
-    assert "at least 3" in one["tost_reason"].iloc[0]
-    # No common run: no comparison at all.
-    none = stats.quantile_equivalence(cell.subset([1]), base.subset([2]), (0.5,), M)
-    assert none["verdict"].iloc[0] is None and np.isnan(none["ratio"].iloc[0])
-
-
 # --- cross-checks against independent implementations (scipy) ------------------------------
 
 
