@@ -136,9 +136,15 @@ def resolvable_text(resolvable: float, n_runs: int, direction: str | None = None
     if resolvable is None or not np.isfinite(resolvable) or n_runs < 2:
         return None
     pct = 100 * resolvable
-    size = f"{pct:.2g}" if pct < 100 else f"{pct:,.0f}"  # 7.3, 53, 530 (never 5.3e+02)
     what = direction if direction in ("drop", "rise") else "difference"
-    return f"a {what} under {size}% cannot be resolved with {n_runs} runs"
+    if pct < 100:
+        return f"a {what} under {pct:.2g}% cannot be resolved with {n_runs} runs"
+    # from a doubling up, a multiple reads better than "30,460,288%"; beyond tenfold the
+    # runs resolve nothing a reader would ask about
+    times = 1 + resolvable
+    if times >= 10:
+        return f"not even a tenfold {what} can be resolved with {n_runs} runs"
+    return f"a {what} under {times:.2g}x cannot be resolved with {n_runs} runs"
 
 
 def verdict_text(

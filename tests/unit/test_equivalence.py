@@ -176,10 +176,16 @@ def test_margin_and_p_text():
     assert tables.p_text(float("nan")) is None
 
 
-def test_resolvable_text_never_prints_an_exponent():
-    said = {x: tables.resolvable_text(x, 3) for x in (0.0734, 0.53, 5.3, 12.5)}
-    assert [s.split()[3] for s in said.values()] == ["7.3%", "53%", "530%", "1,250%"]
-    assert said[0.53] == "a difference under 53% cannot be resolved with 3 runs"
+def test_resolvable_text_never_prints_an_exponent_or_an_absurd_percentage():
+    said = {x: tables.resolvable_text(x, 3, "rise") for x in (0.0734, 0.53, 1.0, 5.3, 9.0,
+                                                               304602.88)}  # fmt: skip
+    assert said[0.0734] == "a rise under 7.3% cannot be resolved with 3 runs"
+    assert said[0.53] == "a rise under 53% cannot be resolved with 3 runs"
+    assert said[1.0] == "a rise under 2x cannot be resolved with 3 runs"  # a doubling
+    assert said[5.3] == "a rise under 6.3x cannot be resolved with 3 runs"
+    assert said[9.0] == said[304602.88] == "not even a tenfold rise can be resolved with 3 runs"
+    plain = tables.resolvable_text(0.53, 3)
+    assert plain == "a difference under 53% cannot be resolved with 3 runs"
     assert tables.resolvable_text(float("nan"), 3) is None
     assert tables.resolvable_text(0.1, 1) is None  # one run: no SD
 
