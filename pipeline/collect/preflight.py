@@ -160,10 +160,16 @@ def probe_script(binaries: Iterable[str]) -> str:
                      f'else echo "bin {b}=missing"; fi')  # fmt: skip
     lines += [
         'echo "podman_version=$(podman --version 2>/dev/null | awk \'{print $NF}\' || true)"',
-        # loaded, built in, or loadable: docker loads it itself when a macvlan network is made
+        # loaded, built in or loadable (docker loads it when a macvlan network is made): yes;
+        # "no" only where the kernel's config says so (a built-in module without parameters
+        # shows nowhere else, and a kernel may ship without its config or module tree)
+        'cfg=$( (zcat /proc/config.gz 2>/dev/null || cat "/boot/config-$(uname -r)" '
+        '2>/dev/null) | grep -E "^(# )?CONFIG_MACVLAN[= ]" | head -n1)',
         'if [ -d /sys/module/macvlan ] || grep -qs "/macvlan.ko" '
-        '"/lib/modules/$(uname -r)/modules.builtin" || modinfo macvlan >/dev/null 2>&1; '
-        'then echo "macvlan=yes"; else echo "macvlan=no"; fi',
+        '"/lib/modules/$(uname -r)/modules.builtin" || modinfo macvlan >/dev/null 2>&1 '
+        '|| [ "$cfg" = CONFIG_MACVLAN=y ] || [ "$cfg" = CONFIG_MACVLAN=m ]; '
+        'then echo "macvlan=yes"; elif [ "$cfg" = "# CONFIG_MACVLAN is not set" ]; '
+        'then echo "macvlan=no"; else echo "macvlan=unknown"; fi',
         'echo "max_user_namespaces=$(cat /proc/sys/user/max_user_namespaces 2>/dev/null)"',
         'echo "unprivileged_userns_clone='
         '$(cat /proc/sys/kernel/unprivileged_userns_clone 2>/dev/null)"',
@@ -198,9 +204,10 @@ def kernel_notes(host: Host, facts: dict[str, str], modes: Iterable[str]) -> lis
     wanted = {m: MODES[m] for m in modes if m in MODES}
     engines = {m.engine for m in wanted.values() if m.engine}
     if "macvlan" in wanted and facts.get("macvlan") == "no":
-        notes.append(Finding(host.name, "mode macvlan will be skipped: the kernel has no macvlan "
-                             "module", "install the kernel's modules (linux-modules) or leave "
-                             "macvlan out of the inventory's modes"))  # fmt: skip
+        notes.append(Finding(host.name, "mode macvlan will be skipped: the kernel is built "
+                             "without macvlan (# CONFIG_MACVLAN is not set)", "a kernel with "
+                             "CONFIG_MACVLAN, or leave macvlan out of the inventory's "
+                             "modes"))  # fmt: skip
     if any(e.startswith(ROOTLESS_MODES_ENGINE_PREFIX) for e in engines):
         limit = facts.get("max_user_namespaces") or "n/a"
         clone = facts.get("unprivileged_userns_clone") or "n/a"

@@ -89,6 +89,7 @@ def test_check_connect_on_the_lab_is_all_ok():
         "dc-client", "inet-client", "node1", "node2", "node3"]  # fmt: skip
     node1 = next(line for line in ok if ": ok node1:" in line)
     assert "user root" in node1 and "cgroup v" in node1 and "iperf 3" in node1
+    assert not any("macvlan" in line for line in done.stdout.splitlines())  # it works here
 
 
 def test_a_host_without_its_tool_is_one_line_and_the_stage_writes_nothing(tmp_path):
