@@ -99,17 +99,26 @@ def provider(inventory_file: str | Path) -> campaign.Provider | None:
     return EmbeddedLab(inv) if inv.lab else None
 
 
-def collect(benchmark: str, inventory_file: str | Path, *args, **kwargs) -> dict[str, int]:
-    """``pipeline.collect.campaign.collect`` with the inventory's own provider, after the
+def prepared(inventory_file: str | Path, benchmarks: Collection[str],
+             modes: list[str] | None = None,
+             log: Callable[[str], None] = print) -> campaign.Provider | None:  # fmt: skip
+    """The inventory's provider for campaigns of ``benchmarks`` in ``modes``, after the
     preflight (pipeline/collect/preflight.py) found every host ready: a problem stops the stage
-    before its campaign writes anything. The lab's provider runs it once the lab is up."""
+    before a campaign writes anything. On real hosts it runs here; the lab's provider runs it
+    once the lab is up. Every collection stage gets its provider from here (the benchmarks'
+    own, the instrument check, the WAN calibration)."""
+    source = provider(inventory_file)
+    if source is None:
+        preflight.require(inventory_file, tuple(benchmarks), modes, log)
+    else:
+        source.benchmarks, source.modes = tuple(benchmarks), modes
+    return source
+
+
+def collect(benchmark: str, inventory_file: str | Path, *args, **kwargs) -> dict[str, int]:
+    """``pipeline.collect.campaign.collect`` with the inventory's own provider (``prepared``)."""
     given = COLLECT.bind_partial(
         benchmark, inventory_file, *args, **kwargs
     ).arguments
-    modes, log = given.get("modes"), given.get("log", print)
-    source = provider(inventory_file)
-    if source is None:
-        preflight.require(inventory_file, (benchmark,), modes, log)
-    else:
-        source.benchmarks, source.modes = (benchmark,), modes
+    source = prepared(inventory_file, (benchmark,), given.get("modes"), given.get("log", print))
     return campaign.collect(benchmark, inventory_file, *args, provider=source, **kwargs)

@@ -249,6 +249,27 @@ def test_a_stage_on_real_hosts_stops_at_the_preflight_before_its_campaign(tmp_pa
     assert not (tmp_path / "raw").exists()
 
 
+def test_the_instrument_and_calibration_stages_get_their_provider_after_the_preflight(
+        tmp_path, monkeypatch):  # fmt: skip
+    """Their notebooks take the provider from ``environments.prepared``: on real hosts the
+    preflight runs first, for what the stage plans; on the lab the provider carries the plan
+    to its own preflight once the lab is up."""
+    import json
+
+    inv_file = tmp_path / "hosts.yaml"
+    inv_file.write_text((ROOT / "inventory" / "example-hosts.yaml").read_text())
+    asked = []
+    monkeypatch.setattr(preflight, "require", lambda f, b, m, log: asked.append((b, m)))
+    assert environments.prepared(inv_file, ["throughput", "cpu"], ["native", "native-aa"]) is None
+    assert asked == [(("throughput", "cpu"), ["native", "native-aa"])]
+    lab = environments.prepared(ROOT / "inventory" / "lab.yaml", ["latency"], ["native"])
+    assert (lab.benchmarks, lab.modes) == (("latency",), ["native"]) and len(asked) == 1
+    for notebook in ("42-check-instrument", "13-calibrate-wan"):
+        cells = json.loads((ROOT / "notebooks" / "collect" / f"{notebook}.ipynb").read_text())
+        code = "".join("".join(c["source"]) for c in cells["cells"])
+        assert "provider=prepared(inventory_file" in code and "import provider" not in code
+
+
 # ---- what the embedded lab cannot be ----------------------------------------------------
 
 
