@@ -491,6 +491,24 @@ def _resolve_link(
     return target, st, _controlled(target, st, _places(base_dir))
 
 
+def _look_at(p: Path, kpath: str, what: str, create: str, problems: _Problems,
+             base_dir: Path) -> tuple[Path, os.stat_result, bool] | None:  # fmt: skip
+    """A key or known_hosts file, its link looked at and not followed (``_resolve_link``): the
+    file it names, its stat and whether the user controls it; None (and the problem said, with
+    ``create`` as the fix) when it is missing or unreadable."""
+    try:
+        lst = os.lstat(p)
+    except FileNotFoundError:
+        problems.add(kpath, f"{what} {p} does not exist: {create} "
+                            "(for the lab: `python -m pipeline.lab up`)")  # fmt: skip
+        return None
+    except OSError as e:
+        problems.add(kpath, f"cannot stat {what} {p} ({e.strerror}): fix the path")
+        return None
+    return _resolve_link(p, lst, kpath, what if what.endswith("file") else f"{what} file",
+                         problems, base_dir)  # fmt: skip
+
+
 def _check_key_file(p: Path, kpath: str, problems: _Problems, base_dir: Path) -> None:
     if p.suffix == ".pub":
         problems.add(
@@ -498,20 +516,8 @@ def _check_key_file(p: Path, kpath: str, problems: _Problems, base_dir: Path) ->
             f"{p} is a public key: name the private key ({p.with_suffix('')})",
         )
         return
-    try:
-        lst = os.lstat(p)  # a link is looked at, not followed
-    except FileNotFoundError:
-        problems.add(
-            kpath,
-            f"private key {p} does not exist: create one with `ssh-keygen -t ed25519 -f {p}` "
-            "and authorize its .pub on the hosts, or fix the path "
-            "(for the lab: `python -m pipeline.lab up`)",
-        )
-        return
-    except OSError as e:
-        problems.add(kpath, f"cannot stat private key {p} ({e.strerror}): fix the path")
-        return
-    found = _resolve_link(p, lst, kpath, "private key file", problems, base_dir)
+    found = _look_at(p, kpath, "private key", f"create one with `ssh-keygen -t ed25519 -f {p}` "
+                     "and authorize its .pub on the hosts, or fix the path", problems, base_dir)
     if found is None:
         return
     target, st, controlled = found
@@ -581,20 +587,8 @@ def key_encryption(p: Path) -> str | None:
 
 
 def _check_known_hosts(p: Path, kpath: str, problems: _Problems, base_dir: Path) -> None:
-    try:
-        lst = os.lstat(p)  # a link is looked at, not followed
-    except FileNotFoundError:
-        problems.add(
-            kpath,
-            f"known_hosts file {p} does not exist: add the hosts' keys after verifying them "
-            f"out of band, e.g. `ssh-keyscan -p PORT ADDRESS >> {p}` "
-            "(for the lab: `python -m pipeline.lab up`)",
-        )
-        return
-    except OSError as e:
-        problems.add(kpath, f"cannot stat known_hosts file {p} ({e.strerror}): fix the path")
-        return
-    found = _resolve_link(p, lst, kpath, "known_hosts file", problems, base_dir)
+    found = _look_at(p, kpath, "known_hosts file", "add the hosts' keys after verifying them "
+                     f"out of band, e.g. `ssh-keyscan -p PORT ADDRESS >> {p}`", problems, base_dir)
     if found is None:
         return
     target, st, controlled = found

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import shlex
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -274,12 +273,8 @@ def _modes() -> list[str]:
 
 
 @pytest.fixture
-def repo(tmp_path) -> Path:
-    (tmp_path / "repo").mkdir()
-    for name in ("params.yaml", "conf", "inventory"):
-        src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / "repo" / name)
-    return tmp_path / "repo"
+def repo(settings_repo) -> Path:
+    return settings_repo
 
 
 def _params_edit(file: str, change: Callable[[dict], None]) -> Callable[[Path], None]:

@@ -25,13 +25,8 @@ DEMO = "conf/profiles/demo.yaml"
 
 
 @pytest.fixture
-def repo(tmp_path) -> Path:
-    """A copy of the settings: params.yaml, the profiles, the inventories."""
-    (tmp_path / "repo").mkdir()
-    for name in ("params.yaml", "conf", "inventory"):
-        src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / "repo" / name)
-    return tmp_path / "repo"
+def repo(settings_repo) -> Path:
+    return settings_repo
 
 
 def _problems(repo: Path) -> list[str]:
