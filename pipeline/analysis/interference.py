@@ -168,12 +168,9 @@ def summary(flags: pd.DataFrame) -> pd.DataFrame:
         [*key, "run", "mode", "path", "variant", "rep"], dropna=False).agg(
         attempt=("attempt", "max"), flagged=("decided", lambda w: any(w != "")),
     ).reset_index()  # fmt: skip
-    def of(frame: pd.DataFrame) -> pd.DataFrame:
-        return frame[(frame["environment"] == env) & (frame["benchmark"] == bench)
-                     & (frame["campaign"] == campaign)]  # fmt: skip
-
     for (env, bench, campaign), group in flags.groupby(key):
-        mine, steps = of(per_window), of(decided)
+        mine, steps = (f[(f["environment"] == env) & (f["benchmark"] == bench)
+                         & (f["campaign"] == campaign)] for f in (per_window, decided))  # fmt: skip
         read = group[group["error"].isna()]
         beside = read.loc[read["flagged"], "top"].dropna()
         names = pd.Series([t.split(" ")[0] for tops in beside for t in tops.split(", ") if t])
