@@ -26,36 +26,24 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from pipeline import catalogue
-from pipeline.analysis import figures, stats, tables
+from pipeline.analysis import engine, figures, stats, tables
 from pipeline.analysis.latency import as_text, cell_status, status_text
-from pipeline.capabilities import serving
-
-METRIC = "coldstart_s"
-QUANTILES = (0.5, 0.95, 0.99)
-KEYS = ("environment", "mode")
-# Rootless modes and the rootful mode of the same engine (the article's "rootless adds ~20%"),
-# among the modes cold start runs in.
-ROOTLESS_VS_ROOTFUL = tuple(
-    (m, twin) for m in serving("coldstart")
-    if (twin := catalogue.rootful_twin(m, serving("coldstart"))) is not None)  # fmt: skip
-
-
-def measured(samples: pd.DataFrame) -> pd.DataFrame:
-    """The measured starts (warm-up starts are kept in the data, never analysed)."""
-    return samples[(samples["metric"] == METRIC) & ~samples["warmup"].astype(bool)]
-
-
-def per_run_percentiles(samples: pd.DataFrame, qs=QUANTILES) -> pd.DataFrame:
-    """One row per (environment, mode, run, q): that run's q-quantile of its measured starts
-    (numpy's inverted-CDF definition, as the pooled quantiles)."""
-    rows = []
-    for key, group in measured(samples).groupby([*KEYS, "run"], observed=True):
-        values = group["value"].to_numpy(dtype=float)
-        for q, v in zip(qs, np.quantile(values, qs, method="inverted_cdf"), strict=True):
-            rows.append({**dict(zip((*KEYS, "run"), key, strict=True)), "q": q, "value": v})
-    columns = [*KEYS, "run", "q", "value"]
-    return pd.DataFrame(rows, columns=columns).sort_values(columns[:4], ignore_index=True)
+from pipeline.analysis.per_run import (
+    COLDSTART_METRIC as METRIC,
+)
+from pipeline.analysis.per_run import (
+    COLDSTART_QUANTILES as QUANTILES,
+)
+from pipeline.analysis.per_run import (
+    ROOTLESS_VS_ROOTFUL,
+    ok_samples,
+    per_run_percentiles,
+    q_label,
+)
+from pipeline.analysis.per_run import (
+    START_KEYS as KEYS,
+)
+from pipeline.analysis.per_run import measured_starts as measured
 
 
 def _cell(group: pd.DataFrame) -> stats.RunSamples:
@@ -95,8 +83,6 @@ def overheads(
 
     ``pairs`` defaults to every measured mode against native, then each rootless mode against
     its rootful engine; pairs with a side not measured are left out."""
-    # imported here: the engine reads this module's per-run percentiles
-    from pipeline.analysis import engine
 
     values = per_run_percentiles(samples, qs)
     if values.empty:
@@ -141,17 +127,6 @@ def overheads(
 
 BASELINE = "native"
 CELL = ("environment", "mode", "path", "variant")
-
-
-def q_label(q: float) -> str:
-    """0.5 -> "p50", 0.95 -> "p95"."""
-    return "p" + f"{100 * q:g}"
-
-
-def ok_samples(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """The samples of runs whose status is ok (a failed run's starts describe a broken step)."""
-    ok = runs.loc[runs["status"] == "ok", [*CELL, "run"]].drop_duplicates()
-    return samples.merge(ok, on=[*CELL, "run"], how="inner")
 
 
 def summarise(

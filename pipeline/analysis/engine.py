@@ -1,18 +1,17 @@
 """The comparison engine: every benchmark's per-run values in one long frame, and every
 comparison with a baseline (native, or a rootless engine's rootful twin) in one standard frame.
 
-A benchmark declares here what it measures per run (``Measure``): the summary module's own
-function that turns its raw dataset into per-run values, the statistics it compares (a per-run
-median, or per-run percentiles of its samples), which way is better, the unit, its margin (a
-``common.margins`` key, or an absolute one in the measure's unit) and the statistic a reader
-quotes (``headline``). ``per_run`` applies them; ``compare`` turns the per-run values into one
-row per comparison with the functions of ``stats`` (``log_ratio_equivalence`` on the paired
-per-run log ratios, ``shift_equivalence`` where the verdict is on an absolute difference,
+A benchmark declares here what it measures per run (``Measure``): the function of the module
+``per_run`` that turns its raw dataset into per-run values, the statistics it compares (a
+per-run median, or per-run percentiles of its samples), which way is better, the unit, its
+margin (a ``common.margins`` key, or an absolute one in the measure's unit) and the statistic a
+reader quotes (``headline``). ``per_run()`` applies them; ``compare`` turns the per-run values
+into one row per comparison with the functions of ``stats`` (``log_ratio_equivalence`` on the
+paired per-run log ratios, ``shift_equivalence`` where the verdict is on an absolute difference,
 ``adjust_verdicts`` across each summary table's comparisons). The latency, HTTP, cold-start,
 throughput and host summaries hand it their own per-run values (``values_of``,
 ``cell_values``) and copy its columns under their table's names (``SUMMARY_NAMES``): no
-summary tests a comparison itself. The summary modules import this one inside their functions,
-since its measures read their loaders.
+summary tests a comparison itself. The engine imports no summary module.
 
 Per-run values rest on clean windows (``schema.read_dataset`` leaves out the windows the
 interference watch flagged where their step has a clean one) and on runs with status ok.
@@ -27,12 +26,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pipeline.analysis import coldstart as coldstart_analysis
-from pipeline.analysis import host as host_analysis
-from pipeline.analysis import latency as latency_analysis
-from pipeline.analysis import network as network_analysis
+from pipeline.analysis import per_run as loaders
 from pipeline.analysis import stats
-from pipeline.analysis import throughput as throughput_analysis
 from pipeline.benchmarks import BENCHMARKS
 from pipeline.data import schema
 
@@ -84,59 +79,12 @@ class Measure:
     fixed: frozenset[str] = frozenset()  # variants whose rate the setup fixes: never quoted
 
 
-def _throughput(raw: Path) -> pd.DataFrame:
-    return throughput_analysis.per_run_values(*throughput_analysis.load(raw))
-
-
-def _cell_values(cells: Mapping[tuple, stats.RunSamples], statistics: Mapping[str, float],
-                 metrics: Mapping[str, str] | None = None) -> pd.DataFrame:  # fmt: skip
-    """Per-run percentiles of per-sample cells, the metric named by ``metrics`` (variant ->
-    metric; None: the variant itself)."""
-    if not cells:
-        return pd.DataFrame()
-    frame = network_analysis.per_run_summaries(dict(cells), dict(statistics), counts=True)
-    metric = frame["variant"].map(metrics) if metrics is not None else frame["variant"]
-    return frame.assign(metric=metric, unit="us")
-
-
-def _quantiles(benchmark: str, metrics: dict[str, str]) -> Callable[[Path], pd.DataFrame]:
-    def values(raw: Path) -> pd.DataFrame:
-        cells = latency_analysis.load_cells(raw, benchmark, metrics)
-        return _cell_values(cells, {"p50": 0.5, "p99": 0.99}, metrics)
-
-    return values
-
-
-def _host(benchmark: str) -> Callable[[Path], pd.DataFrame]:
-    def values(raw: Path) -> pd.DataFrame:
-        frame = host_analysis.per_run(*host_analysis.load(raw, benchmark))
-        return frame.assign(statistic="median")
-
-    return values
-
-
-def _coldstart(raw: Path) -> pd.DataFrame:
-    samples = schema.read_dataset(raw, "coldstart", "samples")
-    runs = schema.read_dataset(raw, "coldstart", "runs")
-    ok = coldstart_analysis.measured(coldstart_analysis.ok_samples(samples, runs))
-    qs = coldstart_analysis.QUANTILES
-    values = coldstart_analysis.per_run_percentiles(ok, qs)
-    # the summary pairs cold starts by (environment, mode, run); path and variant ride along
-    where = ok[["environment", "mode", "run", "path", "variant"]].drop_duplicates(
-        ["environment", "mode", "run"])
-    count = ok.groupby(["environment", "mode", "run"], as_index=False).size()
-    values = values.merge(where, on=["environment", "mode", "run"]).merge(
-        count.rename(columns={"size": "n_samples"}), on=["environment", "mode", "run"])
-    return values.assign(statistic=[coldstart_analysis.q_label(q) for q in values["q"]],
-                         metric=coldstart_analysis.METRIC, unit="s")  # fmt: skip
-
-
 def _throughput_family(variant: str) -> str:
-    return "throughput-udp" if variant == throughput_analysis.UDP_VARIANT else "throughput"
+    return "throughput-udp" if variant == loaders.UDP_VARIANT else "throughput"
 
 
 def _rootful_pairs(modes: Iterable[str]) -> list[tuple[str, str]]:
-    return list(coldstart_analysis.ROOTLESS_VS_ROOTFUL)
+    return list(loaders.ROOTLESS_VS_ROOTFUL)
 
 
 def _registry() -> dict[str, Measure]:
@@ -145,18 +93,19 @@ def _registry() -> dict[str, Measure]:
         return declared.margin if declared is not None else None
 
     out = {
-        "throughput": Measure("throughput", _throughput, True, margin("throughput"),
+        "throughput": Measure("throughput", loaders.throughput, True, margin("throughput"),
                               family=_throughput_family,
-                              fixed=frozenset({throughput_analysis.UDP_VARIANT})),
-        "latency": Measure("latency", _quantiles("latency", latency_analysis.LATENCY_METRICS),
+                              fixed=frozenset({loaders.UDP_VARIANT})),
+        "latency": Measure("latency", loaders.quantiles("latency", loaders.LATENCY_METRICS),
                            False, margin("latency"), "p50", internet="internet_us"),
-        "http": Measure("http", _quantiles("http", latency_analysis.HTTP_METRICS), False,
+        "http": Measure("http", loaders.quantiles("http", loaders.HTTP_METRICS), False,
                         margin("http"), "p50", internet="internet_us"),
     }  # fmt: skip
     for name, declared in BENCHMARKS.items():
         if declared.analysis == "host":
-            out[name] = Measure(name, _host(name), None, declared.margin)
-    out["coldstart"] = Measure("coldstart", _coldstart, False, None, "p50", pairs=_rootful_pairs)
+            out[name] = Measure(name, loaders.host(name), None, declared.margin)
+    out["coldstart"] = Measure("coldstart", loaders.coldstart, False, None, "p50",
+                               pairs=_rootful_pairs)
     return out
 
 
@@ -214,10 +163,10 @@ def cell_values(
     runs: pd.DataFrame,
     statistics: Mapping[str, float],
 ) -> pd.DataFrame:
-    """``per_run``'s frame for per-sample cells already loaded (``latency.load_cells``): each
+    """``per_run``'s frame for per-sample cells already loaded (``per_run.load_cells``): each
     run's ``statistics`` (label -> quantile) of each (environment, mode, path, variant) cell,
     the metric named by the variant, pilots from ``runs``."""
-    return values_of(benchmark, _cell_values(cells, statistics), runs)
+    return values_of(benchmark, loaders.cell_values(dict(cells), dict(statistics)), runs)
 
 
 def _standard(frame: pd.DataFrame, measure: Measure, runs: pd.DataFrame) -> pd.DataFrame:
@@ -226,7 +175,7 @@ def _standard(frame: pd.DataFrame, measure: Measure, runs: pd.DataFrame) -> pd.D
     frame = frame.assign(benchmark=name)
     hib = measure.higher_is_better
     frame["higher_is_better"] = (
-        [host_analysis.higher_is_better(u) for u in frame["unit"]] if hib is None else hib)
+        [loaders.higher_is_better(u) for u in frame["unit"]] if hib is None else hib)
     if (name, "loss_pct") in ABSOLUTE:
         frame.loc[frame["metric"] == "loss_pct", "higher_is_better"] = False
     pilots = _pilots(runs)

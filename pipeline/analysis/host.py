@@ -26,14 +26,17 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from pipeline.analysis import figures, stats, tables
+from pipeline.analysis import engine, figures, stats, tables
 from pipeline.analysis.latency import as_text, cell_status, note_parts, status_text
+from pipeline.analysis.per_run import (
+    higher_is_better,
+    load,  # noqa: F401  (notebooks and tests read it here)
+    variant_metrics,
+)
+from pipeline.analysis.per_run import host_values as per_run
 from pipeline.benchmarks import BENCHMARKS
-from pipeline.data import schema
 
 BASELINE = "native"
-# Durations are better short; every other unit here is a rate (events/s, MiB/s, IOPS).
-LOWER_IS_BETTER_UNITS = frozenset({"s", "ms", "us", "ns"})
 
 # How captions and tables name what was run, as each benchmark declares it (its description,
 # variant_titles, metric_titles); unknown benchmarks, variants and metrics show their ids.
@@ -89,11 +92,6 @@ SUMMARY_COLUMNS = [
 ]
 
 
-def higher_is_better(unit: str | None) -> bool:
-    """Whether a larger value of a metric in ``unit`` is the better one (rates: yes)."""
-    return unit not in LOWER_IS_BETTER_UNITS
-
-
 def variant_label(variant: str) -> str:
     return VARIANT_LABELS.get(variant, variant)
 
@@ -102,53 +100,11 @@ def metric_label(metric: str, unit: str | None = None) -> str:
     return METRIC_LABELS.get(metric, unit or metric)
 
 
-def load(raw_dir: Path | str, benchmark: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(samples, runs)`` of ``benchmark`` across every environment in ``raw_dir``."""
-    return (
-        schema.read_dataset(raw_dir, benchmark, "samples"),
-        schema.read_dataset(raw_dir, benchmark, "runs"),
-    )
-
-
 def _variant_order(benchmark: str, variants) -> list[str]:
     """The benchmark's own variant order when it is registered, then the rest by name."""
     known = list(getattr(BENCHMARKS.get(benchmark), "variants", ()))
     rank = {v: i for i, v in enumerate(known)}
     return sorted(dict.fromkeys(variants), key=lambda v: (rank.get(v, len(known)), v))
-
-
-def variant_metrics(samples: pd.DataFrame) -> dict[str, list[str]]:
-    """Variant -> the metrics it is analysed on: those with a non-zero measured sample."""
-    measured = samples[~samples["warmup"].astype(bool) & samples["value"].fillna(0.0).ne(0.0)]
-    out: dict[str, list[str]] = {}
-    for (variant, metric), _ in measured.groupby(["variant", "metric"], sort=True):
-        out.setdefault(variant, []).append(metric)
-    return out
-
-
-def per_run(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """One value per (environment, mode, path, variant, metric, run): the median of the run's
-    measured per-second samples, for runs with status ok (a failed run's partial samples
-    describe a broken measurement and are not analysed). Also ``n_samples`` and ``unit``."""
-    keys = [*KEYS, "run"]
-    ok = runs.loc[runs["status"] == "ok", keys].drop_duplicates()
-    chosen = variant_metrics(samples)
-    frames = []
-    for metric in sorted({m for ms in chosen.values() for m in ms}):
-        sel = samples[samples["metric"] == metric]
-        value = stats.per_run_summary(sel, metric, how="median", keys=tuple(keys))
-        count = stats.per_run_summary(sel, metric, how="count", keys=tuple(keys))
-        value["n_samples"] = count["value"].astype("int64")
-        value["metric"] = metric
-        value["unit"] = sel["unit"].dropna().iloc[0] if sel["unit"].notna().any() else None
-        # Only the variants this metric was chosen for (a zero-rate direction is not compared).
-        value = value[[metric in chosen.get(v, ()) for v in value["variant"]]]
-        frames.append(value.merge(ok, on=keys, how="inner"))
-    columns = [*KEYS, "metric", "unit", "run", "value", "n_samples"]
-    if not frames:
-        return pd.DataFrame(columns=columns)
-    out = pd.concat(frames, ignore_index=True)[columns]
-    return out.sort_values([*KEYS, "metric", "run"], ignore_index=True)
 
 
 def _cells(per_run_values: pd.DataFrame, runs: pd.DataFrame, samples: pd.DataFrame, benchmark):
@@ -192,8 +148,6 @@ def summarise(
     benchmark's table by ``multiplicity`` (``engine.compare``); None for native itself and for
     cells without a comparison.
     """
-    # imported here: the engine reads this module's per-run values
-    from pipeline.analysis import engine
 
     values = per_run(samples, runs)
     compared = engine.compare(engine.values_of(benchmark, values.assign(statistic="median"), runs),
@@ -265,7 +219,6 @@ def _add_comparison(row: dict, found: dict) -> None:
     """The ratio to native and the verdict columns from the engine's comparisons (``found``,
     ``engine.by_comparison``); a measured mode without a native run on its path says so in its
     reason."""
-    from pipeline.analysis import engine
 
     nan = float("nan")
     row.update(

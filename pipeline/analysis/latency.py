@@ -22,13 +22,20 @@ from pathlib import Path
 import altair as alt
 import numpy as np
 import pandas as pd
-import polars as pl
 
-from pipeline.analysis import figures, stats, tables
-from pipeline.data import schema
+from pipeline.analysis import engine, figures, stats, tables
+from pipeline.analysis.per_run import (  # the others are read here by notebooks and tests
+    HTTP_METRICS,  # noqa: F401
+    HTTP_WINDOW_METRICS,
+    KEYS,
+    LATENCY_METRICS,  # noqa: F401
+    load_cells,  # noqa: F401
+    load_runs,  # noqa: F401
+    load_window_metrics,  # noqa: F401
+    q_label,
+)
 
 BASELINE = "native"
-KEYS = ["environment", "mode", "path", "variant"]
 PATH_ORDER = ["dc", "local", "internet"]
 INTERNET = "internet"
 PATH_LABELS = {
@@ -39,227 +46,9 @@ PATH_LABELS = {
 }
 QUANTILES = (0.5, 0.9, 0.95, 0.99, 0.999)
 OVERHEAD_QUANTILES = (0.5, 0.99)
-LATENCY_METRICS = {"udp": "udp_rtt", "tcp": "tcp_rtt"}
-HTTP_METRICS = {"1k": "http_latency"}
-HTTP_WINDOW_METRICS = ("http_achieved_rate", "http_errors", "http_late")
-
-
-def q_label(q: float) -> str:
-    """0.5 -> "p50", 0.999 -> "p99.9"."""
-    return "p" + f"{100 * q:.4f}".rstrip("0").rstrip(".")
 
 
 # --- loading ---------------------------------------------------------------------------------
-
-
-def _files(raw_dir: Path | str, benchmark: str, table: str) -> list[Path]:
-    files = sorted((Path(raw_dir) / benchmark).glob(f"*/{table}.parquet"))
-    if not files:
-        raise FileNotFoundError(
-            f"no {table}.parquet under {Path(raw_dir) / benchmark}/<environment>/: run the "
-            f"collection stage first (dvc repro collect-{benchmark})"
-        )
-    return files
-
-
-def load_runs(raw_dir: Path | str, benchmark: str) -> pd.DataFrame:
-    """The runs table of ``benchmark`` across every environment (small: one row per run)."""
-    return schema.read_dataset(raw_dir, benchmark, "runs")
-
-
-def _measured(raw_dir: Path | str, benchmark: str, metrics: Iterable[str]) -> pl.LazyFrame:
-    """Measured samples of ``metrics`` from runs with status ok, keys as categoricals."""
-    metrics = list(metrics)
-    runs = (
-        pl.scan_parquet(_files(raw_dir, benchmark, "runs"))
-        .filter(pl.col("status") == "ok")
-        .select([*KEYS, "run"])
-        .unique()
-    )
-    samples = pl.concat(
-        [
-            pl.scan_parquet(f)
-            .filter(pl.col("metric").is_in(metrics) & ~pl.col("warmup"))
-            .select([*KEYS, "metric", "run", "rep", _value_expr(f)])
-            for f in _files(raw_dir, benchmark, "samples")
-        ]
-    )
-    # A failed run can leave partial samples behind: they describe a broken measurement.
-    samples = samples.join(runs, on=[*KEYS, "run"], how="semi")
-    # the estimates rest on clean windows (schema.window_flags)
-    flags = schema.window_flags(load_runs(raw_dir, benchmark))
-    out = flags.loc[flags["excluded"], [*KEYS, "run", "rep"]]
-    if out.empty:
-        return samples
-    out = pl.from_pandas(out).with_columns(pl.col("run", "rep").cast(pl.Int32))
-    return samples.join(out.lazy(), on=[*KEYS, "run", "rep"], how="anti")
-
-
-def _excluded(runs_file: Path) -> dict[tuple[str, str, str, str], set[tuple[int, int]]]:
-    """The (run, rep) windows ``schema.window_flags`` leaves out, per cell, of one dataset."""
-    if not runs_file.exists():
-        return {}
-    flags = schema.window_flags(schema.read_table(runs_file, "runs").to_pandas())
-    out: dict[tuple[str, str, str, str], set[tuple[int, int]]] = {}
-    for r in flags.loc[flags["excluded"]].itertuples():
-        out.setdefault((r.environment, r.mode, r.path, r.variant), set()).add((r.run, r.rep))
-    return out
-
-
-def _value_expr(path: Path) -> pl.Expr:
-    """``value`` of a samples file in either layout (``schema.to_storage``), as float64."""
-    import pyarrow.parquet as pq
-
-    if not schema.is_stored_layout(pq.read_schema(path).names):
-        return pl.col("value")
-    milli = pl.col("value_milli")
-    exact = milli.cast(pl.Float64) / 1000.0
-    return pl.when(milli.is_not_null()).then(exact).otherwise(pl.col("value_float")).alias("value")
-
-
-def _sorted_by_run(chunks: dict[int, list[np.ndarray]]) -> stats.RunSamples:
-    """RunSamples from one cell's value chunks per run: each run is joined, NaNs dropped and
-    sorted on its own, and the chunks are released as soon as their run is built."""
-    ids, per_run = [], []
-    for run in sorted(chunks):
-        values = np.concatenate(chunks.pop(run))
-        values = values[~np.isnan(values)]
-        if values.size:  # a run with no value left was not measured
-            values.sort()
-            ids.append(run)
-            per_run.append(values)
-    ids = np.array(ids, dtype=np.int64)
-    # Stable: merges the sorted runs (several times faster than sorting the cell from scratch).
-    pooled = np.sort(np.concatenate(per_run), kind="stable") if per_run else np.empty(0)
-    return stats.RunSamples(runs=ids, values=tuple(per_run), pooled=pooled)
-
-
-def _kept(batch, name: str, null, keep: np.ndarray) -> np.ndarray:
-    """The ``keep`` rows of a batch column as numpy, nulls as ``null``."""
-    return batch.column(name).fill_null(null).to_numpy(zero_copy_only=False)[keep]
-
-
-def _scan_cells(path: Path, wanted: dict[tuple[str, str], int], batch_rows: int, drop=None):
-    """The values of the measured samples of the ``wanted`` (variant, metric) pairs in one
-    samples file, as ``{cell key: {run: [value chunks]}}``, read batch by batch with
-    dictionary-encoded keys: 8 bytes per kept sample, whatever the width of the file.
-    ``drop``: per cell key, the (run, rep) windows left out (``_excluded``)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    cell_ids: dict[tuple[str, str, str, str], int] = {}
-    chunks: dict[int, dict[int, list[np.ndarray]]] = {}
-    reader = pq.ParquetFile(path, read_dictionary=[*KEYS, "metric"])
-    stored = schema.is_stored_layout(reader.schema_arrow.names)
-    value_cols = ["value_float", "value_milli"] if stored else ["value"]
-    columns = [*KEYS, "metric", "run", "warmup", *value_cols, *(["rep"] if drop else [])]
-    for batch in reader.iter_batches(batch_size=batch_rows, columns=columns):
-        if batch.num_rows == 0:
-            continue
-        # Rows are selected on numpy codes, not by filtering the batch: no string is decoded
-        # and nothing copied but the kept rows. Per-batch dictionaries -> one small lookup
-        # table of cell ids for this batch.
-        cols = []
-        for name in [*KEYS, "metric"]:
-            col = batch.column(name)
-            if not pa.types.is_dictionary(col.type):
-                col = col.dictionary_encode()
-            cols.append((col.indices.to_numpy(zero_copy_only=False), col.dictionary.to_pylist()))
-        # Mixed-radix code of the five dictionary indices: the number of distinct key
-        # combinations in a batch is tiny, so a lookup table indexed by the code is cheap.
-        sizes = [len(d) for _, d in cols]
-        code = np.zeros(batch.num_rows, dtype=np.int64)
-        for (idx, _), n in zip(cols, sizes, strict=True):
-            code = code * n + idx
-        present = np.flatnonzero(np.bincount(code, minlength=1))
-        lut = np.full(int(code.max()) + 1, -1, dtype=np.int32)
-        for c in present:
-            rest, labels = int(c), []
-            for (_, dictionary), n in zip(reversed(cols), reversed(sizes), strict=True):
-                labels.append(str(dictionary[rest % n]))
-                rest //= n
-            metric_name, variant, path_, mode, env = labels
-            if (variant, metric_name) in wanted:
-                lut[c] = cell_ids.setdefault((env, mode, path_, variant), len(cell_ids))
-        cell = lut[code]
-        warmup = batch.column("warmup").fill_null(False).to_numpy(zero_copy_only=False)
-        keep = (cell >= 0) & ~warmup
-        if not keep.any():
-            continue
-        value = _kept(batch, value_cols[0], np.nan, keep)
-        if stored:
-            milli = _kept(batch, "value_milli", 0, keep)
-            has_milli = batch.column("value_milli").is_valid().to_numpy(zero_copy_only=False)
-            value = schema.stored_value(value, milli, has_milli[keep])
-        run = _kept(batch, "run", 0, keep).astype(np.int64)
-        cell = cell[keep].astype(np.int64)
-        if drop:
-            rep = _kept(batch, "rep", 0, keep).astype(np.int64)
-            out = np.zeros(cell.size, dtype=bool)
-            for key, index in cell_ids.items():
-                for r, w in drop.get(key, ()):
-                    out |= (cell == index) & (run == r) & (rep == w)
-            run, cell, value = run[~out], cell[~out], value[~out]
-        # Collection writes window after window, so (cell, run) comes in long stretches; cut
-        # there. An interleaved file is grouped first (a stable sort of small integer codes).
-        pair = cell << 32 | (run & 0xFFFFFFFF)
-        cuts = np.flatnonzero(pair[1:] != pair[:-1]) + 1
-        if cuts.size > 1024:
-            order = np.argsort(pair, kind="stable")
-            pair, cell, run, value = pair[order], cell[order], run[order], value[order]
-            cuts = np.flatnonzero(pair[1:] != pair[:-1]) + 1
-        for a, b in zip(np.r_[0, cuts], np.r_[cuts, pair.size], strict=True):
-            if b > a:
-                per_run = chunks.setdefault(int(cell[a]), {})
-                per_run.setdefault(int(run[a]), []).append(value[a:b])
-    return {key: chunks[index] for key, index in cell_ids.items() if index in chunks}
-
-
-def load_cells(
-    raw_dir: Path | str,
-    benchmark: str,
-    metrics: dict[str, str],
-    batch_rows: int = 4_000_000,
-) -> dict[tuple[str, str, str, str], stats.RunSamples]:
-    """Per-sample values of each (environment, mode, path, variant) as ``stats.RunSamples``.
-
-    ``metrics`` maps a variant to the metric holding its per-sample latency (``udp`` ->
-    ``udp_rtt``); other metrics of the same variant (per-window counters) are ignored. Only
-    measured samples (``warmup`` false) of runs with status ok are kept.
-
-    Built for ~1e8 samples: the file is read in batches of ``batch_rows`` with dictionary-
-    encoded keys and reduced to value chunks per (cell, run) (8 bytes per sample); only each
-    run's own samples are sorted, and the cell's pooled order is a merge of its sorted runs.
-    Peak memory is about 17 bytes per sample (harness/analysis_scale.py measures it).
-    """
-    runs = load_runs(raw_dir, benchmark)
-    ok_runs: dict[tuple, np.ndarray] = {
-        tuple(str(k) for k in key): np.unique(part["run"].to_numpy())
-        for key, part in runs[runs["status"] == "ok"].groupby(KEYS, sort=False)
-    }
-    wanted = {(v, m): 1 for v, m in metrics.items()}
-    cells: dict[tuple[str, str, str, str], stats.RunSamples] = {}
-    for path in _files(raw_dir, benchmark, "samples"):
-        drop = _excluded(path.with_name("runs.parquet"))
-        for key, per_run in _scan_cells(path, wanted, batch_rows, drop).items():
-            ok = set(ok_runs.get(key, np.empty(0, np.int64)).tolist())
-            per_run = {run: chunks for run, chunks in per_run.items() if run in ok}
-            cell = _sorted_by_run(per_run)
-            if cell.n_samples:
-                cells[key] = cell
-    return dict(sorted(cells.items()))
-
-
-def load_window_metrics(
-    raw_dir: Path | str, benchmark: str, metrics: Iterable[str] = HTTP_WINDOW_METRICS
-) -> pd.DataFrame:
-    """Per-window metrics (one row per measured window and metric) from runs with status ok."""
-    return (
-        _measured(raw_dir, benchmark, metrics)
-        .select([*KEYS, "metric", "run", "rep", "value"])
-        .collect()
-        .to_pandas()
-    )
 
 
 # --- statuses --------------------------------------------------------------------------------
@@ -396,8 +185,6 @@ def summarise(
     all_cells = list(dict.fromkeys([*run_cells, *cells]))
     if variants is not None:
         all_cells = [c for c in all_cells if c[3] in set(variants)]
-    # imported here: the engine reads this module's loaders
-    from pipeline.analysis import engine
 
     mine = {key: cells[key] for key in all_cells if key in cells}
     values = engine.cell_values("latency", mine, runs, {q_label(q): q for q in overhead})

@@ -19,8 +19,8 @@ import pandas as pd
 
 from pipeline.analysis import figures, stats
 from pipeline.analysis.latency import BASELINE, KEYS, PATH_LABELS, PATH_ORDER, q_label
+from pipeline.analysis.per_run import STATISTICS, per_run_summaries  # noqa: F401
 
-STATISTICS = {"p50": 0.5, "p99": 0.99}
 STAT_WORDS = {"p50": "median", "p99": "p99"}
 COMPONENT_LABELS = {
     "sd_within": "run-to-run SD of one mode",
@@ -28,37 +28,6 @@ COMPONENT_LABELS = {
     "sd_resid": "residual SD",
     "mode_range": "largest difference between modes",
 }
-
-
-def per_run_summaries(
-    cells: dict[tuple, stats.RunSamples], statistics: dict[str, float] = STATISTICS,
-    counts: bool = False,
-) -> pd.DataFrame:
-    """One row per (environment, mode, path, variant, run, statistic): the per-run percentile;
-    with ``counts`` also ``n_samples``, the run's samples (a percentile needs
-    ``stats.min_samples``)."""
-    frames = []
-    for (env, mode, path, variant), cell in cells.items():
-        if not cell.n_runs:
-            continue
-        values = cell.run_quantiles(list(statistics.values()))
-        sizes = {"n_samples": [v.size for v in cell.values]} if counts else {}
-        for j, name in enumerate(statistics):
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "environment": env,
-                        "mode": mode,
-                        "path": path,
-                        "variant": variant,
-                        "run": cell.runs,
-                        "statistic": name,
-                        "value": values[:, j],
-                        **sizes,
-                    }
-                )
-            )
-    return pd.concat(frames, ignore_index=True)
 
 
 def decompose(

@@ -25,14 +25,23 @@ import numpy as np
 import pandas as pd
 
 from pipeline import catalogue
-from pipeline.analysis import figures, stats, tables
+from pipeline.analysis import engine, figures, stats, tables
 from pipeline.analysis.latency import as_text, cell_status, note_parts, status_text
+from pipeline.analysis.per_run import (
+    TCP_METRIC as METRIC,
+)
+from pipeline.analysis.per_run import (
+    TCP_VARIANT,
+    UDP_METRICS,
+    UDP_VARIANT,
+    per_run_throughput,
+    per_run_udp,
+    throughput_long,
+    variant_rows,
+)
 from pipeline.data import schema
 
 BENCHMARK = "throughput"
-METRIC = "tcp_throughput_received"
-TCP_VARIANT = "tcp"
-UDP_VARIANT = "udp"
 BASELINE = "native"
 PATH_ORDER = ["dc", "local", "internet"]
 PATH_LABELS = {
@@ -103,37 +112,12 @@ def scenario_label(mode: str, path: str) -> str:
     return base if path == "dc" else f"{base} ({PATH_LABELS.get(path, path)})"
 
 
-def variant_rows(frame: pd.DataFrame, variant: str) -> pd.DataFrame:
-    """Rows of one variant. TCP also keeps rows without a variant (data collected before the
-    UDP variant existed), so older datasets read as they did."""
-    if "variant" not in frame.columns:
-        return frame if variant == TCP_VARIANT else frame.iloc[0:0]
-    keep = frame["variant"] == variant
-    if variant == TCP_VARIANT:
-        keep |= frame["variant"].isna()
-    return frame[keep]
-
-
 def load(raw_dir: Path | str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(samples, runs)`` of the throughput benchmark across every environment in ``raw_dir``."""
     return (
         schema.read_dataset(raw_dir, BENCHMARK, "samples"),
         schema.read_dataset(raw_dir, BENCHMARK, "runs"),
     )
-
-
-def per_run_throughput(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """Per-run receiver-side throughput in Gbit/s, warm-ups excluded, runs with status ok only.
-
-    A failed run can leave partial samples behind; they describe a broken measurement and are
-    not analysed. Columns: environment, mode, path, run, value (Gbit/s).
-    """
-    per_run = stats.per_run_summary(samples, METRIC, how="median")
-    runs = variant_rows(runs, TCP_VARIANT)
-    ok = runs.loc[runs["status"] == "ok", ["environment", "mode", "path", "run"]].drop_duplicates()
-    per_run = per_run.merge(ok, on=["environment", "mode", "path", "run"], how="inner")
-    per_run["value"] = per_run["value"] / 1e9
-    return per_run.sort_values(["environment", "mode", "path", "run"], ignore_index=True)
 
 
 def _row_order(frame: pd.DataFrame) -> pd.DataFrame:
@@ -179,34 +163,11 @@ def _cell_row(cell: tuple, metric: str, confidence: float) -> dict:
     }
 
 
-def per_run_values(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """The per-run values the comparisons rest on, long: TCP's received rate, UDP's received
-    rate and loss (``engine.Measure.values``' columns)."""
-    return _long(per_run_throughput(samples, runs), per_run_udp(samples, runs))
-
-
-def _long(tcp: pd.DataFrame | None, udp: pd.DataFrame | None) -> pd.DataFrame:
-    """``per_run_throughput``'s and ``per_run_udp``'s frames (either may be None) as one long
-    frame of per-run values."""
-    frames = []
-    if tcp is not None:
-        frames.append(tcp.assign(variant=TCP_VARIANT, metric="received_gbps", unit="Gbit/s"))
-    if udp is not None:
-        frames += [udp.rename(columns={"received_gbps": "value"}).assign(
-                       variant=UDP_VARIANT, metric="received_gbps", unit="Gbit/s"),
-                   udp.rename(columns={"loss_pct": "value"}).assign(
-                       variant=UDP_VARIANT, metric="loss_pct", unit="%")]  # fmt: skip
-    out = pd.concat(frames, ignore_index=True)
-    return out.assign(statistic="median", n_samples=np.nan)
-
-
 def _compare(values: pd.DataFrame, runs: pd.DataFrame, margin: float, confidence: float,
              multiplicity: str, loss_margin: float | None = None) -> pd.DataFrame:  # fmt: skip
     """The engine's comparisons of one variant's table with native (``values``: its per-run
     values, ``_long``), adjusted across it: the received rate against ``margin``, UDP's loss
     against ``loss_margin``."""
-    # imported here: the engine reads this module's per-run values
-    from pipeline.analysis import engine
 
     # runs recorded before the UDP variant existed have none: they are TCP's
     tagged = runs.assign(variant=runs["variant"].fillna(TCP_VARIANT) if "variant" in runs
@@ -223,7 +184,6 @@ def _add_ratio(row: dict, found: dict, n_runs: int, variant: str, margin: float)
     on the same environment and path) and the verdict columns to ``row`` from the engine's
     comparisons (``found``, ``engine.by_comparison``); a measured mode whose path has no
     native run says so in its reason."""
-    from pipeline.analysis import engine
 
     mode, path = row["mode"], row["path"]
     row.update(margin=margin, equivalence_confidence=stats.equivalence_level(row["confidence"]),
@@ -273,10 +233,9 @@ def summarise(
     could resolve. None for native itself and for cells without a comparison. The comparisons
     are the engine's (``engine.compare``).
     """
-    from pipeline.analysis import engine
 
     per_run = per_run_throughput(samples, runs)
-    compared = _compare(_long(per_run, None), runs, margin, confidence, multiplicity)
+    compared = _compare(throughput_long(per_run, None), runs, margin, confidence, multiplicity)
     found = engine.by_comparison(compared)
     rows = []
     for cell in _cells(per_run, variant_rows(runs, TCP_VARIANT)):
@@ -654,11 +613,6 @@ def write_summary(
 
 # --- UDP -------------------------------------------------------------------------------------
 
-UDP_METRICS = {
-    "udp_throughput_received": ("received_gbps", 1e-9),
-    "udp_jitter": ("jitter_ms", 1.0),
-    "udp_loss": ("loss_pct", 1.0),
-}
 UDP_SUMMARY_COLUMNS = [
     *CELL_COLUMNS,
     *(
@@ -683,21 +637,6 @@ UDP_SUMMARY_COLUMNS = [
     "loss_verdict",
     *SETTINGS_COLUMNS,
 ]
-def per_run_udp(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """Per-run UDP values of runs with status ok, warm-ups excluded: environment, mode, path,
-    run, received_gbps, jitter_ms, loss_pct (the median over measured windows of each)."""
-    udp_samples = variant_rows(samples, UDP_VARIANT)
-    udp_runs = variant_rows(runs, UDP_VARIANT)
-    ok = udp_runs.loc[udp_runs["status"] == "ok", ["environment", "mode", "path", "run"]]
-    keys = ["environment", "mode", "path", "run"]
-    out = ok.drop_duplicates()
-    for metric, (name, factor) in UDP_METRICS.items():
-        one = stats.per_run_summary(udp_samples, metric, how="median")
-        one = one.rename(columns={"value": name})
-        one[name] = one[name] * factor
-        out = out.merge(one, on=keys, how="left")
-    measured = out[[name for name, _ in UDP_METRICS.values()]].notna().any(axis=1)
-    return out[measured].sort_values(keys, ignore_index=True)
 
 
 def summarise_udp(
@@ -719,10 +658,9 @@ def summarise_udp(
     more loss is the overhead). Both verdicts are the engine's (``engine.compare``), adjusted
     together across the table. Empty (with the columns) when no UDP run was recorded.
     """
-    from pipeline.analysis import engine
 
     per_run = per_run_udp(samples, runs)
-    compared = _compare(_long(None, per_run), runs, margin, confidence, multiplicity,
+    compared = _compare(throughput_long(None, per_run), runs, margin, confidence, multiplicity,
                         loss_margin)  # fmt: skip
     found = engine.by_comparison(compared)
     rows = []
