@@ -34,12 +34,14 @@ from pipeline.collect.modes.base import Deployment, cleanup_host, leftovers, own
 from pipeline.collect.plan import Profile, Step, campaign_id, plan, schedule, selected_modes
 from pipeline.collect.remote import Pool, RemoteError
 from pipeline.collect.session import (
+    HOST_CLOCKS,
     CampaignError,
     HostLock,
     SessionClock,
     duty_cycle,
     fmt_duration,
     interrupts_deferred,
+    parse_host_clocks,
     sigterm_as_interrupt,
 )
 from pipeline.collect.steps import runner_for
@@ -217,6 +219,7 @@ class Campaign:
         self._reading: str | None = None  # after prepare(): a benchmark may name tools there
         self._watched: list[dict] = []  # the step's windows, per host
         self._probes: dict[str, list[float]] = {}  # the probe's times so far, per host
+        self._clocks: dict[str, list[int]] = {}  # the step's host clock readings (ClockWatch)
         self._rep0 = 0  # the step's first rep in this measurement (a step measured again)
         self._attempt = 1  # which measurement of the step this is
 
@@ -661,7 +664,7 @@ class Campaign:
         reason = self._availability[key]
         if reason:
             return [], self._finish(row, "skipped", reason)
-        return self.runner.measure(ctx, mode, step, row, keep)
+        return self.runner.measure_checked(ctx, mode, step, row, keep)
 
     def _run_client(
         self, ctx, deployment, client, address, step, row, window, retry=False, kept=1.0
@@ -711,7 +714,7 @@ class Campaign:
         measurement of the step it belongs to (``attempt``)."""
         if self._reading is None:
             study = watch.STUDY_COMMANDS | self.benchmark.watch_commands()
-            self._reading = watch.reading_command(study)
+            self._reading = f"{watch.reading_command(study)}; {HOST_CLOCKS}"
         before = self._timed("watch_s", partial(self._read_all, ctx, hosts))
         result = call()
         afters = self._timed("watch_s", partial(self._read_all, ctx, hosts))
@@ -754,6 +757,10 @@ class Campaign:
         """One reading on ``host``, or why there is none (a reading never fails the step)."""
         try:
             result = ctx.pool[host.name].run(self._reading, check=True, timeout=30)
+            try:  # the host's clocks, for the step's ClockWatch
+                self._clocks.setdefault(host.name, []).append(parse_host_clocks(result.stdout))
+            except ValueError:
+                pass
             return watch.parse(result.stdout)
         except (RemoteError, ValueError) as exc:
             return f"no reading on {host.name}: {str(exc)[:300]}"

@@ -6,6 +6,8 @@
 - ``sigterm_as_interrupt`` and ``interrupts_deferred``: DVC's and papermill's SIGTERM stops a
   campaign as Ctrl-C does, and a clean-up once begun runs to its end.
 - ``HostLock``: one campaign at a time on a set of hosts.
+- ``ClockWatch``: whether a realtime clock was stepped during a step (the step's timings are
+  then not kept).
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ import os
 import shlex
 import signal
 import socket
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 import pandas as pd
@@ -204,3 +207,109 @@ class SessionClock:
 def fmt_duration(seconds: float) -> str:
     seconds = max(0, int(seconds))
     return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+# -- clock steps -----------------------------------------------------------------------------
+
+# Realtime against a monotonic clock moving by more than this within one step: the realtime
+# clock was stepped (NTP, chrony or a person setting it), not slewed. A slew moves it by at
+# most 0.5 ms/s, 60 ms over a 2-minute step; a host's reading is good to ~15 ms (its uptime
+# has centisecond resolution).
+CLOCK_STEP_S = 0.1
+SAMPLE_S = 0.02  # how often this machine's clocks are compared during a step
+CONTROLLER = "this machine"
+# One reading of a host's clocks, added to each interference-watch reading (before and after
+# every measured window): realtime (ns) and boot time (s, centiseconds). Boot time is monotonic
+# and, unlike CLOCK_MONOTONIC, counts a suspend as realtime does.
+HOST_CLOCKS = "read up _ < /proc/uptime; echo co-clock $(date +%s%N) $up"
+
+
+def realtime_offset_ns() -> int:
+    """This machine's realtime minus its monotonic clock: constant until the clock is stepped."""
+    return time.time_ns() - time.monotonic_ns()
+
+
+def parse_host_clocks(text: str) -> int:
+    """A host's realtime minus its boot time, ns, from the output of ``HOST_CLOCKS``;
+    ValueError when it is not one (a ``date`` without %N, no /proc/uptime)."""
+    for line in text.splitlines():
+        parts = line.split()
+        if parts[:1] == ["co-clock"] and len(parts) == 3:
+            realtime_ns = int(parts[1])
+            whole, _, fraction = parts[2].partition(".")
+            uptime_ns = int(whole) * 10**9 + int((fraction + "000000000")[:9])
+            return realtime_ns - uptime_ns
+    raise ValueError(f"not a clock reading: {text[:200]!r}")
+
+
+def clock_steps(before: Mapping[str, int], after: Mapping[str, int],
+                threshold_s: float = CLOCK_STEP_S) -> dict[str, float]:  # fmt: skip
+    """Seconds each clock's realtime moved against its monotonic clock between two readings
+    (offsets in ns, by where they were read), those beyond ``threshold_s`` only; a place
+    read only once is not judged."""
+    moved = {where: (after[where] - before[where]) / 1e9 for where in before if where in after}
+    return {where: s for where, s in moved.items() if abs(s) > threshold_s}
+
+
+def describe_steps(steps: Mapping[str, float]) -> str:
+    """ "clock stepped by +5.00 s during the step (this machine, node1)": the largest step and
+    where the clocks moved."""
+    largest = max(steps.values(), key=abs)
+    return f"clock stepped by {largest:+.2f} s during the step ({', '.join(steps)})"
+
+
+class ClockWatch:
+    """Whether a realtime clock was stepped during one step.
+
+    This machine's realtime and monotonic clocks are compared every ``SAMPLE_S`` in a thread
+    (a step and its undoing inside one step show too). Each host's realtime against its boot
+    time is what ``hosts()`` returns as the step ends: its offsets (ns) at each reading taken
+    during the step, in order (the interference watch's, before and after every measured
+    window; a host with fewer than two is not judged). ``steps()`` lists, per clock, how far it
+    moved beyond ``threshold_s``: durations taken from such a clock inside the step (the tools'
+    own timestamps, ``date``, the controller's wall time) are not the step's."""
+
+    def __init__(self, hosts: Callable[[], Mapping[str, list[int]]] | None = None,
+                 threshold_s: float = CLOCK_STEP_S, sample_s: float = SAMPLE_S,
+                 offset: Callable[[], int] | None = None) -> None:  # fmt: skip
+        self.hosts = hosts or dict
+        self.threshold_s = threshold_s
+        self.sample_s = sample_s
+        self.offset = offset or (lambda: realtime_offset_ns())
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._start = 0
+        self._extreme = 0  # this machine's largest move so far, ns, with its sign
+
+    def __enter__(self) -> ClockWatch:
+        self._start = self.offset()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while True:
+            self._note()
+            if self._stop.wait(self.sample_s):
+                return
+
+    def _note(self) -> None:
+        moved = self.offset() - self._start
+        if abs(moved) > abs(self._extreme):
+            self._extreme = moved
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._note()
+
+    def steps(self) -> dict[str, float]:
+        """Seconds each clock moved beyond the threshold during the step (this machine's as
+        ``CONTROLLER``, first); empty when none did."""
+        found = clock_steps({CONTROLLER: 0}, {CONTROLLER: self._extreme}, self.threshold_s)
+        for host, offsets in self.hosts().items():
+            if len(offsets) > 1:
+                moved = max((o - offsets[0] for o in offsets[1:]), key=abs)
+                found.update(clock_steps({host: 0}, {host: moved}, self.threshold_s))
+        return found

@@ -13,7 +13,9 @@ for every benchmark; what differs between kinds is here:
   has no one per-run value for precision planning.
 
 A runner measures with its campaign's shared services (the watch, the kept logs, the sample
-records, the clock); ``runner_for`` picks a benchmark's.
+records, the clock); ``runner_for`` picks a benchmark's. Every kind's step is measured inside a
+``ClockWatch`` (``measure_checked``): a step during which a realtime clock was stepped is failed
+with "clock stepped by ...", its samples dropped, and measured again as any failed step.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from pipeline.benchmarks import Benchmark, Scenario, ToolOutputError, Window
+from pipeline.capabilities import ORCHESTRATOR_SCENARIOS
 from pipeline.collect.modes import MODES, Context, Mode, ModeUnavailable, Workload
 from pipeline.collect.modes.base import LABEL, Deployment
+from pipeline.collect.session import ClockWatch, describe_steps
 
 if TYPE_CHECKING:
     from pipeline.collect.campaign import Campaign
@@ -68,6 +72,26 @@ class StepRunner:
 
     def release(self) -> None:
         """Let go of what the runner itself keeps across steps (nothing, unless it says)."""
+
+    def measure_checked(self, ctx: Context, mode: Mode, step: Step, row: dict,
+                        keep: bool) -> Measured:  # fmt: skip
+        """``measure`` inside a clock watch of this machine and of the hosts the interference
+        watch reads (``Campaign._clocks``). A step during which a realtime clock was stepped
+        keeps no sample: its durations may come from that clock (a tool's own timestamps,
+        ``date``, the runs row's times). It is failed with the step's size, so it is measured
+        again (``Campaign._measure_all``) and its attempt stays on record (attempts.parquet); a
+        step that failed anyway says so too."""
+        c = self.campaign
+        c._clocks = {}
+        with ClockWatch(lambda: c._clocks) as clock:
+            samples, row = self.measure(ctx, mode, step, row, keep)
+        stepped = clock.steps()
+        if not stepped or row["status"] == "skipped":
+            return samples, row
+        said = describe_steps(stepped)
+        if row["status"] == "failed":
+            return [], {**row, "reason": f"{row['reason']} ({said})"}
+        return [], c._finish(row, "failed", f"{said}: its timings are not kept")
 
 
 class ClientSteps(StepRunner):
@@ -288,8 +312,19 @@ class ScenarioSteps(StepRunner):
                 row["binary_sha256"] = image.sha256_of(binary)
             elif binary:
                 row["binary_sha256"] = c.binary_sha[host.name][binary]
-            outcome = c._watch(ctx, [host], 1, partial(bench.measure, scenario))
+            swarm = self.swarm_servers(ctx, mode)
+            nodes = swarm_nodes(ctx, swarm)
+            try:
+                outcome = c._watch(ctx, [host], 1, partial(bench.measure, scenario))
+            finally:
+                daemons_answer(ctx, swarm)
             outcome.notes = {**mode.run_notes(ctx), **outcome.notes}
+            changed = swarm_changes(nodes, swarm_nodes(ctx, swarm))
+            if changed:
+                raise ToolOutputError(
+                    f"the Swarm's nodes changed during the step ({changed}): Swarm reschedules "
+                    "the tasks of a node that goes down, so the step's timing is not the "
+                    "scenario's")
         except ModeUnavailable as exc:
             return [], c._finish(row, "skipped", str(exc))
         except ToolOutputError as exc:
@@ -309,6 +344,47 @@ class ScenarioSteps(StepRunner):
     def release(self) -> None:
         """What the benchmark kept for the next step (``Scenario.keep``)."""
         self.campaign._timed("stop_s", self.benchmark.release)
+
+    def swarm_servers(self, ctx: Context, mode: Mode) -> list:
+        """The servers a Swarm scenario's tasks may run on (every one: the scheduler places
+        them), whose daemons the step depends on; none for another scenario."""
+        if self.benchmark.name in ORCHESTRATOR_SCENARIOS and mode.engine == "docker":
+            return list(self.campaign.inv.servers)
+        return []
+
+
+def daemons_answer(ctx: Context, servers: list) -> None:
+    """Every one of ``servers``' docker daemons answers, else the RemoteError of the first that
+    does not (it names the host: "Is the docker daemon running?"). A daemon that died during a
+    Swarm step took its node's tasks with it, and nothing more can be measured on the Swarm
+    until it runs again: the campaign stops there, and the next session measures the step."""
+    for host in servers:
+        ctx.pool[host.name].run(["docker", "info", "--format", "{{.Swarm.LocalNodeState}}"],
+                                timeout=30)  # fmt: skip
+
+
+def swarm_nodes(ctx: Context, servers: list) -> dict[str, str]:
+    """Each Swarm node's state and object version, by hostname, as the manager (the first
+    server) sees them; {} when there is no Swarm to ask. A node that goes down, or whose daemon
+    restarts and registers again, changes its version."""
+    if not servers:
+        return {}
+    listing = ('docker node inspect --format "{{.Description.Hostname}} {{.Status.State}} '
+               '{{.Version.Index}}" $(docker node ls -q)')  # fmt: skip
+    out = ctx.pool[servers[0].name].run(listing, timeout=30, check=False).stdout
+    return {p[0]: f"{p[1]} (version {p[2]})" for line in out.splitlines()
+            if len(p := line.split()) == 3}  # fmt: skip
+
+
+def swarm_changes(before: dict[str, str], after: dict[str, str]) -> str:
+    """What changed between two ``swarm_nodes``: "node2 ready (version 40) -> down (version
+    52)", one per node; "" when nothing did (or nothing was read)."""
+    if not before or not after:
+        return ""
+    changed = [f"{node} {before.get(node, 'absent')} -> {after.get(node, 'absent')}"
+               for node in sorted(set(before) | set(after))
+               if before.get(node) != after.get(node)]  # fmt: skip
+    return "; ".join(changed)
 
 
 RUNNERS: dict[str, type[StepRunner]] = {
