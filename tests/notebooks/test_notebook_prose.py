@@ -64,8 +64,8 @@ VOCABULARY = [
     Method("Student t", r"Student|\bt[-\s]+(?:interval|test|quantile)s?\b", r"\bt\.ppf\s*\("),
     Method("noncentral t", r"non[-\s]?central", r"\bnct\b"),
     Method("Stein's two-stage rule", r"\bStein", r"\b_?stein\w*\s*\("),
-    Method("order-statistic interval", r"order[-\s]+statistic|distribution[-\s]+free|rank\s+interval",
-           r"\bbinom\.cdf\s*\("),
+    Method("order-statistic interval",
+           r"order[-\s]+statistic|distribution[-\s]+free|rank\s+interval", r"\bbinom\.cdf\s*\("),
     Method("delta method", r"delta[-\s]+method", r"\bratio_of_means_ci\s*\("),
     Method("mixed model", r"mixed[-\s]+model|\bREML\b|MixedLM|random\s+intercept",
            r"\bMixedLM\b"),
@@ -169,8 +169,9 @@ def placeholders(text: str) -> list[str]:
 
 def uncalled_stats(text: str, code: str) -> list[str]:
     """The ``stats.<function>`` ``text`` names that ``code`` never calls."""
+    called = code.replace("def ", "def_")  # a definition is not a call
     return sorted({f"stats.{name}" for name in NAMED_STATS.findall(text)
-                   if not re.search(rf"\b{name}\s*\(", code.replace(f"def {name}(", ""))})  # fmt: skip
+                   if not re.search(rf"\b{name}\s*\(", called)})  # fmt: skip
 
 
 @cache
