@@ -4,13 +4,9 @@ overheads against native and of rootless against rootful.
 Starts inside one run share that run's conditions (the engine's caches, what else the machine
 was doing), so they are not independent draws: the unit of inference is the run.
 
-- ``percentile_table``: per (environment, mode) and level q, each run's q-quantile of its
-  measured starts (the per-run summary); the point is the median of those per-run values and
-  its interval the distribution-free order-statistic interval (``stats.quantile_ci``) over
-  runs, with its exact coverage (``reached`` is False when there are too few runs for the
-  confidence: then the interval is the per-run range and ``coverage`` says what it covers).
-  ``pooled`` is the q-quantile of all measured starts together, the number the article's table
-  shows.
+- ``summarise``: per (environment, mode) and level q, each run's q-quantile of its measured
+  starts, their geometric mean over runs with a t interval (``stats.run_quantile_ci``); a
+  level a run has too few starts for (``stats.min_samples``) is n/a.
 - ``overheads``: per-run q-quantiles of a mode against a baseline mode (native; or the rootful
   engine for a rootless one), mean difference and geometric-mean ratio with paired t intervals
   over the runs measured in both (the comparison engine's, ``engine.compare``), and ``plus_pct`` =
@@ -48,24 +44,6 @@ from pipeline.analysis.per_run import measured_starts as measured
 
 def _cell(group: pd.DataFrame) -> stats.RunSamples:
     return stats.RunSamples.from_arrays(group["value"].to_numpy(), group["run"].to_numpy())
-
-
-def percentile_table(samples: pd.DataFrame, qs=QUANTILES, confidence: float = 0.95) -> pd.DataFrame:
-    """Per (environment, mode, q): the median over runs of the per-run q-quantile with its
-    rank interval over runs, and the pooled q-quantile of every measured start."""
-    per_run = per_run_percentiles(samples, qs)
-    rows = []
-    for key, group in measured(samples).groupby(list(KEYS), observed=True):
-        pooled = stats.pooled_quantiles(_cell(group), qs)
-        mine = per_run[(per_run[list(KEYS)] == pd.Series(key, index=list(KEYS))).all(axis=1)]
-        for q, pooled_q in zip(qs, pooled, strict=True):
-            ci = stats.quantile_ci(mine.loc[mine["q"] == q, "value"], 0.5, confidence)
-            rows.append({
-                **dict(zip(KEYS, key, strict=True)), "q": q, "value": ci.point, "lo": ci.lo,
-                "hi": ci.hi, "coverage": ci.coverage, "reached": ci.reached, "pooled": pooled_q,
-                "n_runs": ci.n, "n_starts": len(group),
-            })  # fmt: skip
-    return pd.DataFrame(rows)
 
 
 def overheads(
@@ -293,10 +271,7 @@ def article_table(summary: pd.DataFrame, qs=QUANTILES) -> pd.DataFrame:
             )
             for r in rows
         ]
-    table["Runs"] = [
-        f"{r.n_runs}" if r.n_runs == r.n_runs_planned else f"{r.n_runs} of {r.n_runs_planned}"
-        for r in rows
-    ]
+    table["Runs"] = [tables.runs_text(r.n_runs, r.n_runs_planned) for r in rows]
     table["Starts"] = [str(r.n_starts) for r in rows]
     table["Note"] = [_note(r) for r in rows]
     if len(summary) and summary["environment"].nunique() > 1:

@@ -395,6 +395,24 @@ def by_comparison(compared: pd.DataFrame) -> dict[tuple, pd.Series]:
     return {tuple(r[keys]): r for _, r in native.iterrows()}
 
 
+def add_comparison(row: dict, found: dict[tuple, pd.Series], key: tuple) -> None:
+    """Fill a summary row (``mode``, ``path``, ``n_runs``, ``reason``) with its comparison to
+    native under the summary's names (``SUMMARY_NAMES``), from ``found`` (``by_comparison``)
+    at ``key``: a ratio of 1 for native itself where it was measured; a measured mode whose
+    path has no native run says so in its reason."""
+    row["ratio_n_runs"] = 0
+    if row["mode"] == BASELINE:
+        if row["n_runs"]:
+            row.update(ratio=1.0, ratio_lo=1.0, ratio_hi=1.0, ratio_n_runs=row["n_runs"])
+        return
+    c = found.get(key)
+    if c is not None:
+        row.update({ours: c[theirs] for theirs, ours in SUMMARY_NAMES.items()})
+    elif row["n_runs"]:
+        extra = f"no {BASELINE} baseline measured on path {row['path']}"
+        row["reason"] = f"{row['reason']}; {extra}" if row["reason"] else extra
+
+
 def multiplicity_text(compared: pd.DataFrame, method: str) -> str:
     """The table's "holm across N comparisons" (``stats.adjust_verdicts``), also for none."""
     if len(compared):

@@ -23,10 +23,16 @@ import json
 import re
 from dataclasses import asdict, dataclass
 
+import altair as alt
 import numpy as np
 import pandas as pd
 import statsmodels.api as sm
 from scipy import stats as _st
+
+from pipeline.analysis import figures, tables
+from pipeline.analysis.latency import as_text, cell_status, status_text
+from pipeline.analysis.stats import difference_verdict, log_ratio_ci, quantile_ci, ratio_ci
+from pipeline.data import schema
 
 TOTAL_PSS = "footprint_pss_kib_total"
 TOTAL_RSS = "footprint_rss_kib_total"
@@ -36,7 +42,6 @@ KINDS = ("daemon", "containerd", "shim", "conmon", "helper")
 @dataclass(frozen=True)
 class LineFit:
     """``value = intercept + slope * count`` with intervals at ``confidence``."""
-
     slope: float
     slope_lo: float
     slope_hi: float
@@ -104,43 +109,6 @@ def _measured(samples: pd.DataFrame, metrics) -> pd.DataFrame:
     return samples.loc[keep]
 
 
-def per_container_cost(
-    samples: pd.DataFrame,
-    metrics: tuple[str, ...] = (TOTAL_PSS, TOTAL_RSS),
-    confidence: float = 0.95,
-    at: int = 100,
-) -> pd.DataFrame:
-    """One row per (environment, mode, metric): ``fit_line`` of the metric on the container
-    count (the samples' ``sample`` index), in KiB and KiB per container."""
-    rows = []
-    measured = _measured(samples, metrics)
-    for (env, mode, metric), cell in measured.groupby(["environment", "mode", "metric"]):
-        fit = fit_line(cell["sample"], cell["value"], cell["run"], confidence, at)
-        rows.append({"environment": env, "mode": mode, "metric": metric, **fit.as_dict()})
-    return pd.DataFrame(rows)
-
-
-def idle_and_loaded(samples: pd.DataFrame, measure: str = "rss") -> pd.DataFrame:
-    """The 000 article's table: per (environment, mode, kind) the memory (KiB, median over
-    runs) at idle and at the highest container count every run reached, and per container
-    at that count."""
-    metrics = [f"footprint_{measure}_kib_{k}" for k in (*KINDS, "total")]
-    measured = _measured(samples, metrics)
-    rows = []
-    for (env, mode), cell in measured.groupby(["environment", "mode"]):
-        top = int(cell.groupby("run")["sample"].max().min())
-        for metric, per_metric in cell.groupby("metric"):
-            idle = per_metric.loc[per_metric["sample"] == 0, "value"].median()
-            loaded = per_metric.loc[per_metric["sample"] == top, "value"].median()
-            rows.append({
-                "environment": env, "mode": mode,
-                "kind": metric.rsplit("_", 1)[1], "idle_kib": idle,
-                "containers": top, "loaded_kib": loaded,
-                "per_container_kib": (loaded - idle) / top if top else np.nan,
-            })  # fmt: skip
-    return pd.DataFrame(rows)
-
-
 def density_summary(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """Per (environment, mode): containers reached (least and most over runs), why the runs
     stopped, and the memory per container at the count reached (median over runs): the
@@ -206,8 +174,6 @@ COST_COLUMNS = [
 def load(raw_dir, benchmark: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(samples, runs)`` of ``benchmark`` across environments; empty frames (with the
     schema's columns) when it was never collected, so the stage reports it instead of failing."""
-    from pipeline.data import schema
-
     try:
         return (
             schema.read_dataset(raw_dir, benchmark, "samples"),
@@ -228,7 +194,6 @@ def ok_samples(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _planned_cells(runs: pd.DataFrame) -> list[tuple]:
-    from pipeline.analysis import figures
 
     cells = runs[CELL].drop_duplicates().itertuples(index=False, name=None)
     return sorted(cells, key=lambda c: (c[0], figures.mode_rank(c[1]), c[1], c[2], c[3]))
@@ -268,8 +233,6 @@ def slope_ratio(
     of the per-run slope ratios with its paired t interval (``stats.log_ratio_ci``), the
     estimate the verdict's t test is about. When a run's slope is not positive (no growth
     measured) there is no log ratio: the ratio of the pooled slopes, without an interval."""
-    from pipeline.analysis.stats import log_ratio_ci
-
     nan = float("nan")
     a, b = _common_run_sums(cell, reference)
     n = len(a)
@@ -310,9 +273,6 @@ def cost_summary(
     container as a ratio to rootful Docker's (``REFERENCE``) over common runs (``slope_ratio``).
 
     ``at`` beyond the counts measured is an extrapolation of the line (the caption says so)."""
-    from pipeline.analysis import figures
-    from pipeline.analysis.latency import cell_status
-
     measured = ok_samples(samples, runs)
     rows = []
     for env, mode, path, variant in _planned_cells(runs):
@@ -374,8 +334,6 @@ SAID = {"overhead": "more", "faster": "less", "inconclusive": "inconclusive"}
 def _slope_verdict(cell: pd.DataFrame, reference: pd.DataFrame) -> str:
     """More, less (``SAID``) or inconclusive: ``stats.difference_verdict`` on the slope ratio's
     interval and the runs' own slopes (no margin was fixed for an engine's memory)."""
-    from pipeline.analysis.stats import difference_verdict
-
     a, b = _common_run_sums(cell, reference)
     return difference_verdict(_slopes(a), _slopes(b), higher_is_better=False)
 
@@ -388,8 +346,6 @@ def process_table(
     median over runs with a distribution-free interval (``stats.quantile_ci``), and the growth
     per container between the two (median over runs of each run's own growth). Kinds an engine
     never has (all zeros) are left out; the total is always kept."""
-    from pipeline.analysis.stats import quantile_ci
-
     metrics = [f"footprint_{measure}_kib_{k}" for k in (*KINDS, "total")]
     measured = _measured(ok_samples(samples, runs), metrics)
     rows = []
@@ -420,7 +376,6 @@ def process_table(
     if out.empty:
         return out
     kind_rank = {k: i for i, k in enumerate((*KINDS, "total"))}
-    from pipeline.analysis import figures
 
     order = out.assign(_m=out["mode"].map(figures.mode_rank), _k=out["kind"].map(kind_rank))
     return (
@@ -492,10 +447,6 @@ def density_table_summary(
     per-run ratios over common runs, paired t interval), left empty with the reason when
     either engine stopped at the cap in every run: a cap says nothing about where the limit
     is."""
-    from pipeline.analysis import figures
-    from pipeline.analysis.latency import cell_status
-    from pipeline.analysis.stats import quantile_ci, ratio_ci
-
     per_run = density_per_run(samples, runs)
     rows = []
     for key in _planned_cells(runs):
@@ -560,7 +511,6 @@ def _density_ratio(key, per_run, confidence, ratio_ci) -> dict:
 
 
 def figures_label(mode: str) -> str:
-    from pipeline.analysis import figures
 
     return figures.MODE_LABELS.get(mode, mode)
 
@@ -594,7 +544,6 @@ def _ratio(r) -> str | None:
 
 
 def _cost_note(r) -> str:
-    from pipeline.analysis.latency import as_text, status_text
 
     parts = [as_text(r.reason) if r.status == "ok" else status_text(r.status, r.reason)]
     if r.status == "ok" and r.n_runs == 1:
@@ -624,8 +573,7 @@ def cost_table(summary: pd.DataFrame) -> pd.DataFrame:
                 _mib(r.pss_at_kib, r.pss_at_lo_kib, r.pss_at_hi_kib) for r in rows],
             f"Per container vs rootful Docker {ci}": [_ratio(r) for r in rows],
             "Containers measured": [f"0-{r.max_count}" if r.n_runs else None for r in rows],
-            "Runs": [f"{r.n_runs}" if r.n_runs == r.n_runs_planned
-                     else f"{r.n_runs} of {r.n_runs_planned}" for r in rows],
+            "Runs": [tables.runs_text(r.n_runs, r.n_runs_planned) for r in rows],
             "Note": [_cost_note(r) for r in rows],
         }
     )  # fmt: skip
@@ -681,7 +629,6 @@ def process_table_text(frame: pd.DataFrame, costs: pd.DataFrame) -> pd.DataFrame
             "Runs": r.n_runs, "Note": note,
         })  # fmt: skip
     for r in costs[costs["n_runs"] == 0].itertuples():
-        from pipeline.analysis.latency import status_text
 
         rows.append({"Engine": figures_label(r.mode), "Process": "total",
                      "Runs": 0, "Note": status_text(r.status, r.reason)})  # fmt: skip
@@ -706,8 +653,6 @@ def process_caption(frame: pd.DataFrame) -> str:
 def density_table(summary: pd.DataFrame) -> pd.DataFrame:
     """The 004 article's "Max containers | Limiting factor" per engine, within this profile's
     cap, with the memory each container cost at the count reached."""
-    from pipeline.analysis.latency import as_text, status_text
-
     conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
     ci = f"[{conf:.0%} CI]"
     rows = []
@@ -730,8 +675,7 @@ def density_table(summary: pd.DataFrame) -> pd.DataFrame:
             f"Engine PSS per container MiB {ci}": _mib(
                 r.engine_pss_per_container_mib * MIB, r.engine_pss_per_container_lo_mib * MIB,
                 r.engine_pss_per_container_hi_mib * MIB, 2) if ok else None,
-            "Runs": f"{r.n_runs}" if r.n_runs == r.n_runs_planned
-            else f"{r.n_runs} of {r.n_runs_planned}",
+            "Runs": tables.runs_text(r.n_runs, r.n_runs_planned),
             "Note": note,
         })  # fmt: skip
     table = pd.DataFrame(rows)
@@ -813,11 +757,6 @@ def fitted_band(
 def footprint_figure(samples: pd.DataFrame, runs: pd.DataFrame, costs: pd.DataFrame):
     """Total PSS of the engine's processes against the container count: every reading (dots),
     the fitted line per engine and its pointwise interval (band). Returns (chart, caption)."""
-    import altair as alt
-
-    from pipeline.analysis import figures
-    from pipeline.analysis.latency import status_text
-
     measured = _measured(ok_samples(samples, runs), (TOTAL_PSS,)).copy()
     measured["mib"] = measured["value"] / MIB
     band = fitted_band(samples, runs, costs)
@@ -861,8 +800,6 @@ def footprint_figure(samples: pd.DataFrame, runs: pd.DataFrame, costs: pd.DataFr
 
 def _label_expr(modes) -> str:
     """Vega expression showing the modes' labels in the legend instead of their ids."""
-    from pipeline.analysis import figures
-
     parts = [f"datum.label == '{m}' ? '{figures.MODE_LABELS.get(m, m)}'" for m in modes]
     return " : ".join(parts + ["datum.label"])
 
@@ -870,11 +807,6 @@ def _label_expr(modes) -> str:
 def density_figure(per_run: pd.DataFrame, summary: pd.DataFrame):
     """Containers reached per engine: each run (dots), the median over runs (diamond) with its
     interval (bar), the cap (tick); engines not measured say why. Returns (chart, caption)."""
-    import altair as alt
-
-    from pipeline.analysis import figures
-    from pipeline.analysis.latency import status_text
-
     frame = summary.copy()
     frame["status_text"] = [
         "" if st == "ok" else status_text(st, why)
@@ -921,6 +853,4 @@ def density_figure(per_run: pd.DataFrame, summary: pd.DataFrame):
 
 def write_processed(frames: dict[str, pd.DataFrame], processed_dir) -> list:
     """Each frame as ``<name>.parquet`` (summaries also as ``.csv``): ``tables.write_processed``."""
-    from pipeline.analysis import tables
-
     return tables.write_processed(frames, processed_dir)

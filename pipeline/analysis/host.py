@@ -216,28 +216,14 @@ def summarise(
 
 
 def _add_comparison(row: dict, found: dict) -> None:
-    """The ratio to native and the verdict columns from the engine's comparisons (``found``,
-    ``engine.by_comparison``); a measured mode without a native run on its path says so in its
-    reason."""
-
+    """The ratio to native and the verdict columns (``engine.add_comparison``)."""
     nan = float("nan")
     row.update(
-        ratio=nan, ratio_lo=nan, ratio_hi=nan, ratio_n_runs=0, ratio_eq_lo=nan, ratio_eq_hi=nan,
-        tost_p=nan, diff_p=nan, resolvable=nan, sd_log=nan, tost_reason=None, verdict=None,
+        ratio=nan, ratio_lo=nan, ratio_hi=nan, ratio_eq_lo=nan, ratio_eq_hi=nan, tost_p=nan,
+        diff_p=nan, resolvable=nan, sd_log=nan, tost_reason=None, verdict=None,
     )  # fmt: skip
-    if row["mode"] == BASELINE:
-        if row["n_runs"]:
-            row.update(ratio=1.0, ratio_lo=1.0, ratio_hi=1.0, ratio_n_runs=row["n_runs"])
-        return
-    if not row["n_runs"]:
-        return
     key = ("environment", "mode", "path", "variant", "metric")
-    c = found.get(tuple(row[k] for k in key))
-    if c is None:
-        extra = f"no {BASELINE} baseline measured on path {row['path']}"
-        row["reason"] = f"{row['reason']}; {extra}" if row["reason"] else extra
-        return
-    row.update({ours: c[theirs] for theirs, ours in engine.SUMMARY_NAMES.items()})
+    engine.add_comparison(row, found, tuple(row[k] for k in key))
 
 
 def _row_order(frame: pd.DataFrame, benchmark: str) -> pd.DataFrame:
@@ -294,7 +280,8 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
     """
     conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
     ci = f"[{conf:.0%} CI]"
-    medians, pct, overhead, verdicts, p_values, runs_text = [], [], [], [], [], []
+    medians, pct, overhead, runs_text = [], [], [], []
+    verdicts, p_values = tables.verdict_columns(summary)
     for (_, _), group in summary.groupby(["variant", "metric"], sort=False):
         digits = _digits(group["median"])
         for r in group.itertuples():
@@ -310,18 +297,7 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
         overhead.append(
             "" if is_base else _ci(r.overhead_pct, r.overhead_lo_pct, r.overhead_hi_pct, 1, "+")
         )
-        verdicts.append(
-            ""
-            if is_base
-            else tables.verdict_text(
-                r.verdict, r.ratio_lo, r.ratio_hi, r.higher_is_better, r.resolvable,
-                r.ratio_n_runs,
-            )  # fmt: skip
-        )
-        p_values.append("" if is_base else tables.p_text(r.tost_p))
-        runs_text.append(
-            f"{r.n_runs}" if r.n_runs == r.n_runs_planned else f"{r.n_runs} of {r.n_runs_planned}"
-        )
+        runs_text.append(tables.runs_text(r.n_runs, r.n_runs_planned))
     table = pd.DataFrame(
         {
             "Test": [
@@ -364,14 +340,6 @@ def table_caption(summary: pd.DataFrame) -> str:
     )
 
 
-def _verdict_headline(r) -> str:
-    if r.mode == BASELINE or not as_text(r.verdict):
-        return ""
-    tost = "" if np.isnan(r.tost_p) else f", TOST p {r.tost_p:.3f}"
-    level = f"{r.equivalence_confidence:.0%}"
-    return f", verdict {r.verdict} ({level} [{r.ratio_eq_lo:.4f}, {r.ratio_eq_hi:.4f}]{tost})"
-
-
 def headline(summary: pd.DataFrame) -> str:
     """Deterministic plain-text digest of the headline numbers (checked by nbval)."""
     lines = []
@@ -388,7 +356,7 @@ def headline(summary: pd.DataFrame) -> str:
         )
         lines.append(
             f"{head}, {r.n_runs} runs, median {r.median:.2f} [{r.median_lo:.2f}, "
-            f"{r.median_hi:.2f}]{cov}, {ratio}" + _verdict_headline(r)
+            f"{r.median_hi:.2f}]{cov}, {ratio}" + tables.verdict_headline(r)
         )
     return "\n".join(lines)
 

@@ -124,16 +124,15 @@ _ENGINE = {"d_{}_us": "diff", "d_{}_lo_us": "diff_lo", "d_{}_hi_us": "diff_hi",
            "resolvable_{}_direction": "resolvable_direction"}  # fmt: skip
 
 
-def _row_order(frame: pd.DataFrame) -> pd.DataFrame:
+def row_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """Environment, path (each baseline directly above its modes), variant where the frame has
+    one, then the project's mode order."""
     key = frame.assign(
         _p=frame["path"].map(lambda p: PATH_ORDER.index(p) if p in PATH_ORDER else 99),
         _m=frame["mode"].map(figures.mode_rank),
     )
-    return (
-        key.sort_values(["environment", "_p", "variant", "_m", "mode"])
-        .drop(columns=["_p", "_m"])
-        .reset_index(drop=True)
-    )
+    by = ["environment", "_p", *(["variant"] if "variant" in frame else []), "_m", "mode"]
+    return key.sort_values(by).drop(columns=["_p", "_m"]).reset_index(drop=True)
 
 
 def _self_shift(cell: stats.RunSamples, overhead) -> dict:
@@ -259,7 +258,7 @@ def summarise(
         out[col] = [as_text(v) or None for v in out[col]]
     out["tail_note"] = [as_text(v) or None for v in out["tail_note"]]
     out["multiplicity"] = engine.multiplicity_text(compared, multiplicity)
-    return _row_order(out)
+    return row_order(out)
 
 
 def add_http_rates(summary: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
@@ -307,12 +306,7 @@ def add_http_rates(summary: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame
 
 def write_summary(summary: pd.DataFrame, processed_dir: Path | str, stem: str) -> list[Path]:
     """Write ``<stem>_summary.parquet`` and ``.csv``."""
-    out = Path(processed_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{stem}_summary.parquet", out / f"{stem}_summary.csv"]
-    summary.to_parquet(paths[0], index=False)
-    summary.to_csv(paths[1], index=False, lineterminator="\n")
-    return paths
+    return tables.write_processed({f"{stem}_summary": summary}, processed_dir)
 
 
 # --- text ------------------------------------------------------------------------------------
@@ -407,10 +401,7 @@ def article_table(
         ]
         table["Errors"] = [None if np.isnan(v) else f"{v:.0f}" for v in summary["errors"]]
         table["Late"] = [None if np.isnan(v) else f"{v:.0f}" for v in summary["late"]]
-    table["Runs"] = [
-        f"{r.n_runs}" if r.n_runs == r.n_runs_planned else f"{r.n_runs} of {r.n_runs_planned}"
-        for r in summary.itertuples()
-    ]
+    table["Runs"] = [tables.runs_text(r.n_runs, r.n_runs_planned) for r in summary.itertuples()]
     table["Note"] = [_note(row) for _, row in summary.iterrows()]
     if summary["environment"].nunique() > 1:
         table.insert(0, "Environment", summary["environment"].to_numpy())
@@ -445,11 +436,6 @@ def _verdict_cell(r: pd.Series, lab: str) -> str | None:
     return f"{said} (±{fmt_us(r['margin_us'])} us)"
 
 
-def _first(summary: pd.DataFrame, column: str):
-    """The column's value on the first row (a table-wide setting), or None."""
-    return summary[column].iloc[0] if column in summary.columns and len(summary) else None
-
-
 def _shift_caption(summary: pd.DataFrame, confidence: float) -> str:
     """The sentence for rows judged on the added microseconds, when there are any."""
     margins = summary["margin_us"].dropna() if "margin_us" in summary.columns else []
@@ -479,7 +465,7 @@ def table_caption(summary: pd.DataFrame, what: str) -> str:
             _margin(summary),
             conf,
             "the percentile",
-            _first(summary, "multiplicity"),
+            tables.first(summary, "multiplicity"),
         )
         + _shift_caption(summary, conf)
         + " Modes that could not run are listed with n/a and their reason."

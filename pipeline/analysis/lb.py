@@ -289,12 +289,7 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
                 None if np.isnan(r.errors_total) else f"{r.errors_total:.0f}"
                 for r in summary.itertuples()
             ],
-            "Runs": [
-                f"{r.n_runs}"
-                if r.n_runs == r.n_runs_planned
-                else f"{r.n_runs} of {r.n_runs_planned}"
-                for r in summary.itertuples()
-            ],
+            "Runs": [tables.runs_text(r.n_runs, r.n_runs_planned) for r in summary.itertuples()],
             "Note": [_note(r) for r in summary.itertuples()],
         }
     )

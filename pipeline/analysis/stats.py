@@ -328,15 +328,6 @@ def log_ratio_ci(
                    float(np.expm1(mde)))  # fmt: skip
 
 
-def planned_pilots(planning: dict | None) -> dict[tuple[str, str, str], int]:
-    """Each Stein-planned comparison's pilot pairs, by (mode, path, variant), from a campaign's
-    ``planning`` record (campaign.json): what ``log_ratio_ci``'s ``pilot`` needs. Empty when
-    the campaign was not planned by Stein's rule (fixed runs keep the usual interval)."""
-    from pipeline.data.schema import record_pilots  # the record's reader, below collection
-
-    return record_pilots(planning)
-
-
 def _stein(pilot: int | None, n: int) -> bool:
     """Whether ``n`` pairs planned from a ``pilot``-pair pilot get Stein's interval and tests."""
     return pilot is not None and 2 <= pilot < n

@@ -54,6 +54,16 @@ def interval_text(point: float | None, lo: float, hi: float, fmt: str) -> str | 
     return f"{point:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]"
 
 
+def runs_text(n_runs: int, n_runs_planned: int) -> str:
+    """A Runs cell: "5", or "4 of 5" when runs were planned but not measured."""
+    return f"{n_runs}" if n_runs == n_runs_planned else f"{n_runs} of {n_runs_planned}"
+
+
+def first(summary: pd.DataFrame, column: str):
+    """The column's value on the first row (a table-wide setting), or None."""
+    return summary[column].iloc[0] if column in summary.columns and len(summary) else None
+
+
 def latex_escape(text: str) -> str:
     """Escape the characters LaTeX treats specially (in one pass, so escapes are not re-escaped)."""
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
@@ -175,6 +185,34 @@ def verdict_text(
         why = resolvable_text(resolvable, n_runs, "drop" if higher_is_better else "rise")
         return f"inconclusive ({why})" if why else "inconclusive"
     return str(verdict)
+
+
+def verdict_columns(summary: pd.DataFrame, higher_is_better: bool | None = None) -> tuple:
+    """A summary's Verdict and TOST p columns, from the engine's columns under the summary's
+    names (``engine.SUMMARY_NAMES``): empty for native itself where it was measured, n/a
+    where nothing was compared. ``higher_is_better``: the table's direction, else each row's
+    own column."""
+    verdicts, p_values = [], []
+    for r in summary.itertuples():
+        if r.mode == "native" and r.n_runs:
+            verdicts.append("")
+            p_values.append("")
+            continue
+        hib = r.higher_is_better if higher_is_better is None else higher_is_better
+        verdicts.append(verdict_text(r.verdict, r.ratio_lo, r.ratio_hi, hib, r.resolvable,
+                                     r.ratio_n_runs))  # fmt: skip
+        p_values.append(p_text(r.tost_p))
+    return verdicts, p_values
+
+
+def verdict_headline(r) -> str:
+    """A headline's verdict for a compared mode: ", verdict equivalent (90% [lo, hi], TOST p
+    0.000)"; nothing for native itself or a cell without a comparison."""
+    if r.mode == "native" or r.verdict is None or pd.isna(r.verdict) or not r.verdict:
+        return ""
+    level = f"{r.equivalence_confidence:.0%}"
+    tost = "" if np.isnan(r.tost_p) else f", TOST p {r.tost_p:.3f}"
+    return f", verdict {r.verdict} ({level} [{r.ratio_eq_lo:.4f}, {r.ratio_eq_hi:.4f}]{tost})"
 
 
 def p_text(p: float) -> str | None:

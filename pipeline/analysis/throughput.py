@@ -26,7 +26,14 @@ import pandas as pd
 
 from pipeline import catalogue
 from pipeline.analysis import engine, figures, stats, tables
-from pipeline.analysis.latency import as_text, cell_status, note_parts, status_text
+from pipeline.analysis.latency import (
+    PATH_LABELS,
+    as_text,
+    cell_status,
+    note_parts,
+    row_order,
+    status_text,
+)
 from pipeline.analysis.per_run import (
     TCP_METRIC as METRIC,
 )
@@ -43,13 +50,6 @@ from pipeline.data import schema
 
 BENCHMARK = "throughput"
 BASELINE = "native"
-PATH_ORDER = ["dc", "local", "internet"]
-PATH_LABELS = {
-    "dc": "datacenter",
-    "local": "localhost",
-    "internet": "internet",
-    "host": "on the host",
-}
 
 
 # Columns of both summaries (TCP and UDP): the cell and its status, ...
@@ -120,19 +120,6 @@ def load(raw_dir: Path | str) -> tuple[pd.DataFrame, pd.DataFrame]:
     )
 
 
-def _row_order(frame: pd.DataFrame) -> pd.DataFrame:
-    """Environment, then path (each baseline directly above its modes), then project mode order."""
-    key = frame.assign(
-        _p=frame["path"].map(lambda p: PATH_ORDER.index(p) if p in PATH_ORDER else 99),
-        _m=frame["mode"].map(figures.mode_rank),
-    )
-    return (
-        key.sort_values(["environment", "_p", "_m", "mode"])
-        .drop(columns=["_p", "_m"])
-        .reset_index(drop=True)
-    )
-
-
 def _cells(per_run: pd.DataFrame, runs: pd.DataFrame):
     """``(environment, mode, path, per-run rows, runs rows)`` of every cell planned or measured."""
     keys = ["environment", "mode", "path"]
@@ -179,24 +166,11 @@ def _compare(values: pd.DataFrame, runs: pd.DataFrame, margin: float, confidence
     return engine.compare(values, margins, confidence, multiplicity)
 
 
-def _add_ratio(row: dict, found: dict, n_runs: int, variant: str, margin: float) -> None:
-    """Add ``ratio*`` (the geometric mean of the per-run ratios of the received rate to native
-    on the same environment and path) and the verdict columns to ``row`` from the engine's
-    comparisons (``found``, ``engine.by_comparison``); a measured mode whose path has no
-    native run says so in its reason."""
-
-    mode, path = row["mode"], row["path"]
-    row.update(margin=margin, equivalence_confidence=stats.equivalence_level(row["confidence"]),
-               ratio_n_runs=0)  # fmt: skip
-    if mode == BASELINE and n_runs:
-        row.update(ratio=1.0, ratio_lo=1.0, ratio_hi=1.0, ratio_n_runs=n_runs)
-        return
-    c = found.get((row["environment"], mode, path, variant, "received_gbps"))
-    if c is not None:
-        row.update({ours: c[theirs] for theirs, ours in engine.SUMMARY_NAMES.items()})
-    elif n_runs and row["status"] == "ok":
-        extra = f"no {BASELINE} baseline measured on path {path}"
-        row["reason"] = f"{row['reason']}; {extra}" if row["reason"] else extra
+def _add_ratio(row: dict, found: dict, variant: str, margin: float) -> None:
+    """The received rate's ratio to native and its verdict (``engine.add_comparison``)."""
+    row.update(margin=margin, equivalence_confidence=stats.equivalence_level(row["confidence"]))
+    key = (row["environment"], row["mode"], row["path"], variant, "received_gbps")
+    engine.add_comparison(row, found, key)
 
 
 def _finish(out: pd.DataFrame, multiplicity: str) -> pd.DataFrame:
@@ -208,7 +182,7 @@ def _finish(out: pd.DataFrame, multiplicity: str) -> pd.DataFrame:
     out["n_runs"] = out["n_runs"].astype("int64")
     out["ratio_n_runs"] = out["ratio_n_runs"].astype("int64")
     out["multiplicity"] = multiplicity
-    return _row_order(out)
+    return row_order(out)
 
 
 def summarise(
@@ -251,7 +225,7 @@ def summarise(
             median_coverage=med.coverage,
             median_ci_reached=med.reached,
         )
-        _add_ratio(row, found, med.n, TCP_VARIANT, margin)
+        _add_ratio(row, found, TCP_VARIANT, margin)
         rows.append(row)
     out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     for col, src in (
@@ -290,29 +264,8 @@ def _note(row: pd.Series, stat: str = "median", interval: str = "throughput inte
     return "; ".join(parts)
 
 
-def _first(summary: pd.DataFrame, column: str):
-    """The column's value on the first row (a table-wide setting), or None."""
-    return summary[column].iloc[0] if column in summary.columns and len(summary) else None
-
-
 def _margin(summary: pd.DataFrame) -> float:
     return float(summary["margin"].iloc[0]) if len(summary) else 0.05
-
-
-def _verdict_cells(summary: pd.DataFrame) -> tuple[list, list]:
-    """The Verdict and TOST p columns: empty for native itself, n/a where nothing was compared."""
-    verdicts, p_values = [], []
-    for r in summary.itertuples():
-        if r.mode == BASELINE and r.n_runs:
-            verdicts.append("")
-            p_values.append("")
-            continue
-        verdicts.append(
-            tables.verdict_text(r.verdict, r.ratio_lo, r.ratio_hi, True, r.resolvable,
-                                r.ratio_n_runs)
-        )  # fmt: skip
-        p_values.append(tables.p_text(r.tost_p))
-    return verdicts, p_values
 
 
 def _pct_of_native(summary: pd.DataFrame) -> list[str | None]:
@@ -320,14 +273,6 @@ def _pct_of_native(summary: pd.DataFrame) -> list[str | None]:
         "100 (baseline)"
         if r.mode == BASELINE and r.n_runs
         else _fmt_ci(100 * r.ratio, 100 * r.ratio_lo, 100 * r.ratio_hi, 1)
-        for r in summary.itertuples()
-    ]
-
-
-def _runs_text(summary: pd.DataFrame) -> list[str]:
-    """The Runs column: "5", or "4 of 5" when runs were planned but not measured."""
-    return [
-        f"{r.n_runs}" if r.n_runs == r.n_runs_planned else f"{r.n_runs} of {r.n_runs_planned}"
         for r in summary.itertuples()
     ]
 
@@ -342,7 +287,7 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
     """
     conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
     ci = f"[{conf:.0%} CI]"
-    verdicts, p_values = _verdict_cells(summary)
+    verdicts, p_values = tables.verdict_columns(summary, True)
     table = pd.DataFrame(
         {
             "Scenario": summary["scenario"],
@@ -360,7 +305,7 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
             ],
             f"Verdict ({tables.margin_text(_margin(summary))})": verdicts,
             "TOST p": p_values,
-            "Runs": _runs_text(summary),
+            "Runs": [tables.runs_text(r.n_runs, r.n_runs_planned) for r in summary.itertuples()],
             "Note": [_note(row) for _, row in summary.iterrows()],
         }
     )
@@ -382,7 +327,7 @@ def table_caption(summary: pd.DataFrame) -> str:
         f"{conf:.0%} distribution-free (order-statistic) interval. % of native: on the same "
         "path. Impact = ratio - 1. "
         + tables.verdict_caption(
-            _margin(summary), conf, "the throughputs", _first(summary, "multiplicity")
+            _margin(summary), conf, "the throughputs", tables.first(summary, "multiplicity")
         )
         + " Modes that could not run are listed with n/a and their reason."
     )
@@ -532,16 +477,6 @@ def figure(summary: pd.DataFrame, per_run: pd.DataFrame) -> tuple[alt.HConcatCha
     return chart, caption
 
 
-def _verdict_headline(r) -> str:
-    """The headline's verdict for a compared mode: ", verdict equivalent (90% [lo, hi], TOST p
-    0.000)"; nothing for native itself or a cell without a comparison."""
-    if r.mode == BASELINE or not as_text(r.verdict):
-        return ""
-    level = f"{r.equivalence_confidence:.0%}"
-    tost = "" if np.isnan(r.tost_p) else f", TOST p {r.tost_p:.3f}"
-    return f", verdict {r.verdict} ({level} [{r.ratio_eq_lo:.4f}, {r.ratio_eq_hi:.4f}]{tost})"
-
-
 def headline(summary: pd.DataFrame) -> str:
     """Deterministic plain-text digest of the headline numbers (checked by nbval)."""
     lines = []
@@ -552,7 +487,8 @@ def headline(summary: pd.DataFrame) -> str:
                 f"{r.environment} {r.mode} {r.path}: {r.status}, {r.n_runs} runs, "
                 f"median {r.median_gbps:.3f} Gbit/s "
                 f"[{r.median_lo_gbps:.3f}, {r.median_hi_gbps:.3f}]{cov}, "
-                f"ratio {r.ratio:.4f} [{r.ratio_lo:.4f}, {r.ratio_hi:.4f}]" + _verdict_headline(r)
+                f"ratio {r.ratio:.4f} [{r.ratio_lo:.4f}, {r.ratio_hi:.4f}]"
+                + tables.verdict_headline(r)
             )
         else:
             lines.append(f"{r.environment} {r.mode} {r.path}: {r.status}, n/a ({r.reason})")
@@ -594,21 +530,12 @@ def findings(summary: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
-def _write(summary: pd.DataFrame, per_run: pd.DataFrame, out: Path, stem: str) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{stem}_summary.parquet", out / f"{stem}_summary.csv"]
-    paths.append(out / f"{stem}_per_run.parquet")
-    summary.to_parquet(paths[0], index=False)
-    summary.to_csv(paths[1], index=False, lineterminator="\n")
-    per_run.to_parquet(paths[2], index=False)
-    return paths
-
-
 def write_summary(
     summary: pd.DataFrame, per_run: pd.DataFrame, processed_dir: Path | str
 ) -> list[Path]:
     """Write ``throughput_summary.parquet`` (+ ``.csv``) and ``throughput_per_run.parquet``."""
-    return _write(summary, per_run, Path(processed_dir), "throughput")
+    frames = {"throughput_summary": summary, "throughput_per_run": per_run}
+    return tables.write_processed(frames, processed_dir)
 
 
 # --- UDP -------------------------------------------------------------------------------------
@@ -679,7 +606,7 @@ def summarise_udp(
                     f"{name}_ci_reached": q.reached,
                 }
             )
-        _add_ratio(row, found, len(mine), UDP_VARIANT, margin)
+        _add_ratio(row, found, UDP_VARIANT, margin)
         row["loss_margin_pp"] = 100.0 * loss_margin
         loss = found.get((row["environment"], row["mode"], row["path"], UDP_VARIANT, "loss_pct"))
         if loss is not None:
@@ -727,7 +654,7 @@ def udp_article_table(summary: pd.DataFrame) -> pd.DataFrame:
         ]
         if title == first:
             table[f"% of native {ci}"] = _pct_of_native(summary)
-            verdicts, p_values = _verdict_cells(summary)
+            verdicts, p_values = tables.verdict_columns(summary, True)
             table[f"Verdict ({tables.margin_text(_margin(summary))})"] = verdicts
             table["TOST p"] = p_values
     margin = float(summary["loss_margin_pp"].iloc[0]) if len(summary) else 0.5
@@ -741,7 +668,7 @@ def udp_article_table(summary: pd.DataFrame) -> pd.DataFrame:
         else _loss_verdict_text(r)
         for r in summary.itertuples()
     ]  # fmt: skip
-    table["Runs"] = _runs_text(summary)
+    table["Runs"] = [tables.runs_text(r.n_runs, r.n_runs_planned) for r in summary.itertuples()]
     table["Note"] = [
         _note(row, "received_gbps", "intervals of the medians are") for _, row in summary.iterrows()
     ]
@@ -772,8 +699,8 @@ def udp_table_caption(summary: pd.DataFrame) -> str:
         f"across runs with {conf:.0%} distribution-free (order-statistic) intervals. % of "
         "native: received throughput on the same path. "
         + tables.verdict_caption(
-            _margin(summary), conf, "the received throughputs", _first(summary, "multiplicity")
-        )
+            _margin(summary), conf, "the received throughputs",
+            tables.first(summary, "multiplicity"))  # fmt: skip
         + " At a fixed offered rate the received throughput barely moves, so the loss has its "
         "own verdict: Loss vs native is the mean per-run difference in percentage points with "
         f"its paired t interval, equivalent when its {stats.equivalence_level(conf):.0%} "
@@ -797,7 +724,7 @@ def udp_headline(summary: pd.DataFrame) -> str:
             f"{head}, {r.n_runs} runs, received {r.received_gbps:.3f} Gbit/s "
             f"[{r.received_gbps_lo:.3f}, {r.received_gbps_hi:.3f}], "
             f"ratio {r.ratio:.4f} [{r.ratio_lo:.4f}, {r.ratio_hi:.4f}], "
-            f"jitter {r.jitter_ms:.3f} ms, loss {r.loss_pct:.2f}%" + _verdict_headline(r)
+            f"jitter {r.jitter_ms:.3f} ms, loss {r.loss_pct:.2f}%" + tables.verdict_headline(r)
         )
     return "\n".join(lines)
 
@@ -806,4 +733,5 @@ def write_udp_summary(
     summary: pd.DataFrame, per_run: pd.DataFrame, processed_dir: Path | str
 ) -> list[Path]:
     """Write ``throughput_udp_summary.parquet`` (+ ``.csv``) and ``throughput_udp_per_run``."""
-    return _write(summary, per_run, Path(processed_dir), "throughput_udp")
+    frames = {"throughput_udp_summary": summary, "throughput_udp_per_run": per_run}
+    return tables.write_processed(frames, processed_dir)

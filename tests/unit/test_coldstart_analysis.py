@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 
 from pipeline.analysis import coldstart as ca
-from pipeline.analysis import stats
 from pipeline.data import schema
 
 # 20 starts per run: 10 ms .. 200 ms in 10 ms steps, so a run's p50 (inverted CDF: the 10th
@@ -38,30 +37,6 @@ def test_per_run_percentiles_are_each_runs_own():
     p95 = per_run[per_run["q"] == 0.95].set_index("run")["value"]
     assert p95.to_dict() == pytest.approx({1: 0.191, 2: 0.192, 3: 0.193})
     assert (per_run["value"] < 1).all()  # the 99 s warm-up starts are left out
-
-
-def test_the_interval_over_runs_is_the_order_statistic_interval_of_per_run_values():
-    # run r's p50 is 100 + r ms: per-run p50s are 101..110 ms
-    samples = _samples({"docker-bridge": lambda r, b: b + r / 1000}, runs=10)
-    table = ca.percentile_table(samples, confidence=0.95)
-    row = table[table["q"] == 0.5].iloc[0]
-    lo_rank, hi_rank, coverage = stats.order_statistic_ranks(10, 0.5, 0.95)
-    assert (lo_rank, hi_rank) == (2, 9)  # n = 10: x_(2) .. x_(9), 97.9 %
-    assert row["value"] == pytest.approx(0.1055)  # median of 101..110 ms
-    assert row["lo"] == pytest.approx(0.100 + lo_rank / 1000)
-    assert row["hi"] == pytest.approx(0.100 + hi_rank / 1000)
-    assert row["coverage"] == pytest.approx(coverage) and bool(row["reached"])
-    assert (row["n_runs"], row["n_starts"]) == (10, 200)
-    # pooled p50 of all 200 starts: the 100th smallest value
-    pooled = np.sort(np.concatenate([BASE + r / 1000 for r in range(1, 11)]))
-    assert row["pooled"] == pytest.approx(pooled[99])
-
-
-def test_too_few_runs_give_the_range_and_say_so():
-    samples = _samples({"native": lambda r, b: b + r / 1000}, runs=3)
-    row = ca.percentile_table(samples, confidence=0.95).iloc[0]
-    assert not row["reached"] and row["coverage"] == pytest.approx(0.75)  # 1 - 2 / 2**3
-    assert (row["lo"], row["hi"]) == pytest.approx((0.101, 0.103))
 
 
 def test_a_mode_slower_by_a_constant_shows_that_difference_exactly():

@@ -14,8 +14,6 @@ from pipeline.analysis.footprint import (
     TOTAL_PSS,
     density_summary,
     fit_line,
-    idle_and_loaded,
-    per_container_cost,
 )
 
 SLOPE = 3200.0  # KiB per container (the 000 article's ~3.2 MB per shim)
@@ -106,22 +104,6 @@ def _samples_frame() -> pd.DataFrame:
         rows.append({"environment": "lab", "mode": mode, "run": 1, "sample": 0,
                      "metric": TOTAL_PSS, "value": 1e9, "warmup": True})  # fmt: skip
     return pd.DataFrame(rows)
-
-
-def test_per_container_cost_fits_each_mode_on_measured_samples_only():
-    table = per_container_cost(_samples_frame(), metrics=(TOTAL_PSS,)).set_index("mode")
-    assert list(table.index) == ["docker-bridge", "podman"]
-    assert table.loc["docker-bridge", "slope_lo"] < SLOPE < table.loc["docker-bridge", "slope_hi"]
-    assert table.loc["podman", "slope_lo"] < 600 < table.loc["podman", "slope_hi"]
-    assert (table["points"] == 15).all() and (table["runs"] == 3).all()
-
-
-def test_idle_and_loaded_reads_idle_and_top_count_per_kind():
-    table = idle_and_loaded(_samples_frame(), measure="pss")
-    shim = table[(table["mode"] == "podman") & (table["kind"] == "shim")].iloc[0]
-    assert shim["idle_kib"] == 0 and shim["containers"] == 20
-    assert shim["loaded_kib"] == pytest.approx(20 * 600.0)
-    assert shim["per_container_kib"] == pytest.approx(600.0)
 
 
 def test_density_summary_reports_reach_stop_reason_and_cost_at_the_top():

@@ -18,6 +18,7 @@ from pipeline.collect.planning import (
     stein_half_width,
     stein_runs,
 )
+from pipeline.data import schema
 
 NATIVE = ("native", "dc", "tcp")
 BRIDGE = ("docker-bridge", "dc", "tcp")
@@ -328,9 +329,9 @@ def test_the_analysis_reads_each_comparisons_pilot_from_the_planning_record():
     lab = _Lab({BRIDGE: _constant_sd(0.05, 50)}, {NATIVE: 1.0, BRIDGE: 1.0}, pilot=3)
     decision = lab.plan(settings)
     record = planning.record(lab.cells, lab.values, decision, settings, 3)
-    assert stats.planned_pilots(record) == {BRIDGE: 3}
-    assert stats.planned_pilots({"planned": False, "reason": "fixed runs"}) == {}
-    assert stats.planned_pilots(None) == {}
+    assert schema.record_pilots(record) == {BRIDGE: 3}
+    assert schema.record_pilots({"planned": False, "reason": "fixed runs"}) == {}
+    assert schema.record_pilots(None) == {}
 
 
 def test_a_profiles_headline_comparisons_get_the_runs_the_others_keep_their_pilot():

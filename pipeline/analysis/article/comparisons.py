@@ -340,7 +340,6 @@ def headline_metrics(asked: list[Comparison]) -> dict:
 # The verdict as a number, for ``dvc exp show`` and ``dvc metrics diff`` (which compare numbers
 # only): its legend is written beside metrics.json (``verdicts.json``).
 VERDICT_CODES = {"faster": -1, "equivalent": 0, "overhead": 1, "inconclusive": 2}
-FIELDS = ("estimate", "lo", "hi", "verdict")
 
 
 def metrics(found: list[Comparison]) -> dict:
