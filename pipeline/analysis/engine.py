@@ -388,6 +388,17 @@ SUMMARY_NAMES = {
 }  # fmt: skip
 
 
+# A one-ratio summary's comparison columns, in its order: the ratio to native, then the verdict
+# against the margin (the ratio's interval at the equivalence level, the paired tests adjusted
+# across the table, the smallest difference the runs could resolve).
+RATIO_COLUMNS = ["ratio", "ratio_lo", "ratio_hi", "ratio_n_runs"]
+VERDICT_COLUMNS = [
+    "margin", "equivalence_confidence", "ratio_eq_lo", "ratio_eq_hi", "tost_p", "diff_p",
+    "tost_p_adj", "diff_p_adj", "resolvable", "resolvable_log", "resolvable_direction",
+    "sd_log", "tost_reason", "verdict", "multiplicity",
+]  # fmt: skip
+
+
 def by_comparison(compared: pd.DataFrame) -> dict[tuple, pd.Series]:
     """``compare``'s rows against native by (environment, mode, path, variant, metric)."""
     native = compared[compared["baseline"] == BASELINE]

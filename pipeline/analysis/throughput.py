@@ -52,54 +52,16 @@ BENCHMARK = "throughput"
 BASELINE = "native"
 
 
-# Columns of both summaries (TCP and UDP): the cell and its status, ...
-CELL_COLUMNS = [
-    "environment",
-    "mode",
-    "path",
-    "scenario",
-    "status",
-    "reason",
-    "n_runs",
-    "n_runs_planned",
-]
-# ... the ratio to native, and the settings the intervals were computed with.
-RATIO_COLUMNS = ["baseline", "ratio", "ratio_lo", "ratio_hi", "ratio_n_runs"]
-# ... the verdict against the equivalence margin: the ratio's 90% t interval, the paired tests
-# on per-run log ratios (TOST, difference; adjusted across the table), the smallest difference
-# the runs could resolve, and the verdict.
-VERDICT_COLUMNS = [
-    "margin",
-    "equivalence_confidence",
-    "ratio_eq_lo",
-    "ratio_eq_hi",
-    "tost_p",
-    "diff_p",
-    "tost_p_adj",
-    "diff_p_adj",
-    "resolvable",
-    "resolvable_log",
-    "resolvable_direction",
-    "sd_log",
-    "tost_reason",
-    "verdict",
-    "multiplicity",
-]
-SETTINGS_COLUMNS = ["confidence"]
+# Columns of both summaries (TCP and UDP): the cell and its status, then the ratio to native and
+# its verdict (``engine.RATIO_COLUMNS``, ``engine.VERDICT_COLUMNS``).
+CELL_COLUMNS = ["environment", "mode", "path", "scenario", "status", "reason", "n_runs",
+                "n_runs_planned"]  # fmt: skip
+RATIO_COLUMNS = ["baseline", *engine.RATIO_COLUMNS]
 SUMMARY_COLUMNS = [
-    *CELL_COLUMNS,
-    "median_gbps",
-    "median_lo_gbps",
-    "median_hi_gbps",
-    "median_coverage",
-    "median_ci_reached",
-    *RATIO_COLUMNS,
-    *VERDICT_COLUMNS,
-    "impact_pct",
-    "impact_lo_pct",
-    "impact_hi_pct",
-    *SETTINGS_COLUMNS,
-]
+    *CELL_COLUMNS, "median_gbps", "median_lo_gbps", "median_hi_gbps", "median_coverage",
+    "median_ci_reached", *RATIO_COLUMNS, *engine.VERDICT_COLUMNS, "impact_pct", "impact_lo_pct",
+    "impact_hi_pct", "confidence",
+]  # fmt: skip
 
 
 def scenario_label(mode: str, path: str) -> str:
@@ -548,7 +510,7 @@ UDP_SUMMARY_COLUMNS = [
         for suffix in ("", "_lo", "_hi", "_coverage", "_ci_reached")
     ),
     *RATIO_COLUMNS,
-    *VERDICT_COLUMNS,
+    *engine.VERDICT_COLUMNS,
     # datagram loss against native's, in percentage points, with its own margin
     "loss_margin_pp",
     "loss_shift_pp",
@@ -562,7 +524,7 @@ UDP_SUMMARY_COLUMNS = [
     "loss_sd_pp",
     "loss_tost_reason",
     "loss_verdict",
-    *SETTINGS_COLUMNS,
+    "confidence",
 ]
 
 
