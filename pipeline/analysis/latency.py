@@ -9,9 +9,9 @@ measured, with paired t intervals: the comparison engine's (``engine.compare``).
 windows and runs whose status is not ``ok`` are never analysed; modes that were skipped or
 failed stay in every output with their reason.
 
-The loader is written for the full profile (~1e8 samples): pyarrow reads the samples in batches
-with dictionary-encoded keys, keeps (cell, run, value) only, and each cell is handed to numpy as
-per-run sorted arrays.
+The per-sample cells come from ``per_run.load_cells`` (written for the full profile, ~1e8
+samples); the names notebooks read here (``load_cells``, ``load_runs``, ``LATENCY_METRICS``...)
+are that module's.
 """
 
 from __future__ import annotations
