@@ -96,32 +96,27 @@ def configuration_label(mode: str, path: str) -> str:
     return figures.MODE_LABELS.get(mode, mode)
 
 
+# The engine's comparison columns under the summary's names, per overhead level: the shift and
+# ratio to native, the verdict's columns, and the minimum detectable effect's scale.
+_SHIFT = {"d_{}_us": "diff", "d_{}_lo_us": "diff_lo", "d_{}_hi_us": "diff_hi",
+          "ratio_{}": "estimate", "ratio_{}_lo": "lo", "ratio_{}_hi": "hi"}  # fmt: skip
+_VERDICT = {"ratio_{}_eq_lo": "lo_eq", "ratio_{}_eq_hi": "hi_eq", "tost_{}_p": "tost_p",
+            "diff_{}_p": "diff_p", "tost_{}_p_adj": "tost_p_adj", "diff_{}_p_adj": "diff_p_adj",
+            "resolvable_{}": "resolvable", "sd_{}": "sd", "tost_{}_reason": "tost_reason",
+            "verdict_{}": "verdict"}  # fmt: skip
+_MDE = {"resolvable_{}_log": "resolvable_log", "resolvable_{}_direction": "resolvable_direction"}
+_ENGINE = {**_SHIFT, **_VERDICT, **_MDE}
+
+
 def summary_columns(quantiles=QUANTILES, overhead=OVERHEAD_QUANTILES) -> list[str]:
+    def each(names: dict) -> list[str]:
+        return [name.format(q_label(q)) for q in overhead for name in names]
+
     cols = [*KEYS, "configuration", "status", "reason", "n_runs", "n_runs_planned", "n_samples"]
     for q in quantiles:
         cols += [f"{q_label(q)}_us", f"{q_label(q)}_lo_us", f"{q_label(q)}_hi_us"]
-    cols += ["baseline", "overhead_n_runs"]
-    for q in overhead:
-        lab = q_label(q)
-        cols += [f"d_{lab}_us", f"d_{lab}_lo_us", f"d_{lab}_hi_us"]
-        cols += [f"ratio_{lab}", f"ratio_{lab}_lo", f"ratio_{lab}_hi"]
-    cols = [*cols, "tail_note", "margin", "margin_us", "equivalence_confidence"]
-    for q in overhead:
-        lab = q_label(q)
-        cols += [f"ratio_{lab}_eq_lo", f"ratio_{lab}_eq_hi", f"tost_{lab}_p", f"diff_{lab}_p"]
-        cols += [f"tost_{lab}_p_adj", f"diff_{lab}_p_adj", f"resolvable_{lab}", f"sd_{lab}"]
-        cols += [f"tost_{lab}_reason", f"verdict_{lab}"]
-    return [*cols, "multiplicity", "confidence"]
-
-
-# the engine's comparison columns under the summary's names, per overhead level
-_ENGINE = {"d_{}_us": "diff", "d_{}_lo_us": "diff_lo", "d_{}_hi_us": "diff_hi",
-           "ratio_{}": "estimate", "ratio_{}_lo": "lo", "ratio_{}_hi": "hi",
-           "ratio_{}_eq_lo": "lo_eq", "ratio_{}_eq_hi": "hi_eq", "tost_{}_p": "tost_p",
-           "diff_{}_p": "diff_p", "tost_{}_p_adj": "tost_p_adj", "diff_{}_p_adj": "diff_p_adj",
-           "resolvable_{}": "resolvable", "sd_{}": "sd", "tost_{}_reason": "tost_reason",
-           "verdict_{}": "verdict", "resolvable_{}_log": "resolvable_log",
-           "resolvable_{}_direction": "resolvable_direction"}  # fmt: skip
+    cols += ["baseline", "overhead_n_runs", *each(_SHIFT), "tail_note", "margin", "margin_us"]
+    return [*cols, "equivalence_confidence", *each(_VERDICT), "multiplicity", "confidence"]
 
 
 def row_order(frame: pd.DataFrame) -> pd.DataFrame:
@@ -244,7 +239,7 @@ def summarise(
                 extra = f"no {BASELINE} baseline measured on path {path} ({variant})"
                 row["reason"] = f"{reason}; {extra}" if reason else extra
         rows.append(row)
-    mde = [f"resolvable_{q_label(q)}_{end}" for q in overhead for end in ("log", "direction")]
+    mde = [name.format(q_label(q)) for q in overhead for name in _MDE]
     out = pd.DataFrame(rows, columns=[*summary_columns(quantiles, overhead), *mde])
     for col in ("n_runs", "n_runs_planned", "n_samples", "overhead_n_runs"):
         out[col] = out[col].astype("int64")
