@@ -126,12 +126,8 @@ def summarise(
     cells = pd.concat([runs[list(CELL)], data[list(CELL)]]).drop_duplicates()
     rows = []
     for env, mode, path, variant in cells.itertuples(index=False):
-        mine = data[(data["environment"] == env) & (data["mode"] == mode) & (data["path"] == path)]
-        mine = mine[mine["variant"] == variant]
-        run_rows = runs[
-            (runs["environment"] == env) & (runs["mode"] == mode) & (runs["path"] == path)
-            & (runs["variant"] == variant)
-        ]  # fmt: skip
+        cell = {"environment": env, "mode": mode, "path": path, "variant": variant}
+        mine, run_rows = tables.rows_of(data, **cell), tables.rows_of(runs, **cell)
         n_runs = int(mine["run"].nunique())
         status, reason = cell_status(run_rows, n_runs, METRIC)
         row = {

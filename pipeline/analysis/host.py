@@ -118,19 +118,9 @@ def summarise(
     found = engine.by_comparison(compared)
     rows = []
     for env, mode, path, variant, metric in _cells(values, runs, samples, benchmark):
-        in_cell = (
-            (values["environment"] == env)
-            & (values["mode"] == mode)
-            & (values["path"] == path)
-            & (values["variant"] == variant)
-        )
-        mine = values[in_cell & (values["metric"] == metric)]
-        run_rows = runs[
-            (runs["environment"] == env)
-            & (runs["mode"] == mode)
-            & (runs["path"] == path)
-            & (runs["variant"] == variant)
-        ]
+        cell = {"environment": env, "mode": mode, "path": path, "variant": variant}
+        mine = tables.rows_of(values, **cell, metric=metric)
+        run_rows = tables.rows_of(runs, **cell)
         med = stats.quantile_ci(mine["value"].to_numpy(dtype=float), 0.5, confidence)
         status, reason = cell_status(run_rows, med.n, metric)
         unit = samples.loc[samples["metric"] == metric, "unit"].dropna()

@@ -190,12 +190,7 @@ def summarise(
     rows = []
     for env, mode, path, variant in all_cells:
         cell = cells.get((env, mode, path, variant))
-        run_rows = runs[
-            (runs["environment"] == env)
-            & (runs["mode"] == mode)
-            & (runs["path"] == path)
-            & (runs["variant"] == variant)
-        ]
+        run_rows = tables.rows_of(runs, environment=env, mode=mode, path=path, variant=variant)
         n_measured = cell.n_runs if cell is not None else 0
         status, reason = cell_status(run_rows, n_measured)
         row = {

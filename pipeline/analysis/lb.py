@@ -163,10 +163,7 @@ def summarise(
         where = (values["environment"] == env) & (values["mode"] == mode) & (values["path"] == path)
         mine = values[where & (values["variant"] == variant)]
         base = values[where & (values["variant"] == BASELINE)]
-        run_rows = runs[
-            (runs["environment"] == env) & (runs["mode"] == mode) & (runs["path"] == path)
-            & (runs["variant"] == variant)
-        ]  # fmt: skip
+        run_rows = tables.rows_of(runs, environment=env, mode=mode, path=path, variant=variant)
         rows.append(_row(env, mode, path, variant, mine, base, run_rows, confidence))
     out = pd.DataFrame(rows)
     if out.empty:

@@ -54,6 +54,14 @@ def interval_text(point: float | None, lo: float, hi: float, fmt: str) -> str | 
     return f"{point:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]"
 
 
+def rows_of(frame: pd.DataFrame, **key) -> pd.DataFrame:
+    """The rows of ``frame`` whose columns equal ``key`` (column=value): one cell's runs."""
+    mask = np.ones(len(frame), dtype=bool)
+    for column, value in key.items():
+        mask &= (frame[column] == value).to_numpy()
+    return frame[mask]
+
+
 def runs_text(n_runs: int, n_runs_planned: int) -> str:
     """A Runs cell: "5", or "4 of 5" when runs were planned but not measured."""
     return f"{n_runs}" if n_runs == n_runs_planned else f"{n_runs} of {n_runs_planned}"

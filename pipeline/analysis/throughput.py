@@ -87,13 +87,8 @@ def _cells(per_run: pd.DataFrame, runs: pd.DataFrame):
     keys = ["environment", "mode", "path"]
     cells = pd.concat([runs[keys], per_run[keys]]).drop_duplicates()
     for env, mode, path in cells.itertuples(index=False):
-        mine = per_run[
-            (per_run["environment"] == env) & (per_run["mode"] == mode) & (per_run["path"] == path)
-        ]
-        run_rows = runs[
-            (runs["environment"] == env) & (runs["mode"] == mode) & (runs["path"] == path)
-        ]
-        yield env, mode, path, mine, run_rows
+        cell = {"environment": env, "mode": mode, "path": path}
+        yield env, mode, path, tables.rows_of(per_run, **cell), tables.rows_of(runs, **cell)
 
 
 def _cell_row(cell: tuple, metric: str, confidence: float) -> dict:
