@@ -124,8 +124,11 @@ def ensure_keys() -> None:
     is not the trusted one: the lab never trusts a changed key by itself."""
     SSH_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
     record = trusted()
+    made = []  # first use: the keys made now, and only those
     for host in SSH_HOSTS:
         host.state_dir.mkdir(parents=True, exist_ok=True)
+        if not (host_key(host).exists() and host_key(host).with_suffix(".pub").exists()):
+            made.append(host)
         generate_key(host_key(host), host.name)
     changed = changed_keys(record)
     if changed:
@@ -134,7 +137,18 @@ def ensure_keys() -> None:
             f"replaced it yourself, {RESET_FIX} makes new host keys and known_hosts files; "
             "otherwise find out what wrote the key file before anything logs in"
         )
-    first_use = {h.address: host_key_line(h) for h in SSH_HOSTS if h.address not in record}
+    unrecorded = [h for h in SSH_HOSTS if h.address not in record and h not in made]
+    if unrecorded:
+        # A key that was on disk before and is in no record was never trusted here, or its
+        # record was lost: either way nothing says it is the key the lab made.
+        names = ", ".join(f"{h.name} ({h.address})" for h in unrecorded)
+        raise HostKeyChanged(
+            f"{KNOWN_HOSTS} holds no key for lab host(s) {names}, whose key files were made "
+            f"earlier: the record of the keys the lab trusted is missing or cut, and the lab "
+            f"does not trust a key it did not just make. If you removed the record yourself, "
+            f"{RESET_FIX} makes new host keys and known_hosts files"
+        )
+    first_use = {h.address: host_key_line(h) for h in made}
     record.update(first_use)
     logins.ensure(lambda host: record[host.address])
     names = "".join(f"{h.address} {h.name}\n" for h in HOSTS)

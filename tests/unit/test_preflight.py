@@ -366,6 +366,26 @@ def test_keys_are_trusted_when_made_and_a_changed_key_is_refused(lab_keys):
     assert sshd.trusted()[topology.NODES[0].address] != first.splitlines()[0].split(" ", 1)[1]
 
 
+def test_a_lost_record_does_not_make_the_keys_on_disk_trusted(lab_keys):
+    """Deleting (or cutting) the record while the keys stay is not a first use: the lab
+    refuses until `lab reset`, and writes no record of its own."""
+    sshd.ensure_keys()
+    first = lab_keys.read_text()
+    node3 = topology.NODES[2]
+    lab_keys.write_text("".join(line + "\n" for line in first.splitlines()
+                                if not line.startswith(f"{node3.address} ")))  # fmt: skip
+    with pytest.raises(sshd.HostKeyChanged) as ei:
+        sshd.ensure_keys()
+    assert f"holds no key for lab host(s) node3 ({node3.address})" in str(ei.value)
+    assert "container-overhead lab reset" in str(ei.value)
+    lab_keys.unlink()
+    with pytest.raises(sshd.HostKeyChanged, match="made earlier"):
+        sshd.ensure_keys()
+    assert not lab_keys.exists()
+    sshd.reset_keys()
+    assert len(sshd.trusted()) == len(topology.SSH_HOSTS)
+
+
 def test_the_fingerprint_is_ssh_keygens(lab_keys, tmp_path):
     sshd.generate_key(tmp_path / "k", "x")
     shown = subprocess.run(["ssh-keygen", "-l", "-E", "sha256", "-f", tmp_path / "k.pub"],
