@@ -23,7 +23,6 @@ import numpy as np
 import pandas as pd
 
 from pipeline.analysis import engine, figures, stats, tables
-from pipeline.analysis.latency import as_text, cell_status, status_text
 from pipeline.analysis.per_run import (
     COLDSTART_METRIC as METRIC,
 )
@@ -40,6 +39,7 @@ from pipeline.analysis.per_run import (
     START_KEYS as KEYS,
 )
 from pipeline.analysis.per_run import measured_starts as measured
+from pipeline.analysis.tables import as_text, cell_status, status_text
 
 
 def _cell(group: pd.DataFrame) -> stats.RunSamples:

@@ -30,8 +30,8 @@ import statsmodels.api as sm
 from scipy import stats as _st
 
 from pipeline.analysis import figures, tables
-from pipeline.analysis.latency import as_text, cell_status, status_text
 from pipeline.analysis.stats import difference_verdict, log_ratio_ci, quantile_ci, ratio_ci
+from pipeline.analysis.tables import as_text, cell_status, status_text
 from pipeline.data import schema
 
 TOTAL_PSS = "footprint_pss_kib_total"

@@ -27,13 +27,13 @@ import numpy as np
 import pandas as pd
 
 from pipeline.analysis import engine, figures, stats, tables
-from pipeline.analysis.latency import as_text, cell_status, note_parts, status_text
 from pipeline.analysis.per_run import (
     higher_is_better,
     load,  # noqa: F401  (notebooks and tests read it here)
     variant_metrics,
 )
 from pipeline.analysis.per_run import host_values as per_run
+from pipeline.analysis.tables import as_text, cell_status, status_text
 from pipeline.benchmarks import BENCHMARKS
 
 BASELINE = "native"
@@ -206,18 +206,6 @@ def _ci(point: float, lo: float, hi: float, digits: int, sign: str = "") -> str 
     return tables.interval_text(point, lo, hi, f"{sign}.{digits}f")
 
 
-def _note(row) -> str:
-    parts = note_parts(pd.Series(row._asdict()))
-    if row.status == "ok" and row.n_runs and not row.median_ci_reached:
-        parts.append(
-            f"interval of the median is the range of {row.n_runs} runs "
-            f"(coverage {row.median_coverage:.1%} < {row.confidence:.0%})"
-        )
-    if row.status == "ok" and row.mode != BASELINE and as_text(row.tost_reason):
-        parts.append(f"no TOST: {row.tost_reason}")
-    return "; ".join(parts)
-
-
 def _margin(summary: pd.DataFrame) -> float:
     return float(summary["margin"].iloc[0]) if len(summary) else 0.02
 
@@ -265,7 +253,7 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
             f"Verdict ({tables.margin_text(_margin(summary))})": verdicts,
             "TOST p": p_values,
             "Runs": runs_text,
-            "Note": [_note(r) for r in summary.itertuples()],
+            "Note": [tables.note(row) for _, row in summary.iterrows()],
         }
     )
     if len(summary) and summary["environment"].nunique() > 1:

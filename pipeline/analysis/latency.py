@@ -34,6 +34,7 @@ from pipeline.analysis.per_run import (  # the others are read here by notebooks
     load_window_metrics,  # noqa: F401
     q_label,
 )
+from pipeline.analysis.tables import as_text, cell_status, note_parts, status_text
 
 BASELINE = "native"
 PATH_ORDER = ["dc", "local", "internet"]
@@ -52,40 +53,6 @@ OVERHEAD_QUANTILES = (0.5, 0.99)
 
 
 # --- statuses --------------------------------------------------------------------------------
-
-
-def cell_status(
-    run_rows: pd.DataFrame, n_runs_measured: int, metric: str | None = None
-) -> tuple[str, str | None]:
-    """(status, reason) of a cell from its rows in ``runs`` and how many runs gave samples
-    (of ``metric``, when given: it names the metric in the reason of a cell without any)."""
-    counts = run_rows["status"].value_counts()
-    n_planned = run_rows["run"].nunique()
-    reasons = [r for r in dict.fromkeys(run_rows.loc[run_rows["status"] != "ok", "reason"]) if r]
-    if n_runs_measured > 0:
-        n_missing = int(counts.get("failed", 0)) + int(counts.get("skipped", 0))
-        if n_missing:
-            why = "; ".join(reasons) if reasons else "no reason recorded"
-            return "ok", f"{n_missing} of {n_planned} runs not measured: {why}"
-        return "ok", None
-    if counts.get("failed", 0):
-        return "failed", "; ".join(reasons) or "failed, no reason recorded"
-    if counts.get("skipped", 0):
-        return "skipped", "; ".join(reasons) or "skipped, no reason recorded"
-    if counts.get("ok", 0):
-        return "no data", f"status ok but no {metric + ' ' if metric else ''}samples"
-    return "missing", "no runs recorded"
-
-
-def as_text(value) -> str:
-    """``value`` as text; None and NaN (a missing reason read back from parquet) as ""."""
-    return "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
-
-
-def status_text(status: str, reason) -> str:
-    """``"skipped: why"`` without doubling the prefix when the reason already starts with it."""
-    reason = as_text(reason)
-    return reason if reason.startswith(status) else f"{status}: {reason}".rstrip(": ")
 
 
 # --- summary ---------------------------------------------------------------------------------
@@ -320,15 +287,6 @@ def _fmt_shift(point: float, lo: float, hi: float) -> str | None:
         return None
     sign = lambda v: ("+" if v >= 0 else "") + fmt_us(v)  # noqa: E731
     return sign(point) if np.isnan(lo) else f"{sign(point)} [{sign(lo)}, {sign(hi)}]"
-
-
-def note_parts(row: pd.Series) -> list[str]:
-    """The start of a table row's note: why it was not measured; else that it is the baseline
-    and the reason it carries (runs not measured)."""
-    if row["status"] != "ok":
-        return [status_text(row["status"], row["reason"])]
-    parts = ["baseline for this path"] if row["mode"] == BASELINE else []
-    return [*parts, as_text(row["reason"])] if as_text(row["reason"]) else parts
 
 
 def _note(row: pd.Series) -> str:

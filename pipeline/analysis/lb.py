@@ -40,7 +40,7 @@ import pandas as pd
 
 from pipeline import catalogue
 from pipeline.analysis import figures, stats, tables
-from pipeline.analysis.latency import as_text, cell_status, status_text
+from pipeline.analysis.tables import as_text, cell_status, status_text
 from pipeline.benchmarks.lb import BALANCERS, parse_variant
 from pipeline.capabilities import serving
 from pipeline.data import schema

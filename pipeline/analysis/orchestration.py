@@ -18,8 +18,8 @@ import pandas as pd
 
 from pipeline import catalogue
 from pipeline.analysis import tables
-from pipeline.analysis.latency import as_text, cell_status, status_text
 from pipeline.analysis.stats import log_ratio_ci, quantile_ci
+from pipeline.analysis.tables import as_text, cell_status, status_text
 from pipeline.capabilities import serving
 
 KEYS = ["environment", "mode", "variant"]

@@ -72,6 +72,66 @@ def first(summary: pd.DataFrame, column: str):
     return summary[column].iloc[0] if column in summary.columns and len(summary) else None
 
 
+# --- a summary row's status and note --------------------------------------------------------
+
+
+def as_text(value) -> str:
+    """``value`` as text; None and NaN (a missing reason read back from parquet) as ""."""
+    return "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
+
+
+def status_text(status: str, reason) -> str:
+    """``"skipped: why"`` without doubling the prefix when the reason already starts with it."""
+    reason = as_text(reason)
+    return reason if reason.startswith(status) else f"{status}: {reason}".rstrip(": ")
+
+
+def cell_status(
+    run_rows: pd.DataFrame, n_runs_measured: int, metric: str | None = None
+) -> tuple[str, str | None]:
+    """(status, reason) of a cell from its rows in ``runs`` and how many runs gave samples
+    (of ``metric``, when given: it names the metric in the reason of a cell without any)."""
+    counts = run_rows["status"].value_counts()
+    n_planned = run_rows["run"].nunique()
+    reasons = [r for r in dict.fromkeys(run_rows.loc[run_rows["status"] != "ok", "reason"]) if r]
+    if n_runs_measured > 0:
+        n_missing = int(counts.get("failed", 0)) + int(counts.get("skipped", 0))
+        if n_missing:
+            why = "; ".join(reasons) if reasons else "no reason recorded"
+            return "ok", f"{n_missing} of {n_planned} runs not measured: {why}"
+        return "ok", None
+    if counts.get("failed", 0):
+        return "failed", "; ".join(reasons) or "failed, no reason recorded"
+    if counts.get("skipped", 0):
+        return "skipped", "; ".join(reasons) or "skipped, no reason recorded"
+    if counts.get("ok", 0):
+        return "no data", f"status ok but no {metric + ' ' if metric else ''}samples"
+    return "missing", "no runs recorded"
+
+
+def note_parts(row: pd.Series) -> list[str]:
+    """The start of a table row's note: why it was not measured; else that it is the baseline
+    and the reason it carries (runs not measured)."""
+    if row["status"] != "ok":
+        return [status_text(row["status"], row["reason"])]
+    parts = ["baseline for this path"] if row["mode"] == "native" else []
+    return [*parts, as_text(row["reason"])] if as_text(row["reason"]) else parts
+
+
+def note(row: pd.Series, stat: str = "median", interval: str = "interval of the median is") -> str:
+    """A summary row's note: why it was not measured, or what limits it (``stat``'s
+    distribution-free interval when it is the range of the runs, why no TOST was run)."""
+    parts = note_parts(row)
+    if row["status"] == "ok" and not row[f"{stat}_ci_reached"]:
+        parts.append(
+            f"{interval} the range of {row['n_runs']} runs "
+            f"(coverage {row[f'{stat}_coverage']:.1%} < {row['confidence']:.0%})"
+        )
+    if row["status"] == "ok" and as_text(row.get("tost_reason")):
+        parts.append(f"no TOST: {row['tost_reason']}")
+    return "; ".join(parts)
+
+
 def latex_escape(text: str) -> str:
     """Escape the characters LaTeX treats specially (in one pass, so escapes are not re-escaped)."""
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)

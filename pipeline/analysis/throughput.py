@@ -26,14 +26,7 @@ import pandas as pd
 
 from pipeline import catalogue
 from pipeline.analysis import engine, figures, stats, tables
-from pipeline.analysis.latency import (
-    PATH_LABELS,
-    as_text,
-    cell_status,
-    note_parts,
-    row_order,
-    status_text,
-)
+from pipeline.analysis.latency import PATH_LABELS, row_order
 from pipeline.analysis.per_run import (
     TCP_METRIC as METRIC,
 )
@@ -46,6 +39,7 @@ from pipeline.analysis.per_run import (
     throughput_long,
     variant_rows,
 )
+from pipeline.analysis.tables import as_text, cell_status, status_text
 from pipeline.data import schema
 
 BENCHMARK = "throughput"
@@ -208,19 +202,6 @@ def _fmt_signed_ci(point: float, lo: float, hi: float, digits: int = 1) -> str |
     return f"{point:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
 
 
-def _note(row: pd.Series, stat: str = "median", interval: str = "throughput interval is") -> str:
-    """Why a row was not measured, or what limits it; ``stat``'s interval says if it is a range."""
-    parts = note_parts(row)
-    if row["status"] == "ok" and not row[f"{stat}_ci_reached"]:
-        parts.append(
-            f"{interval} the range of {row['n_runs']} runs "
-            f"(coverage {row[f'{stat}_coverage']:.1%} < {row['confidence']:.0%})"
-        )
-    if row["status"] == "ok" and as_text(row.get("tost_reason")):
-        parts.append(f"no TOST: {row['tost_reason']}")
-    return "; ".join(parts)
-
-
 def _margin(summary: pd.DataFrame) -> float:
     return float(summary["margin"].iloc[0]) if len(summary) else 0.05
 
@@ -263,7 +244,8 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
             f"Verdict ({tables.margin_text(_margin(summary))})": verdicts,
             "TOST p": p_values,
             "Runs": [tables.runs_text(r.n_runs, r.n_runs_planned) for r in summary.itertuples()],
-            "Note": [_note(row) for _, row in summary.iterrows()],
+            "Note": [tables.note(row, interval="throughput interval is")
+                     for _, row in summary.iterrows()],  # fmt: skip
         }
     )
     if summary["environment"].nunique() > 1:
@@ -626,9 +608,8 @@ def udp_article_table(summary: pd.DataFrame) -> pd.DataFrame:
         for r in summary.itertuples()
     ]  # fmt: skip
     table["Runs"] = [tables.runs_text(r.n_runs, r.n_runs_planned) for r in summary.itertuples()]
-    table["Note"] = [
-        _note(row, "received_gbps", "intervals of the medians are") for _, row in summary.iterrows()
-    ]
+    table["Note"] = [tables.note(row, "received_gbps", "intervals of the medians are")
+                     for _, row in summary.iterrows()]  # fmt: skip
     if len(summary) and summary["environment"].nunique() > 1:
         table.insert(0, "Environment", summary["environment"].to_numpy())
     return table
