@@ -202,7 +202,7 @@ def kernel_notes(host: Host, facts: dict[str, str], modes: Iterable[str]) -> lis
 
     notes = []
     wanted = {m: MODES[m] for m in modes if m in MODES}
-    engines = {m.engine for m in wanted.values() if m.engine}
+    engines = {m.daemon for m in wanted.values() if m.daemon}
     if "macvlan" in wanted and facts.get("macvlan") == "no":
         notes.append(Finding(host.name, "mode macvlan will be skipped: the kernel is built "
                              "without macvlan (# CONFIG_MACVLAN is not set)", "a kernel with "

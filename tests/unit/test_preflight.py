@@ -200,6 +200,10 @@ def test_a_planned_mode_the_kernel_cannot_run_is_a_note_not_a_problem(tmp_path):
     assert "user namespaces are off (user.max_user_namespaces=0" in text
     assert "docker modes will be skipped" in text
     assert preflight.kernel_notes(inv.hosts["node1"], facts, ["native"]) == []
+    # modes that run Docker's containers without driving its engine in a scenario need it too
+    for mode in ("docker-host", "docker-nat", "docker-proxy", "swarm-ingress"):
+        notes = preflight.kernel_notes(inv.hosts["node1"], {"docker_version": "n/a"}, [mode])
+        assert ["docker modes will be skipped" in str(n) for n in notes] == [True], mode
 
 
 def test_the_plan_is_the_campaigns_selection_of_modes(tmp_path):

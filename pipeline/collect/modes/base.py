@@ -212,9 +212,17 @@ class Mode:
     # The container engine (one of ENGINES) a scenario benchmark drives in this mode; None for
     # native and for modes no scenario benchmark runs in.
     engine: str | None = None
+    # The engine whose daemon must answer on the mode's hosts when that is not ``engine`` (a
+    # mode that runs Docker containers but no scenario benchmark): what the preflight checks.
+    host_engine: str | None = None
     # The orchestrator the mode needs running beside the hosts' engines ("kubernetes"), which
     # an environment that provides its hosts brings up for the campaigns that plan the mode.
     cluster: str | None = None
+
+    @property
+    def daemon(self) -> str | None:
+        """The engine that must answer on the mode's hosts (None: none, as for native)."""
+        return self.host_engine or self.engine
 
     # What the mode serves is its row in pipeline/capabilities.py, which the benchmarks read too.
     @property

@@ -14,6 +14,7 @@ from pipeline.collect.modes.base import (
 
 class DockerHost(Mode):
     name = "docker-host"
+    host_engine = "docker"
 
     def start(self, ctx: Context, workload: Workload) -> Deployment:
         host = server_host(ctx)

@@ -15,6 +15,7 @@ from pipeline.collect.modes.base import (
 
 class DockerNat(Mode):
     name = "docker-nat"
+    host_engine = "docker"
 
     def start(self, ctx: Context, workload: Workload) -> Deployment:
         host = server_host(ctx)

@@ -22,6 +22,7 @@ from pipeline.collect.modes.base import (
 
 class DockerProxy(Mode):
     name = "docker-proxy"
+    host_engine = "docker"
 
     def start(self, ctx: Context, workload: Workload) -> Deployment:
         host = server_host(ctx)

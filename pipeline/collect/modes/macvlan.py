@@ -23,6 +23,7 @@ NETWORK = "co-macvlan"
 
 class Macvlan(Mode):
     name = "macvlan"
+    host_engine = "docker"
 
     def available(self, ctx: Context, path: str) -> str | None:
         if server_host(ctx).macvlan is None:

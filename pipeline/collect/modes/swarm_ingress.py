@@ -24,6 +24,7 @@ IPVS_PROBE = (
 
 class SwarmIngress(Mode):
     name = "swarm-ingress"
+    host_engine = "docker"
 
     def available(self, ctx: Context, path: str) -> str | None:
         problem = swarm_problem(ctx)

@@ -47,6 +47,7 @@ def parse_link_mtu(text: str) -> int:
 
 class SwarmOverlayMtu(Mode):
     name = "swarm-overlay-mtu"
+    host_engine = "docker"
 
     def available(self, ctx: Context, path: str) -> str | None:
         return swarm_problem(ctx)
