@@ -220,24 +220,13 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
     """
     conf = float(summary["confidence"].iloc[0]) if len(summary) else 0.95
     ci = f"[{conf:.0%} CI]"
-    medians, pct, overhead, runs_text = [], [], [], []
-    verdicts, p_values = tables.verdict_columns(summary)
-    for (_, _), group in summary.groupby(["variant", "metric"], sort=False):
+    medians = {}
+    for _, group in summary.groupby(["variant", "metric"], sort=False):
         digits = _digits(group["median"])
-        for r in group.itertuples():
-            medians.append((r.Index, _ci(r.median, r.median_lo, r.median_hi, digits)))
-    median_text = dict(medians)
-    for r in summary.itertuples():
-        is_base = r.mode == BASELINE and r.n_runs > 0
-        pct.append(
-            "100 (baseline)"
-            if is_base
-            else _ci(100 * r.ratio, 100 * r.ratio_lo, 100 * r.ratio_hi, 1)
-        )
-        overhead.append(
-            "" if is_base else _ci(r.overhead_pct, r.overhead_lo_pct, r.overhead_hi_pct, 1, "+")
-        )
-        runs_text.append(tables.runs_text(r.n_runs, r.n_runs_planned))
+        medians |= {r.Index: _ci(r.median, r.median_lo, r.median_hi, digits)
+                    for r in group.itertuples()}  # fmt: skip
+    verdicts, p_values = tables.verdict_columns(summary)
+    rows = list(summary.itertuples())
     table = pd.DataFrame(
         {
             "Test": [
@@ -247,12 +236,16 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
                 )
             ],
             "Mode": summary["configuration"],
-            f"Median {ci}": [median_text[i] for i in summary.index],
-            f"% of native {ci}": pct,
-            f"Overhead vs native % {ci}": overhead,
+            f"Median {ci}": [medians[i] for i in summary.index],
+            f"% of native {ci}": [tables.percent_of_native(r) for r in rows],
+            f"Overhead vs native % {ci}": [
+                "" if r.mode == BASELINE and r.n_runs > 0
+                else _ci(r.overhead_pct, r.overhead_lo_pct, r.overhead_hi_pct, 1, "+")
+                for r in rows
+            ],  # fmt: skip
             f"Verdict ({tables.margin_text(_margin(summary))})": verdicts,
             "TOST p": p_values,
-            "Runs": runs_text,
+            "Runs": [tables.runs_text(r.n_runs, r.n_runs_planned) for r in rows],
             "Note": [tables.note(row) for _, row in summary.iterrows()],
         }
     )
@@ -412,16 +405,6 @@ def _panel(frame: pd.DataFrame, values: pd.DataFrame, ratio_domain, conf: float)
     )
 
 
-def _ratio_text(r) -> str:
-    if r.mode == BASELINE and r.n_runs:
-        return "baseline"
-    if np.isnan(r.ratio):
-        return "n/a"
-    if np.isnan(r.ratio_lo):
-        return f"{100 * r.ratio:.1f}% (no interval)"
-    return f"{100 * r.ratio:.1f}% [{100 * r.ratio_lo:.1f}, {100 * r.ratio_hi:.1f}]"
-
-
 def figure(summary: pd.DataFrame, per_run_values: pd.DataFrame) -> tuple[alt.VConcatChart, str]:
     """One figure per benchmark: a row of panels per test (variant and metric), one line per
     mode in the project's order and colours. Returns the chart and its caption."""
@@ -432,7 +415,7 @@ def figure(summary: pd.DataFrame, per_run_values: pd.DataFrame) -> tuple[alt.VCo
         "" if st == "ok" else status_text(st, r)
         for st, r in zip(frame["status"], frame["reason"], strict=True)
     ]
-    frame["ratio_text"] = [_ratio_text(r) for r in frame.itertuples()]
+    frame["ratio_text"] = [tables.percent_text(r) for r in frame.itertuples()]
     frame["ratio_interval"] = figures.interval_text(frame["ratio_lo"], frame["ratio_hi"], "{:.4f}")
     compared = frame[(frame["ratio_n_runs"] > 0) & (frame["mode"] != BASELINE)]
     margin = float(frame["margin"].iloc[0])

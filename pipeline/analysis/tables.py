@@ -273,6 +273,26 @@ def verdict_columns(summary: pd.DataFrame, higher_is_better: bool | None = None)
     return verdicts, p_values
 
 
+def percent_of_native(r) -> str | None:
+    """A "% of native" cell: the ratio in percent with its interval ("98.2 [97.1, 99.3]"),
+    "100 (baseline)" for native itself where it was measured, n/a (None) without a ratio."""
+    if r.mode == "native" and r.n_runs:
+        return "100 (baseline)"
+    return interval_text(100 * r.ratio, 100 * r.ratio_lo, 100 * r.ratio_hi, ".1f")
+
+
+def percent_text(r) -> str:
+    """A figure's "% of native" label: "98.2% [97.1, 99.3]", "baseline" for native itself where
+    it was measured, "n/a" without a ratio."""
+    if r.mode == "native" and r.n_runs:
+        return "baseline"
+    if np.isnan(r.ratio):
+        return "n/a"
+    if np.isnan(r.ratio_lo):
+        return f"{100 * r.ratio:.1f}% (no interval)"
+    return f"{100 * r.ratio:.1f}% [{100 * r.ratio_lo:.1f}, {100 * r.ratio_hi:.1f}]"
+
+
 def verdict_headline(r) -> str:
     """A headline's verdict for a compared mode: ", verdict equivalent (90% [lo, hi], TOST p
     0.000)"; nothing for native itself or a cell without a comparison."""

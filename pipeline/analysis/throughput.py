@@ -206,15 +206,6 @@ def _margin(summary: pd.DataFrame) -> float:
     return float(summary["margin"].iloc[0]) if len(summary) else 0.05
 
 
-def _pct_of_native(summary: pd.DataFrame) -> list[str | None]:
-    return [
-        "100 (baseline)"
-        if r.mode == BASELINE and r.n_runs
-        else _fmt_ci(100 * r.ratio, 100 * r.ratio_lo, 100 * r.ratio_hi, 1)
-        for r in summary.itertuples()
-    ]
-
-
 def article_table(summary: pd.DataFrame) -> pd.DataFrame:
     """The article's table: Scenario | Path | Throughput | % of native | Impact | Verdict |
     TOST p | Runs | Note.
@@ -234,7 +225,7 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
                 _fmt_ci(r.median_gbps, r.median_lo_gbps, r.median_hi_gbps, 2)
                 for r in summary.itertuples()
             ],
-            f"% of native {ci}": _pct_of_native(summary),
+            f"% of native {ci}": [tables.percent_of_native(r) for r in summary.itertuples()],
             f"Impact % {ci}": [
                 None
                 if r.mode == BASELINE
@@ -365,19 +356,7 @@ def figure(summary: pd.DataFrame, per_run: pd.DataFrame) -> tuple[alt.HConcatCha
     ).properties(title="Relative to native", width=260)
 
     # A forest-plot text column: the bars are often narrower than the diamonds, the numbers not.
-    frame["ratio_text"] = [
-        "baseline"
-        if m == BASELINE and n
-        else ("n/a" if np.isnan(v) else f"{100 * v:.1f}% [{100 * a:.1f}, {100 * b:.1f}]")
-        for m, n, v, a, b in zip(
-            frame["mode"],
-            frame["n_runs"],
-            frame["ratio"],
-            frame["ratio_lo"],
-            frame["ratio_hi"],
-            strict=True,
-        )
-    ]
+    frame["ratio_text"] = [tables.percent_text(r) for r in frame.itertuples()]
     numbers = (
         alt.Chart(frame)
         .mark_text(align="left", fontSize=12)
@@ -592,7 +571,7 @@ def udp_article_table(summary: pd.DataFrame) -> pd.DataFrame:
             for _, r in summary.iterrows()
         ]
         if title == first:
-            table[f"% of native {ci}"] = _pct_of_native(summary)
+            table[f"% of native {ci}"] = [tables.percent_of_native(r) for r in summary.itertuples()]
             verdicts, p_values = tables.verdict_columns(summary, True)
             table[f"Verdict ({tables.margin_text(_margin(summary))})"] = verdicts
             table["TOST p"] = p_values

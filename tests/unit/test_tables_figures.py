@@ -227,3 +227,34 @@ def test_scenario_labels():
     assert ta.scenario_label("swarm-overlay", "dc") == "Swarm overlay (container on another node)"
     assert ta.scenario_label("podman", "internet") == "Podman (rootful) (internet)"
     assert ta.scenario_label("brand-new", "dc") == "brand-new"
+
+
+def test_percent_of_native_and_its_figure_label_say_when_there_is_no_interval():
+    """One paired run: a ratio without an interval reads "(no interval)", never "[nan, nan]";
+    native itself is the baseline, a cell without a ratio n/a."""
+    from types import SimpleNamespace
+
+    nan = float("nan")
+
+    def row(mode, n_runs, ratio, lo, hi):
+        return SimpleNamespace(mode=mode, n_runs=n_runs, ratio=ratio, ratio_lo=lo, ratio_hi=hi)
+
+    two = row("docker-bridge", 2, 0.9712, 0.95, 0.99)
+    one = row("docker-bridge", 1, 0.9712, nan, nan)
+    native = row("native", 3, 1.0, 1.0, 1.0)
+    none = row("macvlan", 0, nan, nan, nan)
+    assert tables.percent_of_native(two) == "97.1 [95.0, 99.0]"
+    assert tables.percent_of_native(one) == "97.1 (no interval)"
+    assert tables.percent_of_native(native) == "100 (baseline)"
+    assert tables.percent_of_native(none) is None
+    assert tables.percent_text(two) == "97.1% [95.0, 99.0]"
+    assert tables.percent_text(one) == "97.1% (no interval)"
+    assert (tables.percent_text(native), tables.percent_text(none)) == ("baseline", "n/a")
+
+
+def test_rows_of_selects_one_cell_and_runs_text_counts_the_missing_runs():
+    frame = pd.DataFrame({"mode": ["native", "native", "podman"], "path": ["dc", "local", "dc"],
+                          "run": [1, 1, 1]})  # fmt: skip
+    assert list(tables.rows_of(frame, mode="native", path="dc").index) == [0]
+    assert tables.rows_of(frame, mode="crun").empty
+    assert (tables.runs_text(5, 5), tables.runs_text(4, 5)) == ("5", "4 of 5")
