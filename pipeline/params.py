@@ -46,7 +46,8 @@ WINDOW_KEYS = ("runs", "seconds", "omit_seconds", "warmup_seconds", "count", "wa
 # demo does): comma-separated names; params.yaml's `modes:` entry for the benchmark, when set,
 # wins. A profile's `without_modes` (comma-separated) are left out of every benchmark's "all".
 PLAN_KEYS = ("modes", "paths", "variants")
-INSTRUMENT_KEYS = ("runs", "benchmarks", "compile_packages")
+# an instrument's optional `variants`: benchmark -> the variants its check measures (default all)
+INSTRUMENT_KEYS = ("runs", "benchmarks", "compile_packages", "variants")
 # A profile's `headline:` names the comparisons it is for, per benchmark: modes (against native)
 # and, optionally, paths and variants (default: every one the profile measures). Precision
 # planning then spends the profile's budget on those comparisons only; a benchmark it does not
@@ -314,6 +315,20 @@ def check_profile(profile: Any, source: str, lines: dict[str, int] | None = None
         if not names or any(b not in CHECKS for b in names):
             check.add(f"{source}.instrument.benchmarks", f"must be a comma-separated list from "
                       f"{', '.join(CHECKS)}, got {_brief(wanted)}")  # fmt: skip
+        chosen = inst.get("variants", {})
+        if (chosen := check.mapping(chosen, f"{source}.instrument.variants")) is not None:
+            for bench_name, value in chosen.items():
+                key = f"{source}.instrument.variants"
+                if bench_name not in names:
+                    check.add(key, f"{_brief(bench_name)} is not one of the check's benchmarks "
+                                   f"({', '.join(names)})")  # fmt: skip
+                else:
+                    bench = BENCHMARKS[bench_name]()
+                    listed = _names(value) if isinstance(value, str) else []
+                    if not listed or any(v not in bench.variants for v in listed):
+                        check.add(f"{key}.{bench_name}", f"must be comma-separated variants of "
+                                  f"{bench_name}: {', '.join(bench.variants)}; got "
+                                  f"{_brief(value)}")  # fmt: skip
         if not isinstance(inst.get("compile_packages"), str):
             check.add(f"{source}.instrument.compile_packages", "must be a text, e.g. errors")
         else:

@@ -461,6 +461,8 @@ def parameters(stage: Stage, params: Params, environment: str | None) -> dict:
             windows={b: {**params.window(b), "runs": int(inst["runs"])} for b in checked},
             options={b: ({**params.options(b), "compile_packages": inst["compile_packages"]}
                          if b == "cpu" else params.options(b)) for b in checked},
+            variants={b: [v.strip() for v in names.split(",")]
+                      for b, names in (inst.get("variants") or {}).items()},
         )  # fmt: skip
     elif stage.name == "collect-wan-calibration":
         values.update(

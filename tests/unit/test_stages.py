@@ -104,6 +104,18 @@ def test_collection_parameters_come_from_the_profile(params):
     assert latency["count"] == params.profile["latency"]["count"]
 
 
+def test_the_instrument_checks_variants_reach_its_campaign(params):
+    profile = copy.deepcopy(params.profile)
+    profile["instrument"].update(benchmarks="throughput,cpu", variants={"cpu": "1thread"})
+    other = params_mod.Params(raw=params.raw, profile=profile)
+    values = stages.parameters(stages.find("collect-instrument", other), other, "lab")
+    assert values["variants"] == {"cpu": ["1thread"]} and set(values["windows"]) == {
+        "throughput", "cpu"}
+    profile["instrument"].pop("variants")
+    values = stages.parameters(stages.find("collect-instrument", other), other, "lab")
+    assert values["variants"] == {}  # every variant
+
+
 def test_a_profiles_modes_and_paths_reach_the_campaign(params):
     raw, profile = copy.deepcopy(params.raw), copy.deepcopy(params.profile)
     profile["throughput"].update(modes="native,docker-bridge", paths="dc")
