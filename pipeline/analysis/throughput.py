@@ -188,20 +188,6 @@ def summarise(
     return _finish(out, engine.multiplicity_text(compared, multiplicity))
 
 
-def _fmt_ci(point: float, lo: float, hi: float, digits: int) -> str | None:
-    if np.isnan(point):
-        return None
-    return f"{point:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
-
-
-def _fmt_signed_ci(point: float, lo: float, hi: float, digits: int = 1) -> str | None:
-    if np.isnan(point):
-        return None
-    if np.isnan(lo):
-        return f"{point:+.{digits}f}"
-    return f"{point:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
-
-
 def _margin(summary: pd.DataFrame) -> float:
     return float(summary["margin"].iloc[0]) if len(summary) else 0.05
 
@@ -222,14 +208,14 @@ def article_table(summary: pd.DataFrame) -> pd.DataFrame:
             "Scenario": summary["scenario"],
             "Path": summary["path"].map(lambda p: PATH_LABELS.get(p, p)),
             f"Throughput Gbit/s {ci}": [
-                _fmt_ci(r.median_gbps, r.median_lo_gbps, r.median_hi_gbps, 2)
+                tables.interval_text(r.median_gbps, r.median_lo_gbps, r.median_hi_gbps, ".2f")
                 for r in summary.itertuples()
             ],
             f"% of native {ci}": [tables.percent_of_native(r) for r in summary.itertuples()],
             f"Impact % {ci}": [
                 None
                 if r.mode == BASELINE
-                else _fmt_signed_ci(r.impact_pct, r.impact_lo_pct, r.impact_hi_pct)
+                else tables.interval_text(r.impact_pct, r.impact_lo_pct, r.impact_hi_pct, "+.1f")
                 for r in summary.itertuples()
             ],
             f"Verdict ({tables.margin_text(_margin(summary))})": verdicts,
@@ -567,7 +553,7 @@ def udp_article_table(summary: pd.DataFrame) -> pd.DataFrame:
     first = next(iter(columns))
     for title, (name, digits) in columns.items():
         table[title] = [
-            _fmt_ci(r[name], r[f"{name}_lo"], r[f"{name}_hi"], digits)
+            tables.interval_text(r[name], r[f"{name}_lo"], r[f"{name}_hi"], f".{digits}f")
             for _, r in summary.iterrows()
         ]
         if title == first:
@@ -578,7 +564,7 @@ def udp_article_table(summary: pd.DataFrame) -> pd.DataFrame:
     margin = float(summary["loss_margin_pp"].iloc[0]) if len(summary) else 0.5
     table[f"Loss vs native, points {ci}"] = [
         ("" if r.n_runs else None) if r.mode == BASELINE
-        else _fmt_signed_ci(r.loss_shift_pp, r.loss_shift_lo_pp, r.loss_shift_hi_pp, 2)
+        else tables.interval_text(r.loss_shift_pp, r.loss_shift_lo_pp, r.loss_shift_hi_pp, "+.2f")
         for r in summary.itertuples()
     ]  # fmt: skip
     table[f"Loss verdict (±{margin:g} points)"] = [
