@@ -294,6 +294,23 @@ def test_no_verdict_counts_and_no_sentence_twice(md):
 
 SENTENCE = re.compile(r"(?<=\.)\s+(?=[A-Z\"“(])")
 BLANK = re.compile(r"[±+-]?\d[\d,]*(?:\.\d+)?%?")
+MAIN_TEXT_WORDS = 6_000  # the study article's main text at most; the tables are the appendix
+
+
+def test_the_main_text_is_short_and_says_nothing_twice_with_other_numbers(md):
+    """A sentence that comes back with only its numbers changed belongs in a table."""
+    body = INCLUDE.sub("", md.split("\n## Appendix: tables\n")[0])
+    assert 500 < len(body.split()) <= MAIN_TEXT_WORDS
+    shapes = [BLANK.sub("#", x) for x in _main_sentences(md) if len(x.split()) >= 6]
+    assert [x for x in set(shapes) if shapes.count(x) > 1] == []
+
+
+def test_a_sentence_repeated_with_other_numbers_is_caught(md):
+    said = next(x for x in _main_sentences(md) if len(BLANK.findall(x)) >= 2
+                and x.endswith(".") and x[0].isupper() and len(x.split()) >= 6)
+    repeated = md.replace(said, f"{said} {BLANK.sub('7.5', said)}", 1)
+    shapes = [BLANK.sub("#", x) for x in _main_sentences(repeated) if len(x.split()) >= 6]
+    assert [x for x in set(shapes) if shapes.count(x) > 1] != []
 
 
 def _block(md: str, name: str) -> tuple[str, bool]:
