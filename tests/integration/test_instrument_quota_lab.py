@@ -2,7 +2,8 @@
 (native, its A/A twin, the half-CPU quota, docker-bridge and docker-cpuquota) through the real
 campaign loop, sysbench cpu at 1 thread only, and its analysis: the interval of docker-cpuquota's
 ratio to docker-bridge holds the injected 0.94, a 6% cut is never called "equivalent" at the
-cpu margin of +-2%, and the A/A twin is not called different. Nothing is left on any node.
+cpu margin of +-2%, and the A/A twin is not called different (the first and the last at 99.9%,
+so that chance alone fails CI 1 time in 1,000, not 1 in 20). Nothing is left on any node.
 
 Short by design (CI's time): INSTRUMENT_QUOTA_RUNS runs (default 5, the study profile's
 instrument runs) of 3-second windows, five steps a run, about 3 minutes on the 2-core lab. The
@@ -41,15 +42,24 @@ def checked(tmp_path_factory):
     print(analysis.aa_table(aa).to_string(index=False))
     print(analysis.injected_table(injected).to_string(index=False))
     print(analysis.sentence(aa, injected))
-    return aa, injected
+    # The checks that hold by chance at 95% (the known answer inside its interval, the A/A
+    # twin not called different) run at 99.9%: at 95% each fails 1 run in 20 by design (the
+    # rates themselves are pinned by simulation in tests/unit), which CI would read as a failure.
+    aa_wide, wide = analysis.summarise(raw, MARGINS, confidence=CONTAINMENT)
+    return aa_wide, injected, wide
+
+
+CONTAINMENT = 0.999
 
 
 def test_the_small_quota_on_the_container_is_recovered_inside_its_interval(checked):
-    _, injected = checked
+    _, injected, wide = checked
     row = injected[injected["control"] == "docker-cpuquota"].set_index("variant").loc["1thread"]
     assert row["expected"] == pytest.approx(CONTAINER_CPU_QUOTA)
     assert row["baseline"] == "docker-bridge" and row["n_runs"] == RUNS
-    assert row["recovered_within"], (row["recovered_lo"], row["recovered"], row["recovered_hi"])
+    held = wide[wide["control"] == "docker-cpuquota"].set_index("variant").loc["1thread"]
+    assert held["coverage"] == CONTAINMENT and held["recovered"] == pytest.approx(row["recovered"])
+    assert held["recovered_within"], (held["recovered_lo"], held["recovered"], held["recovered_hi"])
     # a real 6% cut is three cpu margins: the rule may say "overhead" or, short of power,
     # "inconclusive", never that it does not matter
     assert row["verdict"] in ("overhead", "inconclusive"), row["verdict"]
@@ -58,6 +68,6 @@ def test_the_small_quota_on_the_container_is_recovered_inside_its_interval(check
 
 
 def test_the_a_a_twin_is_not_called_different(checked):
-    aa, _ = checked
+    aa, _, _ = checked  # at 99.9%
     assert len(aa) == 1 and aa["verdict"].iloc[0] in ("equivalent", "inconclusive"), aa
     assert_nothing_left()
