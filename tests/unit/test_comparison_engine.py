@@ -298,3 +298,15 @@ def test_named_pairs_and_a_side_that_never_ran():
     assert out["diff"].iloc[0] == pytest.approx(1.0)
     assert out["multiplicity"].iloc[0] == "holm across 1 comparisons"
     assert engine.compare(both, MARGINS, pairs=[("z", "w")]).empty
+
+
+def test_the_engine_reads_no_summary_and_every_summary_reads_the_engine():
+    """No import cycle: the engine's per-run values come from ``per_run``, whose closure (lazy
+    imports included) holds no summary module, and the summaries import the engine itself."""
+    from pipeline import imports
+
+    summaries = {f"pipeline.analysis.{m}" for m in
+                 ("latency", "throughput", "host", "coldstart", "network")}  # fmt: skip
+    assert not imports.closure(["pipeline.analysis.engine"]) & summaries
+    for module in summaries - {"pipeline.analysis.network"}:
+        assert "pipeline.analysis.engine" in imports.closure([module]), module
