@@ -206,7 +206,6 @@ def _with_verdict(text: str | None, verdict: str | None) -> str | None:
 
 
 def _note(r) -> str:
-
     if r.status != "ok":
         return status_text(r.status, r.reason)
     parts = ["baseline"] if r.mode == BASELINE else []

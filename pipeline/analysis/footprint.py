@@ -194,7 +194,6 @@ def ok_samples(samples: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _planned_cells(runs: pd.DataFrame) -> list[tuple]:
-
     cells = runs[CELL].drop_duplicates().itertuples(index=False, name=None)
     return sorted(cells, key=lambda c: (c[0], figures.mode_rank(c[1]), c[1], c[2], c[3]))
 
@@ -511,7 +510,6 @@ def _density_ratio(key, per_run, confidence, ratio_ci) -> dict:
 
 
 def figures_label(mode: str) -> str:
-
     return figures.MODE_LABELS.get(mode, mode)
 
 
@@ -544,7 +542,6 @@ def _ratio(r) -> str | None:
 
 
 def _cost_note(r) -> str:
-
     parts = [as_text(r.reason) if r.status == "ok" else status_text(r.status, r.reason)]
     if r.status == "ok" and r.n_runs == 1:
         parts.append("one run: the interval reflects only that run's readings")
