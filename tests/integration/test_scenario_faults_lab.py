@@ -48,7 +48,6 @@ from tests.integration.test_faults_lab import (
     _ok_steps,
     _rows_of,
     _saved,
-    _stopped_at,
 )
 
 pytestmark = [pytest.mark.lab, ROOT_ONLY]
@@ -134,6 +133,14 @@ class ScenarioCampaign:
         print(self.output[-3000:])
         print(f"{self.benchmark} campaign: {time.monotonic() - self.started:.0f} s")
         return self.output
+
+
+def _stopped_at(output: str) -> tuple:
+    """The step a stopped campaign's message names (a variant may hold a hyphen)."""
+    found = re.search(r"The campaign stopped at run (\d+) ([\w-]+) \((\w+), ([\w-]+)\)\.", output)
+    assert found, f"the message names no step:\n{output}"
+    run, mode, path, variant = found.groups()
+    return (int(run), mode, path, variant)
 
 
 def _labelled_tasks(node) -> list[str]:  # noqa: ANN001
