@@ -275,7 +275,7 @@ class ClockWatch:
         self.hosts = hosts or dict
         self.threshold_s = threshold_s
         self.sample_s = sample_s
-        self.offset = offset or (lambda: realtime_offset_ns())
+        self.offset = offset or (lambda: realtime_offset_ns())  # looked up at each call
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._start = 0
