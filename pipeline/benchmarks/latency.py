@@ -142,8 +142,8 @@ class Latency(Benchmark):
     ) -> list[Sample]:
         """``rows_not_kept``: for a log rebuilt from its residue, the rows it no longer holds
         (``rows_not_kept(residue)``), which sockperf's own count still includes."""
-        samples = parse_sockperf_full_log(raw, f"{variant}_rtt", rows_not_kept)
         count = window.count if window is not None else None
+        samples = parse_sockperf_full_log(raw, f"{variant}_rtt", rows_not_kept, limit=count)
         return samples if count is None else take(samples, count)
 
     def log_residue(self, raw: str, windows: list[tuple[Any, Any]]) -> bytes | None:
@@ -186,9 +186,13 @@ def _ns(seconds: str) -> int:
     return int(whole) * 1_000_000_000 + int(frac.ljust(9, "0")[:9])
 
 
-def parse_sockperf_full_log(raw: str, metric: str, rows_not_kept: int = 0) -> list[Sample]:
+def parse_sockperf_full_log(
+    raw: str, metric: str, rows_not_kept: int = 0, limit: int | None = None
+) -> list[Sample]:
     """Round trips from the `--full-log` section of a sockperf client's output (for a log
-    rebuilt from its residue, ``rows_not_kept`` is the number of rows it no longer holds)."""
+    rebuilt from its residue, ``rows_not_kept`` is the number of rows it no longer holds).
+    ``limit``: the first rows only become samples (a counted window's); every row is still
+    counted and checked for its four fields, so sockperf's own count is checked as before."""
     lines = raw.splitlines()
     for line in lines:
         if "ERROR:" in line or "No messages were received" in line or "No valid obs" in line:
@@ -203,20 +207,26 @@ def parse_sockperf_full_log(raw: str, metric: str, rows_not_kept: int = 0) -> li
     # stdout, so a whole "sockperf: ...\n" message can land inside a log line at the end of a
     # run. Cutting the messages out of the log section rejoins the split line exactly.
     log = INTERLEAVED_MESSAGE.sub("", "\n".join(lines[start:]))
-    rows = []
+    rows, logged = [], 0
     for line in log.splitlines():
         if line.startswith("---"):
             break
+        if limit is not None and logged >= limit:  # beyond the window: counted, not converted
+            if line.count(",") != 3:
+                raise ToolOutputError(f"sockperf full log: unexpected line {line!r}")
+            logged += 1
+            continue
         fields = line.split(",")
         if len(fields) != 4:
             raise ToolOutputError(f"sockperf full log: unexpected line {line!r}")
         rows.append((_ns(fields[1]), _ns(fields[2])))
+        logged += 1
     if not rows:
         raise ToolOutputError("sockperf full log is empty")
     valid = VALID_RE.findall(raw)
-    if valid and int(valid[-1]) != len(rows) + rows_not_kept:  # a cut stream, a mixed write
+    if valid and int(valid[-1]) != logged + rows_not_kept:  # a cut stream, a mixed write
         raise ToolOutputError(
-            f"sockperf full log has {len(rows)} rows but sockperf counted {valid[-1]}"
+            f"sockperf full log has {logged} rows but sockperf counted {valid[-1]}"
         )
     first_tx = rows[0][0]
     return [

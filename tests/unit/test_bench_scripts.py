@@ -270,3 +270,13 @@ def test_precision_half_widths_pair_within_each_path():
     assert out[("native-aa", "dc")] == (3, pytest.approx(planning.half_width(
         float(d.std(ddof=1)), 3, precision.CONFIDENCE)))  # fmt: skip
     assert out[("native-aa", "internet")] == (3, 0.0)
+
+
+def test_latency_parse_bench_builds_a_log_the_parser_accepts_whole_and_counted():
+    from harness import latency_parse
+    from pipeline.benchmarks.latency import parse_sockperf_full_log
+
+    text = latency_parse.output(5_000)
+    whole = parse_sockperf_full_log(text, "udp_rtt")
+    assert len(whole) == 5_000 and all(s.value == 20.0 for s in whole)  # 20 us each, by build
+    assert parse_sockperf_full_log(text, "udp_rtt", limit=100) == whole[:100]

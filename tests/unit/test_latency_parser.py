@@ -115,6 +115,21 @@ def test_a_cut_log_is_detected():
         parse_sockperf_full_log(cut, "udp_rtt")
 
 
+def test_a_counted_window_converts_only_its_rows_and_still_checks_every_one():
+    text = raw("sockperf-udp-pingpong-dc.log")
+    every = parse_sockperf_full_log(text, "udp_rtt")
+    assert Latency().parse("udp", text, Window(1, 0, 1000)) == every[:1000]
+    assert parse_sockperf_full_log(text, "udp_rtt", limit=1000) == every[:1000]
+    lines = text.splitlines()
+    row = next(i for i, line in enumerate(lines) if line.startswith("2000, "))
+    broken = "\n".join([*lines[:row], "2000, 2.5", *lines[row + 1:]])  # past the count
+    with pytest.raises(ToolOutputError, match="unexpected line '2000, 2.5'"):
+        parse_sockperf_full_log(broken, "udp_rtt", limit=1000)
+    short = "\n".join([*lines[:row], *lines[row + 1:]])  # a row lost past the count
+    with pytest.raises(ToolOutputError, match="has 3099 rows but sockperf counted 3100"):
+        parse_sockperf_full_log(short, "udp_rtt", limit=1000)
+
+
 @pytest.mark.parametrize("text", ["", "sockperf: == version #3.7 ==\n", "0, 1.0, 1.1, 5.0\n"])
 def test_garbage_is_a_clear_error(text):
     with pytest.raises(ToolOutputError):
