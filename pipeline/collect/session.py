@@ -219,26 +219,54 @@ CLOCK_STEP_S = 0.1
 SAMPLE_S = 0.02  # how often this machine's clocks are compared during a step
 CONTROLLER = "this machine"
 # One reading of a host's clocks, added to each interference-watch reading (before and after
-# every measured window): realtime (ns) and boot time (s, centiseconds). Boot time is monotonic
-# and, unlike CLOCK_MONOTONIC, counts a suspend as realtime does.
-HOST_CLOCKS = "read up _ < /proc/uptime; echo co-clock $(date +%s%N) $up"
+# every measured window): realtime (ns) between two readings of boot time (s, centiseconds).
+# Boot time is monotonic and, unlike CLOCK_MONOTONIC, counts a suspend as realtime does. The
+# two boot-time readings bound when `date` ran: on a loaded host its fork can take longer than
+# a clock step is allowed to move, and such a reading is no reading.
+HOST_CLOCKS = ("read a _ < /proc/uptime; d=$(date +%s%N); read b _ < /proc/uptime; "
+               "echo co-clock $d $a $b")  # fmt: skip
+# A reading whose two monotonic bounds lie further apart than this says too little about when
+# its realtime was read to judge a step of CLOCK_STEP_S.
+READ_SPREAD_S = 0.03
+READ_TRIES = 5
 
 
-def realtime_offset_ns() -> int:
-    """This machine's realtime minus its monotonic clock: constant until the clock is stepped."""
-    return time.time_ns() - time.monotonic_ns()
+def realtime_offset_ns() -> int | None:
+    """This machine's realtime minus its monotonic clock (constant until the clock is
+    stepped), read between two monotonic readings; None when no try of ``READ_TRIES`` kept
+    them within ``READ_SPREAD_S`` (the thread was descheduled or held off the GIL between
+    them, which would pass for a step)."""
+    best: tuple[int, int] | None = None
+    for _ in range(READ_TRIES):
+        before = time.monotonic_ns()
+        realtime = time.time_ns()
+        after = time.monotonic_ns()
+        if best is None or after - before < best[0]:
+            best = (after - before, realtime - (before + after) // 2)
+        if best[0] <= READ_SPREAD_S * 1e9 / 10:
+            break
+    return best[1] if best[0] <= READ_SPREAD_S * 1e9 else None
+
+
+def _seconds_ns(text: str) -> int:
+    whole, _, fraction = text.partition(".")
+    return int(whole) * 10**9 + int((fraction + "000000000")[:9])
 
 
 def parse_host_clocks(text: str) -> int:
-    """A host's realtime minus its boot time, ns, from the output of ``HOST_CLOCKS``;
-    ValueError when it is not one (a ``date`` without %N, no /proc/uptime)."""
+    """A host's realtime minus its boot time, ns, from the output of ``HOST_CLOCKS`` (boot time
+    read once, or before and after realtime: their midpoint); ValueError when it is not one (a
+    ``date`` without %N, no /proc/uptime) or its two boot times lie more than
+    ``READ_SPREAD_S`` plus the uptime's centisecond apart."""
     for line in text.splitlines():
         parts = line.split()
-        if parts[:1] == ["co-clock"] and len(parts) == 3:
+        if parts[:1] == ["co-clock"] and len(parts) in (3, 4):
             realtime_ns = int(parts[1])
-            whole, _, fraction = parts[2].partition(".")
-            uptime_ns = int(whole) * 10**9 + int((fraction + "000000000")[:9])
-            return realtime_ns - uptime_ns
+            bounds = [_seconds_ns(p) for p in parts[2:]]
+            if bounds[-1] - bounds[0] > (READ_SPREAD_S + 0.01) * 10**9:
+                raise ValueError(f"an uncertain clock reading (its date ran "
+                                 f"{(bounds[-1] - bounds[0]) / 1e9:.2f} s late): {line!r}")
+            return realtime_ns - (bounds[0] + bounds[-1]) // 2
     raise ValueError(f"not a clock reading: {text[:200]!r}")
 
 
@@ -278,11 +306,12 @@ class ClockWatch:
         self.offset = offset or (lambda: realtime_offset_ns())  # looked up at each call
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._start = 0
+        self._start: int | None = None
         self._extreme = 0  # this machine's largest move so far, ns, with its sign
 
     def __enter__(self) -> ClockWatch:
-        self._start = self.offset()
+        self._start = None
+        self._note()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
         return self
@@ -294,7 +323,13 @@ class ClockWatch:
                 return
 
     def _note(self) -> None:
-        moved = self.offset() - self._start
+        offset = self.offset()
+        if offset is None:  # an uncertain reading: the next one says whether the clock moved
+            return
+        if self._start is None:  # the step's first certain reading
+            self._start = offset
+            return
+        moved = offset - self._start
         if abs(moved) > abs(self._extreme):
             self._extreme = moved
 

@@ -37,6 +37,48 @@ def test_a_host_reading_is_realtime_minus_boot_time():
     assert parse_host_clocks("co-clock 2000000000 7") == 2000000000 - 7 * S
 
 
+def test_a_bracketed_host_reading_takes_the_midpoint_and_refuses_a_late_date():
+    assert parse_host_clocks("co-clock 2000000000 1.00 1.02") == 2000000000 - 1_010_000_000
+    with pytest.raises(ValueError, match="its date ran 0.29 s late"):
+        parse_host_clocks("co-clock 2000000000 1.00 1.29")  # a fork that waited for a CPU
+
+
+def _timeline(monkeypatch, readings: list[tuple[int, int, int]]) -> None:
+    """time.monotonic_ns and time.time_ns as the tries of ``readings`` (before, realtime,
+    after) give them, in that order: a realtime that is monotonic + 1,000 s throughout."""
+    mono = iter([v for before, _, after in readings for v in (before, after)])
+    real = iter([realtime for _, realtime, _ in readings])
+    monkeypatch.setattr(session.time, "monotonic_ns", lambda: next(mono))
+    monkeypatch.setattr(session.time, "time_ns", lambda: next(real))
+
+
+def test_this_machines_reading_is_bounded_by_two_monotonic_ones(monkeypatch):
+    """A thread held off between its two clock readings (descheduled on a loaded host, or
+    waiting for the GIL) read one 0.29 s after the other, which a plain difference takes for a
+    step of -0.29 s: the reading is retried, and kept only when its bounds are close."""
+    late = 290_000_000
+    _timeline(monkeypatch, [(0, 1000 * S + late, late), (late, 1000 * S + late + 10, late + 20)])
+    assert session.realtime_offset_ns() == 1000 * S  # the second, tight try
+    _timeline(monkeypatch, [(i * late, 1000 * S + (i + 1) * late, (i + 1) * late)
+                            for i in range(session.READ_TRIES)])  # fmt: skip
+    assert session.realtime_offset_ns() is None
+    monkeypatch.undo()
+    assert session.realtime_offset_ns() is not None  # this machine, now
+
+
+def test_uncertain_readings_are_no_step(monkeypatch):
+    readings = iter([5 * S, None, None, 5 * S, None, 5 * S])
+    watch = ClockWatch(offset=lambda: next(readings, 5 * S), sample_s=0.005)
+    with watch:
+        time.sleep(0.05)
+    assert watch.steps() == {}
+    readings = iter([None, 5 * S, 5 * S, 8 * S])  # the first certain reading is the start
+    watch = ClockWatch(offset=lambda: next(readings, 8 * S), sample_s=0.005)
+    with watch:
+        time.sleep(0.05)
+    assert watch.steps() == {CONTROLLER: 3.0}
+
+
 @pytest.mark.parametrize("text", ["", "co-clock 1764400000%N 12.00",  # a date without %N
                                   "co-clock 1764400000123456789", "cpu 100 2 5 6"])
 def test_what_is_not_a_host_reading_is_refused(text):
