@@ -14,8 +14,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -152,6 +153,57 @@ class SmokeRepo:
             schema.read_samples(root / "samples.parquet"),
             root,
         )
+
+
+class ChildCampaign:
+    """A campaign in a child process, as a collection stage runs it (``code``: the Python that
+    runs it), its output read as it comes; ``root``: its dataset's directory. The fault tests
+    inject their fault once it reaches a moment (``wait_for``)."""
+
+    def __init__(self, code: str, root: Path) -> None:
+        self.root = root
+        self.proc = subprocess.Popen(
+            [sys.executable, "-u", "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, start_new_session=True, preexec_fn=ctrl_c_reaches_the_child,
+        )  # fmt: skip
+        self.started = time.monotonic()
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def saved_steps(self) -> int:
+        return len(list(self.root.glob("parts/*/run-*.runs.parquet")))
+
+    def wait_for(self, what: str, ready: Callable[[], bool], budget: float = 90) -> None:
+        """Poll (every 50 ms, at most ``budget`` s) until ``ready()``, the campaign running."""
+        deadline = time.monotonic() + budget
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            if ready():
+                return
+            time.sleep(0.05)
+        assert self.proc.poll() is None, f"the campaign ended before {what}:\n{self.output}"
+        pytest.fail(f"no {what} within {budget} s:\n{self.output}")
+
+    def finish(self, timeout: float = 300) -> str:
+        """The campaign's output once it has ended (Ctrl-C past ``timeout`` s, and a failure)."""
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGINT)
+            self.proc.wait(timeout=120)
+            pytest.fail(f"the campaign took over {timeout} s:\n{self.output}")
+        self._reader.join(timeout=10)
+        print(self.output[-3000:])
+        print(f"campaign: {time.monotonic() - self.started:.0f} s")
+        return self.output
 
 
 @contextmanager

@@ -20,9 +20,7 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import textwrap
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -36,8 +34,8 @@ from pipeline.hosts import LABEL
 from tests.integration.lab_campaign import (
     INVENTORY,
     ROOT_ONLY,
+    ChildCampaign,
     assert_nothing_left,
-    ctrl_c_reaches_the_child,
     lab_session,
 )
 
@@ -70,13 +68,11 @@ def lab_repaired_after():
     lab.up()
 
 
-class Campaign:
-    """The campaign in a child process (as the collection stage runs it), its output read as
-    it comes."""
+class Campaign(ChildCampaign):
+    """The small throughput campaign in a child process."""
 
     def __init__(self, raw: Path) -> None:
         self.raw = raw
-        self.root = raw / BENCHMARK / "lab"
         code = textwrap.dedent(f"""
             from pipeline.collect.campaign import Profile, collect
             ONCE = {{'interference_retries': 0}}  # a flagged window is not measured again here
@@ -84,45 +80,10 @@ class Campaign:
             collect({BENCHMARK!r}, {INVENTORY!r}, {str(raw)!r}, profile, 11, {MODES!r},
                     paths=("dc",), variants=("tcp",), interference=ONCE)
         """)  # fmt: skip
-        self.proc = subprocess.Popen(
-            [sys.executable, "-u", "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, start_new_session=True, preexec_fn=ctrl_c_reaches_the_child,
-        )  # fmt: skip
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            self.lines.append(line)
-
-    @property
-    def output(self) -> str:
-        return "".join(self.lines)
-
-    def saved_steps(self) -> int:
-        return len(list(self.root.glob("parts/*/run-*.runs.parquet")))
+        super().__init__(code, raw / BENCHMARK / "lab")
 
     def wait_for(self, what: str, ready: Callable[[], bool], budget: float = BUDGET_S) -> None:
-        """Poll (every 50 ms, at most ``budget`` s) until ``ready()``, the campaign running."""
-        deadline = time.monotonic() + budget
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            if ready():
-                return
-            time.sleep(0.05)
-        assert self.proc.poll() is None, f"the campaign ended before {what}:\n{self.output}"
-        pytest.fail(f"no {what} within {budget} s:\n{self.output}")
-
-    def finish(self, timeout: float = 300) -> str:
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGINT)
-            self.proc.wait(timeout=120)
-            pytest.fail(f"the campaign took over {timeout} s:\n{self.output}")
-        self._reader.join(timeout=10)
-        print(self.output[-3000:])
-        return self.output
+        super().wait_for(what, ready, budget)
 
 
 def _client_pids() -> set[int]:

@@ -22,9 +22,7 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import textwrap
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -37,8 +35,8 @@ from pipeline.hosts import LABEL
 from tests.integration.lab_campaign import (
     INVENTORY,
     ROOT_ONLY,
+    ChildCampaign,
     assert_nothing_left,
-    ctrl_c_reaches_the_child,
 )
 from tests.integration.test_faults_lab import (
     STEP_KEY,
@@ -72,9 +70,9 @@ def lab_repaired_after():
     lab.up()
 
 
-class ScenarioCampaign:
-    """A small campaign of ``benchmark`` in a child process (as the collection stage runs it),
-    its output read as it comes. ``per_step``: samples rows each ok step saves."""
+class ScenarioCampaign(ChildCampaign):
+    """A small campaign of ``benchmark`` in a child process. ``per_step``: samples rows each
+    ok step saves."""
 
     def __init__(self, raw: Path, benchmark: str, variant: str, options: dict, window: dict,
                  per_step: int, runs: int = 2, modes: tuple[str, ...] = ("swarm-overlay",),
@@ -83,7 +81,6 @@ class ScenarioCampaign:
         self.spec = dict(benchmark=benchmark, variant=variant, options=options, window=window,
                          per_step=per_step, runs=runs, modes=modes, path=path)  # fmt: skip
         self.steps = runs * len(modes)  # one path, one variant
-        self.root = raw / benchmark / "lab"
         paths = f", paths=({path!r},)" if path else ""
         options = options or None
         code = textwrap.dedent(f"""
@@ -93,46 +90,13 @@ class ScenarioCampaign:
             collect({benchmark!r}, {INVENTORY!r}, {str(raw)!r}, profile, 11, {list(modes)!r},
                     variants=({variant!r},), options={options!r}, interference=ONCE{paths})
         """)  # fmt: skip
-        self.proc = subprocess.Popen(
-            [sys.executable, "-u", "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, start_new_session=True, preexec_fn=ctrl_c_reaches_the_child,
-        )  # fmt: skip
-        self.started = time.monotonic()
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            self.lines.append(line)
-
-    @property
-    def output(self) -> str:
-        return "".join(self.lines)
-
-    def saved_steps(self) -> int:
-        return len(list(self.root.glob("parts/*/run-*.runs.parquet")))
+        super().__init__(code, raw / benchmark / "lab")
 
     def wait_for(self, what: str, ready: Callable[[], bool], budget: float = BUDGET_S) -> None:
-        deadline = time.monotonic() + budget
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            if ready():
-                return
-            time.sleep(0.05)
-        assert self.proc.poll() is None, f"the campaign ended before {what}:\n{self.output}"
-        pytest.fail(f"no {what} within {budget} s:\n{self.output}")
+        super().wait_for(what, ready, budget)
 
     def finish(self, timeout: float = 240) -> str:
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGINT)
-            self.proc.wait(timeout=120)
-            pytest.fail(f"the campaign took over {timeout} s:\n{self.output}")
-        self._reader.join(timeout=10)
-        print(self.output[-3000:])
-        print(f"{self.benchmark} campaign: {time.monotonic() - self.started:.0f} s")
-        return self.output
+        return super().finish(timeout)
 
 
 def _stopped_at(output: str) -> tuple:
