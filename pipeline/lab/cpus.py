@@ -214,9 +214,11 @@ def _host_of(cpuset: str) -> str:
 
 
 def running(names: Collection[str]) -> list[tuple[str, str, int]]:
-    """(lab host, command, CPU) of every thread of the processes named ``names`` (the kernel's
-    15-character names): the CPU each thread last ran on, /proc's ``stat`` field 39. The lab's
-    hosts share this machine's /proc, containers' processes included."""
+    """(lab host, command, CPU) of every live thread of the processes named ``names`` (the
+    kernel's 15-character names): the CPU each thread last ran on, /proc's ``stat`` field 39.
+    The lab's hosts share this machine's /proc, containers' processes included. A zombie is
+    left out: a server stopped by an earlier campaign, on that campaign's CPUs, may wait for
+    its reaper after the next one has started."""
     seen = []
     for pid in processes.all_pids():
         try:
@@ -227,6 +229,8 @@ def running(names: Collection[str]) -> list[tuple[str, str, int]]:
             for task in Path(f"/proc/{pid}/task").iterdir():
                 stat = (task / "stat").read_text()
                 fields = stat[stat.rindex(")") + 2 :].split()
+                if fields[0] == "Z":  # exited, awaiting its reaper: it runs nowhere
+                    continue
                 seen.append((host, comm, int(fields[36])))  # field 39 counts from pid's 1
         except (OSError, ValueError, IndexError):
             continue  # the process ended meanwhile

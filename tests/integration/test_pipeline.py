@@ -225,7 +225,9 @@ def _check_instrument(workdir: Path) -> None:
 
     processed = workdir / "data" / "processed" / "instrument"
     rate = json.loads((processed / "instrument_rate.json").read_text())
-    assert rate["comparisons"] >= 5 and rate["false_differences"] == 0, rate
+    # an A/A comparison per (benchmark, variant) of the check: throughput's tcp and udp, and the
+    # cpu variants the smoke profile's check names (1thread, allthreads)
+    assert rate["comparisons"] >= 4 and rate["false_differences"] == 0, rate
     injected = pd.read_parquet(processed / "instrument_injected_summary.parquet")
     rows = {(r.control, r.variant): r for r in injected.itertuples()}
     for variant in ("1thread", "allthreads"):

@@ -107,6 +107,25 @@ def test_running_reads_the_cpu_a_pinned_process_runs_on(tmp_path):
     assert watch.samples >= 5 and watch.ran == {("", name): {cpu}}
 
 
+def test_a_zombie_runs_nowhere(tmp_path):
+    """An exited process its parent has not reaped yet (a stopped server awaiting the host's
+    init) is not seen running, though /proc still lists it under its name."""
+    name, proc = _pinned_sleeper(tmp_path, max(os.sched_getaffinity(0)))
+    try:
+        time.sleep(0.2)
+        assert cpus.running([name])
+        proc.kill()
+        deadline = time.monotonic() + 5
+        while Path(f"/proc/{proc.pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert Path(f"/proc/{proc.pid}/comm").read_text().strip() == name  # still listed
+        assert cpus.running([name]) == []
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 class _Placer:
     """The lab's placer as a campaign sees it: it records what it was asked."""
 
