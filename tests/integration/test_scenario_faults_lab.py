@@ -38,7 +38,8 @@ from tests.integration.lab_campaign import (
     ChildCampaign,
     assert_nothing_left,
 )
-from tests.integration.test_faults_lab import (
+from tests.integration.test_faults_lab import (  # the lab up, and whole after each test
+    BUDGET_S,
     STEP_KEY,
     _counts,
     _describe,
@@ -46,28 +47,13 @@ from tests.integration.test_faults_lab import (
     _ok_steps,
     _rows_of,
     _saved,
+    lab_is_up,  # noqa: F401
+    lab_repaired_after,  # noqa: F401
 )
 
 pytestmark = [pytest.mark.lab, ROOT_ONLY]
 
-BUDGET_S = 90  # longest wait for the campaign to reach the moment of the fault
 STEP_S = 5  # the clock is stepped forward by this, then back
-
-
-@pytest.fixture(scope="module", autouse=True)
-def lab_is_up():
-    from pipeline import lab
-
-    lab.up()
-
-
-@pytest.fixture(autouse=True)
-def lab_repaired_after():
-    """Whatever a test broke, the lab is whole again for the next test."""
-    yield
-    from pipeline import lab
-
-    lab.up()
 
 
 class ScenarioCampaign(ChildCampaign):
