@@ -339,6 +339,25 @@ def compare(
     return out[COMPARE_COLUMNS]
 
 
+# Each summary stage writes its benchmark's rows of the frame as
+# ``data/processed/<benchmark>/<stem>_compared.parquet``; the article, metrics.json and the
+# spectrum read them there (``read_compared``) instead of the summaries' own columns.
+COMPARED_SUFFIX = "_compared.parquet"
+
+
+def write_compared(compared: pd.DataFrame, processed_dir: Path | str, stem: str) -> Path:
+    """Write ``compare``'s frame to ``<processed_dir>/<stem>_compared.parquet``."""
+    out = Path(processed_dir) / f"{stem}{COMPARED_SUFFIX}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    compared[COMPARE_COLUMNS].to_parquet(out, index=False)
+    return out
+
+
+def compared_files(processed_dir: Path | str) -> list[Path]:
+    """Every frame a summary stage wrote under ``processed_dir``, in directory order."""
+    return sorted(Path(processed_dir).glob(f"*/*{COMPARED_SUFFIX}"))
+
+
 def _ok(frame: pd.DataFrame) -> pd.Series:
     """Per row, whether the run has the samples its statistic needs."""
     ok = pd.Series(True, index=frame.index)

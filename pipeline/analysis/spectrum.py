@@ -7,8 +7,8 @@ runtime or the privilege of the container (``SPECTRUM``); the network modes (hos
 proxy, overlay, macvlan) are another question and stay out.
 
 Nothing is recomputed here. A container mode's ratio to native, its interval, verdict and runs
-are what its benchmark's summary states (``article.comparisons`` reads them from every summary
-in one shape). The VM enters when a second environment was measured: the environment
+are the comparison engine's, as its benchmark's summary stage wrote them (``article.comparisons``
+reads them in one shape). The VM enters when a second environment was measured: the environment
 comparison's ``native`` row (``environments.compare``: that environment's native against the
 reference's, Welch interval) is the VM's place on the spectrum, and the modes measured inside
 that environment follow it, each against its own environment's native (the cost of the
@@ -31,12 +31,7 @@ import pandas as pd
 
 from pipeline import catalogue
 from pipeline.analysis import figures
-from pipeline.analysis.article.comparisons import (
-    MEASURES,
-    comparisons,
-    from_frame,
-    summary_files,
-)
+from pipeline.analysis.article.comparisons import MEASURES, comparisons, from_frame
 from pipeline.analysis.article.inputs import path_label
 from pipeline.benchmarks import BENCHMARKS
 from pipeline.capabilities import serving
@@ -93,7 +88,10 @@ def load(
     found = _comparison_frame(comparisons(processed) if compared is None
                               else from_frame(compared, source))  # fmt: skip
     missing = []
-    for directory, _stem, path in summary_files(processed):
+    for path in sorted(processed.glob("*/*_summary.parquet")):
+        directory = path.parent.name
+        if not path.stem.startswith(directory):  # another stage's table in the same directory
+            continue
         frame = pd.read_parquet(path)
         if not {"mode", "status"} <= set(frame.columns):
             continue

@@ -1,5 +1,6 @@
 """reports/metrics.json, written by ``article.build`` from the committed processed fixture
-(tests/fixtures/processed: the summaries notebooks 20-22, 26 and 27 wrote on the raw fixture).
+(tests/fixtures/processed: the summaries and comparison frames notebooks 20-22, 26 and 27
+wrote on the raw fixture).
 
 The values are checked against the summaries' own columns and against the generated article
 tables' text, and the file against what ``dvc exp show`` needs: one flat level of plain string
@@ -150,10 +151,10 @@ def test_values_match_the_generated_tables_text(metrics):
 def test_a_comparison_without_a_finite_interval_is_left_out(tmp_path):
     processed = tmp_path / "processed"
     shutil.copytree(PROCESSED / "throughput", processed / "throughput")
-    path = processed / "throughput" / "throughput_summary.parquet"
-    summary = pd.read_parquet(path)
-    summary.loc[summary["mode"] == "docker-nat", "ratio_lo"] = float("nan")
-    summary.to_parquet(path, index=False)
+    path = processed / "throughput" / "throughput_compared.parquet"
+    compared = pd.read_parquet(path)
+    compared.loc[compared["mode"] == "docker-nat", "lo"] = float("nan")
+    compared.to_parquet(path, index=False)
     out = tmp_path / "elsewhere" / "m.json"
     paths = _build(tmp_path, processed, metrics_file=out)
     assert paths["metrics"] == out
@@ -168,10 +169,10 @@ def test_a_comparison_without_a_finite_interval_is_left_out(tmp_path):
 def test_two_environments_are_kept_apart(tmp_path):
     processed = tmp_path / "processed"
     shutil.copytree(PROCESSED / "cpu", processed / "cpu")
-    path = processed / "cpu" / "cpu_summary.parquet"
-    summary = pd.read_parquet(path)
-    other = summary.assign(environment="bare-metal", ratio=summary["ratio"] * 0.5)
-    pd.concat([summary, other]).to_parquet(path, index=False)
+    path = processed / "cpu" / "cpu_compared.parquet"
+    compared = pd.read_parquet(path)
+    other = compared.assign(environment="bare-metal", estimate=compared["estimate"] * 0.5)
+    pd.concat([compared, other]).to_parquet(path, index=False)
     found = _tree(article.metrics(article.comparisons(processed)))
     bridge = found["cpu"]["docker-bridge"]
     assert set(bridge) == {"host@lab", "host@bare-metal"}

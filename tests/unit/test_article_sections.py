@@ -1,8 +1,9 @@
 """The section registry and the limitations on a tree built from the committed fixtures plus:
 
-- a `syscall` host benchmark: its summary is the cpu fixture's summary relabelled as perf's
-  `syscall-basic` and `sched-pipe` (ns and us per operation), with its table and a figure;
-- a benchmark no section knows (`tracing`): a summary, a table and a figure;
+- a `syscall` host benchmark: its summary and comparison frame are the cpu fixture's relabelled
+  as perf's `syscall-basic` and `sched-pipe` (ns and us per operation), with its table and a
+  figure;
+- a benchmark no section knows (`tracing`): a summary, a comparison frame, a table and a figure;
 - a Docker daemon failure that stopped three modes of the throughput campaign in one run, its
   reason recorded as tests/fixtures/article/docker-run-failure.txt (multi-line, with Docker's
   usage hint).
@@ -51,10 +52,13 @@ def tree(tmp_path_factory) -> Path:
     shutil.copytree(FIXTURES / "raw", raw)
     tabs, figs = root / "reports" / "tables", root / "figures"
     cpu = pd.read_parquet(proc / "cpu" / "cpu_summary.parquet")
+    cpu_compared = pd.read_parquet(proc / "cpu" / "cpu_compared.parquet")
     for name in ("syscall", "tracing"):
         summary = _relabelled(cpu, name)
         (proc / name).mkdir()
         summary.to_parquet(proc / name / f"{name}_summary.parquet", index=False)
+        compared = _relabelled(cpu_compared, name).assign(family=name)
+        compared.to_parquet(proc / name / f"{name}_compared.parquet", index=False)
         caption = host_analysis.table_caption(summary)
         tables.write(host_analysis.article_table(summary), tabs, name, caption)
         (figs / name).mkdir(parents=True)
@@ -134,8 +138,8 @@ def test_syscall_goes_through_the_host_section(md, tree):
 def test_a_benchmark_without_a_section_gets_the_generic_one(md):
     assert "tracing" not in article.SECTIONS
     text = _section(md, "tracing")
-    assert "Each container mode against native (`data/processed/tracing/tracing_summary.parquet`)" \
-        in text  # fmt: skip
+    source = "`data/processed/tracing/tracing_compared.parquet`"
+    assert f"Each container mode against native ({source})" in text
     assert "- Docker bridge (`docker-bridge`) on the host, tracing (`syscall-basic`): 97.0% " \
            "[96.9, 97.1] of native, overhead." in text  # fmt: skip
     assert "![tracing](../figures/tracing/tracing.svg)" in text

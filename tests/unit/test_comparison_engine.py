@@ -7,6 +7,7 @@ compute today on that raw fixture. Plus known answers of the engine's own rules.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -212,9 +213,10 @@ def test_noise_reads_the_engine_and_covers_every_native_benchmark():
 
 
 def test_the_articles_comparisons_from_the_engine_frame(compared):
-    """``comparisons.from_frame`` gives the article the same 77 comparisons, keys and numbers
-    as the summaries; the absolute difference is the engine's paired one, which equals the
-    summaries' where they have a paired difference (latency, HTTP, cold start in ms)."""
+    """One ``engine.compare`` over every benchmark gives the article the same 77 comparisons,
+    keys and numbers as the frames the summary stages wrote, benchmark by benchmark
+    (``comparisons``), and as the summaries' own columns: the absolute difference is the
+    engine's paired one, which the summaries print for latency, HTTP and cold start (in ms)."""
     from pipeline.analysis.article.comparisons import from_frame
 
     def ident(c):
@@ -230,10 +232,34 @@ def test_the_articles_comparisons_from_the_engine_frame(compared):
             assert _close(getattr(a, field), getattr(b, field)), (k, field)
         assert (a.verdict, a.higher_is_better, a.n_runs) == (b.verdict, b.higher_is_better,
                                                                b.n_runs), k  # fmt: skip
-        if a.benchmark in ("latency", "http", "coldstart"):
-            for field in ("diff", "diff_lo", "diff_hi"):
-                assert _close(getattr(a, field), getattr(b, field)), (k, field)
-            assert a.diff_unit == b.diff_unit
+        for field in ("diff", "diff_lo", "diff_hi"):
+            assert _close(getattr(a, field), getattr(b, field)), (k, field)
+        assert a.diff_unit == b.diff_unit
+    # the summaries' own ratio columns state the same comparisons, statistic by statistic
+    assert sorted(_summary_ratios()) == sorted(
+        (c.section, c.mode, c.path, c.variant, c.statistic, round(c.ratio, 9), round(c.lo, 9),
+         round(c.hi, 9), c.verdict) for c in old.values())  # fmt: skip
+
+
+def _summary_ratios() -> list[tuple]:
+    """Every ratio to native a committed summary states (``ratio``, or ``ratio_p50`` ... for
+    percentiles), with its interval and verdict: throughput's rows carry no variant (its TCP
+    and UDP tables are two files)."""
+    out = []
+    for path in sorted(Path(PROCESSED).glob("*/*_summary.parquet")):
+        frame = pd.read_parquet(path)
+        if "baseline" not in frame or not path.stem.startswith(path.parent.name):
+            continue
+        rows = frame[(frame["baseline"] == "native") & (frame["mode"] != "native")]
+        for r in rows[rows["status"] == "ok"].to_dict("records"):
+            variant = r.get("variant", "udp" if "udp" in path.stem else "tcp")
+            for stat in (None, "p50", "p95", "p99"):
+                end = f"_{stat}" if stat else ""
+                if pd.notna(r.get(f"ratio{end}", np.nan)):
+                    out.append((path.parent.name, r["mode"], r["path"], variant, stat,
+                                round(r[f"ratio{end}"], 9), round(r[f"ratio{end}_lo"], 9),
+                                round(r[f"ratio{end}_hi"], 9), r[f"verdict{end}"]))  # fmt: skip
+    return out
 
 
 def test_the_spectrum_from_the_engine_frame_is_the_summaries(compared):

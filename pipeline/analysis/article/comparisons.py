@@ -1,12 +1,10 @@
-"""Every comparison with native that the processed summaries carry, in one shape.
+"""Every comparison with native, in one shape, from the comparison engine's frame.
 
-The summaries differ by benchmark (one ratio per row for throughput and the host benchmarks, one
-per percentile for latency, HTTP and cold start), but each states its baseline and, beside a
-ratio to it, the ratio's interval and verdict: ``ratio``/``ratio_lo``/``ratio_hi``/``verdict``,
-or ``ratio_p50``/``ratio_p50_lo``/``ratio_p50_hi``/``verdict_p50``. Reading those columns, not
-each benchmark's names, makes a new benchmark's summary count here without an edit. Summaries
-whose baseline is not native (a balancer against a directly dialled replica, an engine against
-rootful Docker) are not comparisons with native and stay out.
+Each summary stage writes its benchmark's rows of ``engine.compare``'s frame
+(``<benchmark>_compared.parquet``); ``comparisons`` reads every such file, so a new benchmark
+whose summary stage writes its frame counts here without an edit. Rows whose baseline is not
+native (a rootless engine against its rootful twin) and rows judged on an absolute scale alone
+(UDP loss in points) are not comparisons with native and stay out.
 
 The summary at the head of the article and ``metrics.json`` are both written from this list.
 """
@@ -22,15 +20,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from pipeline.analysis import engine
 from pipeline.analysis.article.inputs import BASELINE, missing
 from pipeline.data import schema
 
 STATISTICS = ("p50", "p95", "p99")
-# Summaries whose rows carry no variant: (directory, file stem) -> (benchmark, variant).
-FIXED_VARIANT = {
-    ("throughput", "throughput_summary"): ("throughput", "tcp"),
-    ("throughput", "throughput_udp_summary"): ("throughput", "udp"),
-}
 # What a benchmark measures, as a finding names it; a benchmark not listed is named as is.
 MEASURES = {
     "throughput": "throughput",
@@ -66,8 +60,7 @@ class Comparison:
     n_runs: int | None = None  # runs both measured
     margin_us: float | None = None  # a verdict on the added microseconds (the Internet path)
     # The same comparison as an absolute difference (container minus native) in ``diff_unit``:
-    # the summary's own paired difference where it has one, else native's median times
-    # (ratio - 1), its interval from the ratio's (native's median held fixed).
+    # the mean per-run difference with its paired t interval.
     diff: float | None = None
     diff_lo: float | None = None
     diff_hi: float | None = None
@@ -91,60 +84,11 @@ class Comparison:
         return text + (f" (`{self.variant}`)" if self.variant else "")
 
 
-def summary_files(processed: Path) -> list[tuple[str, str, Path]]:
-    """(directory, file stem, path) of every summary that may hold comparisons with native."""
-    if not processed.is_dir():
-        return []
-    found = []
-    for directory in sorted(p for p in processed.iterdir() if p.is_dir()):
-        stems = [f"{directory.name}_summary"]
-        stems += [s for d, s in FIXED_VARIANT if d == directory.name and s not in stems]
-        for stem in stems:
-            path = directory / f"{stem}.parquet"
-            if path.exists():
-                found.append((directory.name, stem, path))
-    return found
-
-
 def _float(value) -> float | None:
     if missing(value):
         return None
     value = float(value)
     return value if math.isfinite(value) else None
-
-
-# Absolute differences the summaries carry: column suffix -> (scale to the unit shown, unit).
-DIFF_COLUMNS = {"_us": (1.0, "us"), "_s": (1000.0, "ms")}
-# Native's own value, where a summary has no paired difference: column -> unit (None: the
-# row's ``unit`` column).
-BASELINE_VALUES = {"median_gbps": "Gbit/s", "received_gbps": "Gbit/s", "median": None}
-
-
-def _difference(frame: pd.DataFrame, r: dict, suffix: str, ratio: float, lo, hi) -> dict:
-    """``diff``, ``diff_lo``, ``diff_hi`` and ``diff_unit`` of one comparison, or {}."""
-    for end, (scale, unit) in DIFF_COLUMNS.items():
-        names = [f"d{suffix}{e}{end}" for e in ("", "_lo", "_hi")]
-        if names[0] in frame.columns and _float(r.get(names[0])) is not None:
-            values = [_float(r.get(n)) for n in names]
-            return {"diff": scale * values[0], "diff_unit": unit,
-                    "diff_lo": None if values[1] is None else scale * values[1],
-                    "diff_hi": None if values[2] is None else scale * values[2]}  # fmt: skip
-    if suffix:
-        return {}
-    base = frame[frame["mode"] == BASELINE]
-    for key in ("environment", "path", "variant", "metric"):
-        if key in frame.columns and not missing(r.get(key)):
-            base = base[base[key] == r[key]]
-    for column, unit in BASELINE_VALUES.items():
-        if column in frame.columns and len(base) == 1:
-            native = _float(base.iloc[0][column])
-            unit = unit or (str(base.iloc[0]["unit"]) if "unit" in base.columns else None)
-            if native is None or unit is None:
-                return {}
-            return {"diff": native * (ratio - 1), "diff_unit": unit,
-                    "diff_lo": None if lo is None else native * (lo - 1),
-                    "diff_hi": None if hi is None else native * (hi - 1)}  # fmt: skip
-    return {}
 
 
 _OFFERED = re.compile(r"(?:^|\s)(?:-b|--bitrate)[ =](\S+)")
@@ -178,77 +122,16 @@ def _pinned(raw: Path | None, benchmark: str, c: dict) -> str | None:
     return f"offered rate fixed at {', '.join(sorted(rates))}" if rates else None
 
 
-def _from_summary(directory: str, stem: str, path: Path) -> list[Comparison]:
-    frame = pd.read_parquet(path)
-    if "baseline" not in frame.columns or "mode" not in frame.columns:
-        return []
-    benchmark, fixed = FIXED_VARIANT.get((directory, stem), (directory, None))
-    stats = [None] if {"ratio", "verdict"} <= set(frame.columns) else []
-    stats += [s for s in STATISTICS if {f"ratio_{s}", f"verdict_{s}"} <= set(frame.columns)]
-    rows = frame[(frame["baseline"] == BASELINE) & (frame["mode"] != BASELINE)]
-    if "status" in rows.columns:
-        rows = rows[rows["status"] == "ok"]
-    metrics_per_variant = (
-        frame.groupby("variant")["metric"].nunique()
-        if {"variant", "metric"} <= set(frame.columns)
-        else pd.Series(dtype=int)
-    )
-    out = []
-    for r in rows.to_dict("records"):
-        variant = fixed or (str(r["variant"]) if not missing(r.get("variant")) else None)
-        base = variant
-        if variant and metrics_per_variant.get(variant, 1) > 1:
-            base = f"{variant}_{r['metric']}"
-        for stat in stats:
-            suffix = f"_{stat}" if stat else ""
-            ratio = _float(r.get(f"ratio{suffix}"))
-            if ratio is None:
-                continue
-            verdict = r.get(f"verdict{suffix}")
-            hib = r.get("higher_is_better")
-            key = "_".join(k for k in (base, stat) if k) or "ratio"
-            out.append(
-                Comparison(
-                    benchmark=benchmark,
-                    section=directory,
-                    environment=str(r.get("environment", "")),
-                    mode=str(r["mode"]),
-                    path=str(r.get("path", "")),
-                    variant=variant,
-                    statistic=stat,
-                    key=key.replace(".", "_"),
-                    ratio=ratio,
-                    lo=_float(r.get(f"ratio{suffix}_lo")),
-                    hi=_float(r.get(f"ratio{suffix}_hi")),
-                    verdict=None if missing(verdict) else str(verdict),
-                    margin=_float(r.get("margin")),
-                    # A percentile is a time: lower is better. A ratio without the column
-                    # is a rate, as throughput's is.
-                    higher_is_better=bool(hib) if not missing(hib) else stat is None,
-                    confidence=_float(r.get("confidence")),
-                    source=path,
-                    resolvable=_float(r.get(f"resolvable{suffix}")),
-                    n_runs=_runs(r),
-                    margin_us=_float(r.get("margin_us")),
-                    **_difference(frame, r, suffix, ratio, _float(r.get(f"ratio{suffix}_lo")),
-                                  _float(r.get(f"ratio{suffix}_hi"))),
-                )
-            )
-    return out
-
-
 # Absolute differences the articles read in another unit than the engine's: (benchmark,
 # unit) -> (scale to the unit shown, unit); cold starts in milliseconds, as its summary says.
 ENGINE_DIFF_UNITS = {("coldstart", "s"): (1000.0, "ms")}
 
 
 def from_frame(compared: pd.DataFrame, source: Path | str) -> list[Comparison]:
-    """The comparisons with native of ``engine.compare``'s frame, in the summaries' shape:
-    what ``comparisons`` reads from the summary tables, from the engine instead (``source``:
-    where the frame came from). A comparison judged on an absolute scale alone (UDP loss in
-    points) and one whose estimate is missing stay out, as they do from the summaries. The
-    absolute difference is the engine's paired one: the mean per-run difference with its t
-    interval."""
+    """The comparisons with native of ``engine.compare``'s frame (``source``: where it came
+    from). A comparison judged on an absolute scale alone (UDP loss in points) and one whose
+    estimate is missing stay out. The absolute difference is the engine's paired one: the
+    mean per-run difference with its t interval."""
     rows = compared[(compared["baseline"] == BASELINE) & (compared["scale"] == "ratio")
                     & compared["estimate"].notna()]  # fmt: skip
     # a variant with several metrics names the metric in its key, as its summary's rows do
@@ -278,22 +161,13 @@ def from_frame(compared: pd.DataFrame, source: Path | str) -> list[Comparison]:
     return out
 
 
-def _runs(row: dict) -> int | None:
-    """The runs a comparison rests on: ``ratio_n_runs`` or, for percentiles,
-    ``overhead_n_runs``."""
-    for column in ("ratio_n_runs", "overhead_n_runs"):
-        value = _float(row.get(column))
-        if value is not None:
-            return int(value)
-    return None
-
-
 def comparisons(processed: Path | str, raw: Path | str | None = None) -> list[Comparison]:
-    """Every comparison with native in the summaries under ``processed``; with ``raw`` (the
-    runs tables), those whose metric the setup fixes carry why (``pinned``)."""
+    """Every comparison with native in the frames the summary stages wrote under ``processed``
+    (``engine.compared_files``); with ``raw`` (the runs tables), those whose metric the setup
+    fixes carry why (``pinned``)."""
     out = []
-    for directory, stem, path in summary_files(Path(processed)):
-        out += _from_summary(directory, stem, path)
+    for path in engine.compared_files(processed):
+        out += from_frame(pd.read_parquet(path), path)
     if raw is None:
         return out
     raw = Path(raw)

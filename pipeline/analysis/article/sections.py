@@ -719,7 +719,7 @@ METHOD_NAMES = {"instrument", "noise", "wan_calibration", "calibration"}
 
 def generic_section(name: str) -> Section:
     """The section of a benchmark without an entry in ``SECTIONS``: its comparisons with native
-    (from ``<processed>/<name>/<name>_summary.parquet``, if it has any), figures and tables."""
+    (the comparison frame its summary stage wrote, if it has any), figures and tables."""
     return section(name, name, _generic(name), tables=None)
 
 
@@ -730,7 +730,7 @@ def _generic(name: str) -> Prose:
         if not found:
             has_files = (inputs.tables / f"{name}.md").exists() or (inputs.figures / name).is_dir()
             return [] if path.exists() or has_files else None
-        lines = [f"Each container mode against native (`{rel(inputs, path)}`):", ""]
+        lines = [f"Each container mode against native (`{rel(inputs, found[0].source)}`):", ""]
         for c in found:
             ratio = comparison_number(numbers, c, "")
             verdict = f", {c.verdict}" if c.verdict else ""
