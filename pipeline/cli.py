@@ -13,6 +13,9 @@ Each subcommand runs the module it names, with the same arguments and exit statu
     container-overhead check --connect          that, then connect to every host of every
                                                 environment's inventory in params.yaml and check
                                                 what the campaigns need there (preflight)
+    container-overhead reference [--profile P]  python -m pipeline.reference: a finished run's
+                                                article, tables and metrics into
+                                                data/reference/<profile>/, to commit
     container-overhead check --connect FILE...  python -m pipeline.inventory check --connect
                                                 FILE...: those inventories only (a lab
                                                 inventory: also what the lab has; it must be up)
@@ -51,6 +54,12 @@ def _lab(args: argparse.Namespace) -> int:
     from pipeline.lab.__main__ import main
 
     return main(args.rest, prog=f"{PROG} lab")
+
+
+def _reference(args: argparse.Namespace) -> int:
+    from pipeline import reference
+
+    return reference.main(args.rest)
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -125,6 +134,11 @@ def parser() -> argparse.ArgumentParser:
                   add_help=False)  # fmt: skip
     sub.add_argument("rest", nargs=argparse.REMAINDER, metavar="up|down|status|reset ...")
 
+    sub = command("reference", _reference, "copy a finished run's article, figures, tables and "
+                  "metrics into data/reference/<profile>/, to commit (`reference --help`)",
+                  add_help=False)  # fmt: skip
+    sub.add_argument("rest", nargs=argparse.REMAINDER, metavar="[--profile P] [--out DIR]")
+
     sub = command("check", _check, "check params.yaml, then that dvc.yaml is current; with "
                   "--connect, also every host (exit 1 on a problem)")  # fmt: skip
     sub.add_argument("--connect", action="store_true", help="connect to every host: host key, "
@@ -140,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["lab"]:
         # argparse would take the lab's own options (--help, --inventory) as unknown ones
         return _lab(argparse.Namespace(rest=args[1:]))
+    if args[:1] == ["reference"]:
+        return _reference(argparse.Namespace(rest=args[1:]))
     namespace = parser().parse_args(args)
     return namespace.run(namespace)
 

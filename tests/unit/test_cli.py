@@ -82,7 +82,7 @@ def test_unknown_arguments_are_refused_with_the_usage(capsys):
         assert "usage: container-overhead" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command", ["params", "stages", "demo", "check"])
+@pytest.mark.parametrize("command", ["params", "stages", "demo", "check", "reference"])
 def test_each_subcommand_has_help(capsys, command):
     with pytest.raises(SystemExit) as exit:
         cli.main([command, "--help"])

@@ -22,7 +22,6 @@ from pipeline.analysis.article.inputs import (
 )
 from pipeline.analysis.article.numbers import Number, Numbers
 
-DERIVED_T = "native's median times (ratio - 1), the ratio's interval (native's median held fixed)"
 # The mode a benchmark's one-line answer is about: Docker as most people run it, then the
 # nearest alternatives; any other measured mode after them, in the catalogue's order.
 HEADLINE_MODES = ("docker-bridge", "docker-nat", "docker-host", "podman", "rootless-docker")
@@ -67,9 +66,8 @@ def diff_number(numbers: Numbers, c: Comparison, prefix: str) -> tuple[Number, s
     """The absolute difference, registered, as "+126.7 ms [+124.8, +128.6]", or None."""
     if c.diff is None or c.diff_unit is None:
         return None
-    kind = SHIFT_T if c.statistic else DERIVED_T
     n = numbers.add(f"{_key(c, prefix)}.diff_{c.diff_unit.replace('/', '_per_')}", c.diff,
-                    c.diff_unit, c.source, c.diff_lo, c.diff_hi, c.confidence, kind)  # fmt: skip
+                    c.diff_unit, c.source, c.diff_lo, c.diff_hi, c.confidence, SHIFT_T)  # fmt: skip
     return n, f"{n.text(signed=True)} {c.diff_unit} {n.ci(signed=True)}".rstrip()
 
 
