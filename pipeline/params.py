@@ -40,6 +40,9 @@ TOP_KEYS = ("profile", "common", "environments", "lab", "modes", "analysis", "wa
 OPTIONAL_KEYS = ("modes", "planning")
 # precision planning (pipeline/collect/planning.py): its settings and their defaults
 PLANNING = {"enabled": False, "target_half_width": 0.05, "budget_minutes": 60, "max_runs": 10}
+# how a planned comparison's run count is fixed (optional, default stein): from the pilot's SD
+# (Stein), or max_runs for each planned comparison, decided before any data (fixed)
+PLANNING_RULES = ("stein", "fixed")
 MARGINS = ("network", "cpu", "memory", "disk")
 WINDOW_KEYS = ("runs", "seconds", "omit_seconds", "warmup_seconds", "count", "warmup_count")
 # A profile may measure fewer modes, paths or variants of a benchmark than it applies to (the
@@ -474,12 +477,17 @@ def check_params(
 def _check_planning(check: _Check, planning: dict, key: str = "planning") -> None:
     """One ``planning`` block (params.yaml's, or a profile's, named ``key``): known keys, and
     every setting stated where it enables planning."""
-    check.keys(planning, key, tuple(PLANNING))
+    check.keys(planning, key, (*PLANNING, "rule"))
+    if "rule" in planning and planning["rule"] not in PLANNING_RULES:
+        check.add(f"{key}.rule", f"must be one of {', '.join(PLANNING_RULES)}, got "
+                                 f"{_brief(planning['rule'])}")  # fmt: skip
     if "enabled" in planning and not isinstance(planning["enabled"], bool):
         check.add(f"{key}.enabled", f"must be true or false, got {_brief(planning['enabled'])}")
     if planning.get("enabled") is True:
+        # the fixed rule plans max_runs for each comparison: no target enters
+        unused = ("target_half_width",) if planning.get("rule") == "fixed" else ()
         for name in PLANNING:
-            if name not in planning:
+            if name not in planning and name not in unused:
                 check.add(f"{key}.{name}", f"missing: planning is enabled (e.g. "
                                            f"{name}: {PLANNING[name]})")  # fmt: skip
     # the half-width is on the log scale: 0.05 is an interval of about +-5% around the ratio

@@ -33,6 +33,14 @@ A profile that names its **headline comparisons** (``headline:``, e.g. the demo'
 only: every other comparison keeps its pilot runs (stop ``not headline``), so the budget goes
 to the questions the profile is for.
 
+**The fixed rule** (``rule: fixed``, the demo's) gives each planned comparison ``max_runs`` runs,
+decided before any data: its interval is then the ordinary t interval on all its runs, exact at
+its confidence, with ``max_runs - 1`` degrees of freedom instead of Stein's pilot's. From a
+3-run pilot Stein's interval carries ``t(2)`` (4.30 at 95%, against 2.36 for ``t(7)``): at the
+same 8 runs, a fixed count resolves far more comparisons (``harness/planning_rules.py``). The
+budget still caps the rounds (then the count depends on lab time, not on the data); Stein's
+rule stays where the run count must adapt to each comparison's noise (the study's).
+
 The module is pure: measurements in, a decision out. ``Campaign`` (``campaign.py``) feeds it
 the per-run headline of every committed step, each cell's seconds per run and the pilot's run
 count.
@@ -52,6 +60,9 @@ Cell = tuple[str, str, str]  # (mode, path, variant)
 # why a comparison gets no more runs ("pilot": fewer than 2 pilot pairs, no SD to plan from)
 TARGET, BUDGET, MAX_RUNS, UNMEASURED, PILOT = ("target", "budget", "max_runs", "unmeasured",
                                                "pilot")  # fmt: skip
+# how a planned comparison's run count is fixed: from its pilot's SD (Stein), or max_runs
+STEIN, FIXED = "stein", "fixed"
+RULES = (STEIN, FIXED)
 # not one of the profile's headline comparisons: it keeps its pilot runs
 OUTSIDE = "not headline"
 
@@ -68,6 +79,7 @@ class Settings:
     # the profile's headline comparisons, (mode, path, variant) with "*" for any path or
     # variant: only these are planned (None: every comparison)
     headline: tuple[tuple[str, str, str], ...] | None = None
+    rule: str = STEIN  # STEIN: the run count from the pilot's SD; FIXED: max_runs for each
 
     def plans(self, cell: Cell) -> bool:
         """Whether the comparison of ``cell`` (mode, path, variant) gets runs beyond the
@@ -90,6 +102,7 @@ class Settings:
             confidence=float(planning.get("confidence", 0.95)),
             headline=(None if planning.get("headline") is None else
                       tuple((str(m), str(p), str(v)) for m, p, v in planning["headline"])),
+            rule=str(planning.get("rule", STEIN)),
         )
 
 
@@ -139,9 +152,10 @@ class Comparison:
     ``runs``: runs with both measured (the pairs); ``sd_log`` the SD of all pairs' log ratios;
     ``pilot``: the pairs among the pilot's runs, ``sd_pilot`` their SD (what planning goes by);
     ``half_width``: Stein's half-width at ``runs`` (``stein_half_width``; inf below 2 pilot
-    pairs); ``runs_needed``: Stein's run count for the target, uncapped (``stein_runs``);
-    ``runs_planned``: the same capped by ``max_runs``; ``stop``: why it gets no more runs
-    (``target``: it has its Stein run count; ``budget``; ``max_runs``; ``unmeasured``: no pair
+    pairs; the fixed rule: the t interval's of all runs); ``runs_needed``: Stein's run count for
+    the target, uncapped (``stein_runs``; the fixed rule: ``max_runs``); ``runs_planned``: the
+    same capped by ``max_runs``; ``stop``: why it gets no more runs (``target``: it has its
+    planned run count; ``budget``; ``max_runs``; ``unmeasured``: no pair
     at all, e.g. a mode the host cannot run; ``pilot``: fewer than 2 pilot pairs), None while
     it goes on."""
 
@@ -219,8 +233,11 @@ def standing(
         sd = float(d.std(ddof=1)) if n >= 2 else math.nan
         s0 = float(first.std(ddof=1)) if n0 >= 2 else math.nan
         h, conf = settings.target_half_width, settings.confidence
-        needed = stein_runs(s0, n0, h, conf)
-        planned = stein_runs(s0, n0, h, conf, settings.max_runs)
+        if settings.rule == FIXED:  # decided before any data: no SD enters
+            needed = planned = settings.max_runs
+        else:
+            needed = stein_runs(s0, n0, h, conf)
+            planned = stein_runs(s0, n0, h, conf, settings.max_runs)
         measured = sum(1 for key in values if key[:3] == cell)  # with a value or without
         stop = None
         if n == 0:
@@ -234,11 +251,18 @@ def standing(
             stop = TARGET if needed is not None and needed <= planned else MAX_RUNS
         elif measured >= settings.max_runs:
             stop = MAX_RUNS
-        out.append(Comparison(*cell, runs=n, sd_log=sd,
-                              half_width=stein_half_width(s0, n0, n, conf), runs_needed=needed,
-                              stop=stop, pilot=n0, sd_pilot=s0,
+        out.append(Comparison(*cell, runs=n, sd_log=sd, half_width=_width(settings, s0, n0, sd, n),
+                              runs_needed=needed, stop=stop, pilot=n0, sd_pilot=s0,
                               runs_planned=planned))  # fmt: skip
     return out
+
+
+def _width(settings: Settings, sd_pilot: float, pilot: int, sd: float, n: int) -> float:
+    """The half-width the analysis gives a comparison of ``n`` runs under the rule: Stein's
+    (the pilot's SD and degrees of freedom), or the t interval of all ``n`` runs."""
+    if settings.rule == FIXED:
+        return half_width(sd, n, settings.confidence)
+    return stein_half_width(sd_pilot, pilot, n, settings.confidence)
 
 
 def next_round(
@@ -283,8 +307,7 @@ def next_round(
             marginal = cost(c.cell) + (0.0 if native in chosen else cost(native))
             if marginal > left:
                 continue
-            gain = c.half_width - stein_half_width(c.sd_pilot, c.pilot, c.runs + 1,
-                                                   settings.confidence)  # fmt: skip
+            gain = c.half_width - _width(settings, c.sd_pilot, c.pilot, c.sd_log, c.runs + 1)
             per_s = math.inf if not math.isfinite(gain) else gain / max(marginal, 1e-9)
             key = (per_s, c.half_width)
             if best_key is None or key > best_key:  # ties: the first in the campaign's order
@@ -319,7 +342,7 @@ def record(
     ``sd_pilot``: what the analysis's Stein interval needs), its Stein run count uncapped and
     capped (``runs_needed``, ``runs_planned``), the half-width reached and why it stopped (None
     while it goes on); native runs while any comparison of its path and variant does.
-    ``rule`` names the stop rule (``stein``)."""
+    ``rule`` names the rule (``stein`` or ``fixed``)."""
     by_cell = {c.cell: c for c in decision.comparisons}
     rows = []
     for cell in dict.fromkeys(cells):
@@ -327,8 +350,12 @@ def record(
                "runs": sum(1 for key in values if key[:3] == cell)}  # fmt: skip
         c = by_cell.get(cell)
         if c is not None:
+            # the analysis gives a comparison with pilot pairs Stein's interval: none under the
+            # fixed rule, whose interval is the t interval of all its runs
+            stein = settings.rule == STEIN
             row.update(pairs=c.runs, half_width=_finite(c.half_width), sd_log=_finite(c.sd_log),
-                       pilot_pairs=c.pilot, sd_pilot=_finite(c.sd_pilot),
+                       pilot_pairs=c.pilot if stein else None,
+                       sd_pilot=_finite(c.sd_pilot) if stein else None,
                        runs_needed=c.runs_needed, runs_planned=c.runs_planned,
                        stopped=c.stop)  # fmt: skip
         else:
@@ -336,7 +363,7 @@ def record(
         rows.append(row)
     return {
         "planned": True,
-        "rule": "stein",
+        "rule": settings.rule,
         "pilot_runs": pilot_runs,
         "target_half_width": settings.target_half_width,
         "confidence": settings.confidence,

@@ -238,7 +238,7 @@ def test_planning_is_checked_and_defaults_to_fixed_runs(repo):
     problems = _problems(repo)
     assert problems == [
         f"planning.max_run: unknown setting (did you mean 'max_runs'?), line {line}; known: "
-        "enabled, target_half_width, budget_minutes, max_runs",
+        "enabled, target_half_width, budget_minutes, max_runs, rule",
         "planning.enabled: must be true or false, got 'yes'",
         "planning.target_half_width: must be a number in (0, 1], got 0",
         "planning.budget_minutes: must be a number in [0, 1e+06], got -1",

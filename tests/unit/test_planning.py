@@ -362,3 +362,51 @@ def test_settings_read_the_headline_from_params():
     plain = {"enabled": True, "target_half_width": 0.05, "budget_minutes": 2, "max_runs": 10}
     assert Settings.from_params(plain).headline is None
     assert Settings.from_params(plain).plans(("podman", "local", "udp"))
+
+
+def test_the_fixed_rule_gives_each_planned_comparison_max_runs_whatever_its_sd():
+    """Under ``rule: fixed`` a comparison's run count is decided before any data: a quiet and
+    a noisy headline comparison both get max_runs, the one outside the headline its pilot, and
+    the record names no pilot (the analysis gives the t interval of all runs)."""
+    settings = Settings(target_half_width=0.05, budget_s=1e6, max_runs=8, rule=planning.FIXED,
+                        headline=(("docker-bridge", "*", "*"), ("docker-host", "*", "*")))
+    podman = ("podman", "dc", "tcp")
+    lab = _Lab({BRIDGE: _constant_sd(0.001, 50), HOST: _constant_sd(0.3, 50),
+                podman: _constant_sd(0.3, 50)},
+               {NATIVE: 1.0, BRIDGE: 1.0, HOST: 1.0, podman: 1.0}, pilot=3)  # fmt: skip
+    decision = lab.plan(settings)
+    by_mode = {c.mode: c for c in decision.comparisons}
+    for mode in ("docker-bridge", "docker-host"):
+        c = by_mode[mode]
+        assert (c.stop, c.runs, c.runs_planned, c.runs_needed) == ("target", 8, 8, 8), mode
+        assert c.half_width == pytest.approx(half_width(c.sd_log, 8, 0.95))
+    assert (by_mode["podman"].stop, by_mode["podman"].runs) == (planning.OUTSIDE, 3)
+    record = planning.record(lab.cells, lab.values, decision, settings, 3)
+    assert record["rule"] == "fixed" and schema.record_pilots(record) == {}
+    # the same data under Stein: the quiet comparison stops at its pilot, the noisy at the cap
+    stein = Settings(target_half_width=0.05, budget_s=1e6, max_runs=8,
+                     headline=settings.headline)  # fmt: skip
+    lab = _Lab({BRIDGE: _constant_sd(0.001, 50), HOST: _constant_sd(0.3, 50)},
+               {NATIVE: 1.0, BRIDGE: 1.0, HOST: 1.0}, pilot=3)  # fmt: skip
+    got = {c.mode: (c.stop, c.runs) for c in lab.plan(stein).comparisons}
+    assert got == {"docker-bridge": ("target", 3), "docker-host": ("max_runs", 8)}
+
+
+@pytest.mark.parametrize("sd", [0.01, 0.1])
+def test_the_fixed_rules_t_interval_covers_95_percent(sd):
+    """A count fixed before the data: the t interval on all 8 runs covers 95% +- 1 point (20,000
+    simulated comparisons, normal per-run log ratios), as the engine computes it (no pilot)."""
+    rng = np.random.default_rng(7)
+    d = rng.normal(0.0, sd, (20_000, 8))
+    h = st.t.ppf(0.975, 7) * d.std(axis=1, ddof=1) / math.sqrt(8)
+    assert abs(np.mean(np.abs(d.mean(axis=1)) <= h) - 0.95) <= 0.01
+    lo, hi = stats._t_interval(d[0], 0.95, None)
+    assert (lo, hi) == pytest.approx((d[0].mean() - h[0], d[0].mean() + h[0]))
+
+
+def test_a_fixed_rule_needs_no_target_and_an_unknown_rule_is_refused():
+    got = Settings.from_params({"enabled": True, "rule": "fixed", "target_half_width": 0.05,
+                                "budget_minutes": 4, "max_runs": 8})  # fmt: skip
+    assert (got.rule, got.max_runs, got.budget_s) == ("fixed", 8, 240.0)
+    assert Settings.from_params({"enabled": True, "target_half_width": 0.05, "budget_minutes": 4,
+                                 "max_runs": 8}).rule == "stein"  # fmt: skip

@@ -33,15 +33,16 @@ def _load(tmp_path: Path, profile: str, edit=None, profile_edit=None) -> params.
     return params.load(tmp_path / "params.yaml", tmp_path)
 
 
-@pytest.mark.parametrize(("profile", "enabled", "max_runs", "budget", "target"),
-                         [("demo", True, 8, 1.5, 0.03), ("smoke", False, 10, 60, 0.05),
-                          ("study", True, 10, 20, 0.05),
-                          ("publication", True, 20, 120, 0.05)])  # fmt: skip
+@pytest.mark.parametrize(("profile", "enabled", "max_runs", "budget", "rule"),
+                         [("demo", True, 8, 4, "fixed"), ("smoke", False, 10, 60, "stein"),
+                          ("study", True, 10, 20, "stein"),
+                          ("publication", True, 20, 120, "stein")])  # fmt: skip
 def test_study_publication_and_demo_plan_smoke_does_not(tmp_path, profile, enabled, max_runs,
-                                                        budget, target):  # fmt: skip
+                                                        budget, rule):  # fmt: skip
     got = _load(tmp_path, profile).planning()
     assert (got["enabled"], got["max_runs"], got["budget_minutes"]) == (enabled, max_runs, budget)
-    assert got["target_half_width"] == target and got["confidence"] == 0.95
+    assert got.get("rule", "stein") == rule and got["confidence"] == 0.95
+    assert got["target_half_width"] == 0.05  # the demo's fixed rule uses none: the default
     assert "headline" not in got  # no benchmark named: the profile's whole block
 
 
@@ -100,6 +101,14 @@ def test_a_profiles_planning_block_is_checked_by_name(tmp_path):
     assert "conf/profiles/study.yaml.planning.max_runs" in said
     assert "conf/profiles/study.yaml.planning.budget" in said  # not a planning key
     assert "conf/profiles/study.yaml.planning.target_half_width: missing" in said
+
+    def unknown_rule(doc):
+        doc["planning"] = {**doc["planning"], "rule": "sequential"}
+
+    with pytest.raises(params.ParamsError) as err:
+        _load(tmp_path / "rule", "study", profile_edit=unknown_rule)
+    (said,) = err.value.problems
+    assert said.startswith("conf/profiles/study.yaml.planning.rule: must be one of stein, fixed")
 
 
 def test_a_profiles_max_runs_below_its_pilot_is_refused(tmp_path):

@@ -170,6 +170,32 @@ def test_the_methods_say_steins_coverage_only_for_a_stein_planned_campaign(tmp_p
     assert "- `throughput` (`lab`): a 3-run pilot" in said
 
 
+def test_a_fixed_rule_campaign_gets_the_usual_interval_and_says_why(tmp_path):
+    """Planned under ``rule: fixed`` (the run count decided before the data): the record, as
+    ``planning.record`` writes it, names no pilot, so the comparison keeps the usual t interval
+    of all its runs, and Methods says the count was fixed, not Stein's coverage nor the earlier
+    rule's shortfall."""
+    from pipeline.collect import planning
+
+    cells = [("native", "dc", "tcp"), ("docker-bridge", "dc", "tcp")]
+    settings = planning.Settings(target_half_width=0.05, budget_s=600.0, max_runs=len(NATIVE),
+                                 rule=planning.FIXED)  # fmt: skip
+    values = {(m, p, v, run): (NATIVE if m == "native" else BRIDGE)[run - 1]
+              for m, p, v in cells for run in range(1, len(NATIVE) + 1)}  # fmt: skip
+    decision = planning.next_round(cells, values, {}, settings, 0.0, PILOT)
+    record = planning.record(cells, values, decision, settings, PILOT)
+    _write(tmp_path, "throughput", {"native": NATIVE, "docker-bridge": BRIDGE},
+           "tcp_throughput_received", "bit/s", "dc", "tcp", 1e9, record)  # fmt: skip
+    row = throughput.summarise(*throughput.load(tmp_path)).set_index("mode").loc["docker-bridge"]
+    lo, hi = _usual(BRIDGE, NATIVE)
+    assert (row["ratio_lo"], row["ratio_hi"]) == (pytest.approx(lo, rel=1e-12),
+                                                  pytest.approx(hi, rel=1e-12))  # fmt: skip
+    said = _methods_planning(tmp_path)
+    assert "a run count fixed before any data" in said and "usual t intervals" in said
+    assert f"{len(NATIVE)} runs for each headline comparison" in said
+    assert "Stein" not in said and "cover 90-93%" not in said
+
+
 # latency (microseconds): every sample of a run's window at its run's value, so each run's own
 # percentiles are that value exactly and the per-run log ratios are those of the lists above
 NATIVE_US = [52.0, 51.5, 52.3, 51.8, 52.1, 51.9, 52.4, 51.6]

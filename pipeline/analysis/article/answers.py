@@ -220,8 +220,8 @@ def questions_paragraph(numbers: Numbers, asked: list[Comparison]) -> str:
                       for c in asked)  # fmt: skip
     return (
         f"Headline questions: the profile names the comparisons it is for ({named}). "
-        "Precision planning spent its budget on these only; every other comparison kept its "
-        f"pilot runs. A test resolved {done.text()} of these {total.text()} (a difference either "
-        "way, or equivalence within the margin); for the others the first page gives the bound "
-        "their interval allows."
+        "Planning gave its further runs to these only (how many: the planned campaigns "
+        "above); every other comparison kept its pilot runs. A test resolved "
+        f"{done.text()} of these {total.text()} (a difference either way, or equivalence within "
+        "the margin); for the others the first page gives the bound their interval allows."
     )

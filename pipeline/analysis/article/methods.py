@@ -204,19 +204,26 @@ EARLIER_RULE_COVERAGE = {"pilot_runs": 3, "max_runs": 15, "label_pct": 95, "lo_p
 
 def _planning(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[str]:
     """The precision-planned campaigns (their campaign.json's ``planning`` record), with what
-    their rule does to the intervals: Stein's (``rule`` "stein") keeps their 95%, the earlier
-    stop rule did not; nothing when no campaign was planned."""
-    lines: dict[bool, list[str]] = {True: [], False: []}
+    their rule does to the intervals: Stein's (``rule`` "stein") and a count fixed before the
+    data ("fixed") keep their 95%, the earlier stop rule did not; nothing when no campaign was
+    planned."""
+    lines: dict[str, list[str]] = {"stein": [], "fixed": [], "earlier": []}
     for b in benchmarks:
         for record in sorted((inputs.raw / b).glob("*/campaign.json")):
             plan = json.loads(record.read_text()).get("planning") or {}
             if not plan.get("planned"):
                 continue
+            rule = plan.get("rule") if plan.get("rule") in ("stein", "fixed") else "earlier"
             key = f"methods.{b}.{record.parent.name}.planning"
             pilot = numbers.add(f"{key}.pilot_runs", plan["pilot_runs"], "runs", record)
             rounds = numbers.add(f"{key}.rounds", plan.get("rounds", 0), "runs", record)
-            target = numbers.add(f"{key}.target_half_width", plan["target_half_width"],
-                                 "log ratio", record, decimals=3)  # fmt: skip
+            if rule == "fixed":
+                runs = numbers.add(f"{key}.max_runs", plan["max_runs"], "runs", record)
+                aim = f"{runs.text()} runs for each headline comparison"
+            else:
+                target = numbers.add(f"{key}.target_half_width", plan["target_half_width"],
+                                     "log ratio", record, decimals=3)  # fmt: skip
+                aim = f"target half-width {target.text()} of the log ratio"
             stops: dict[str, int] = {}
             for cell in plan.get("cells", []):
                 if "half_width" in cell:  # a comparison with native
@@ -224,14 +231,14 @@ def _planning(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[s
                     stops[why] = stops.get(why, 0) + 1
             said = [f"{numbers.add(f'{key}.stopped.{why}', n, 'comparisons', record).text()} {why}"
                     for why, n in sorted(stops.items())]  # fmt: skip
-            lines[plan.get("rule") == "stein"].append(
+            lines[rule].append(
                 f"- `{b}` (`{record.parent.name}`): a {pilot.text()}-run pilot and "
-                f"{rounds.text()} planned runs, target half-width {target.text()} of the log "
-                f"ratio; comparisons stopped: {', '.join(said) or 'none'}."
+                f"{rounds.text()} planned runs, {aim}; comparisons stopped: "
+                f"{', '.join(said) or 'none'}."
             )
     out = []
     sim = "simulation: tests/unit/test_planning.py"
-    if lines[True]:
+    if lines["stein"]:
         c = {k: numbers.add(f"methods.planning.coverage.{k}", v,
                             "runs" if "runs" in k else "%", sim)
              for k, v in PLANNED_COVERAGE.items()}  # fmt: skip
@@ -243,9 +250,16 @@ def _planning(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[s
             "normal; a cap widens it but does not lower its coverage (in simulation, a "
             f"{c['pilot_runs'].text()}-run pilot and at most {c['max_runs_lo'].text()} or "
             f"{c['max_runs_hi'].text()} runs: {c['label_pct'].text()}% "
-            f"+- {c['within_pct'].text()} point):\n\n" + "\n".join(lines[True])
+            f"+- {c['within_pct'].text()} point):\n\n" + "\n".join(lines["stein"])
         )
-    if lines[False]:
+    if lines["fixed"]:
+        out.append(
+            "Headline comparisons given a run count fixed before any data (the others keep "
+            "their pilot's runs): their intervals are the usual t intervals on all their runs, "
+            "exact at their confidence when per-run log ratios are normal:\n\n"
+            + "\n".join(lines["fixed"])
+        )
+    if lines["earlier"]:
         earlier = "simulation: the stop rule before Stein's (docs/methods.md, precision planning)"
         c = {k: numbers.add(f"methods.planning.earlier_rule.{k}", v,
                             "runs" if "runs" in k else "%", earlier)
@@ -257,7 +271,7 @@ def _planning(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[s
             f"(a {c['pilot_runs'].text()}-run pilot, at most {c['max_runs'].text()} runs) their "
             f"intervals labelled {c['label_pct'].text()}% cover "
             f"{c['lo_pct'].text()}-{c['hi_pct'].text()}%:"
-            "\n\n" + "\n".join(lines[False])
+            "\n\n" + "\n".join(lines["earlier"])
         )
     return out
 
