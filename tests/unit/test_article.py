@@ -764,3 +764,28 @@ def test_identical_hosts_outside_the_lab_are_not_called_one_machine(tmp_path):
     (tmp_path / "raw" / "cpu" / "rack").rename(tmp_path / "rack-only" / "cpu" / "rack")
     said, one = _machine(only_rack, article.Numbers(root=tmp_path), ["cpu"])
     assert not one and said == [rack.replace("Measured in `rack` on", "Measured on")]
+
+
+def test_a_placement_that_pins_the_labs_hosts_leaves_them_one_machine(tmp_path):
+    """A campaign under a CPU placement records each host with the CPUs it was pinned to (1 of
+    the machine's 2), another campaign all 2: still one machine of 2 cores, with its emulated
+    path, as a demo on the lab records them."""
+    from pipeline.analysis.article.summary import _machine
+
+    for benchmark, cpus in (("cpu", 2), ("latency", 1)):
+        d = tmp_path / "raw" / benchmark / "lab"
+        d.mkdir(parents=True)
+        hosts = pd.read_parquet(FIXTURES / "raw" / "cpu" / "lab" / "hosts.parquet")
+        hosts.assign(cpu_count=cpus).to_parquet(d / "hosts.parquet", index=False)
+        runs = pd.read_parquet(FIXTURES / "raw" / "cpu" / "lab" / "runs.parquet")
+        notes = json.dumps({"wan": {"delay_ms": 20.0, "jitter_ms": 2.0}})
+        runs.assign(notes=notes).to_parquet(d / "runs.parquet", index=False)
+    inputs = article.Inputs(processed=tmp_path / "p", raw=tmp_path / "raw", tables=tmp_path / "t",
+                            figures=tmp_path / "f", out=tmp_path, margins={}, confidence=0.95,
+                            root=tmp_path)  # fmt: skip
+    said, one = _machine(inputs, article.Numbers(root=tmp_path), ["cpu", "latency"])
+    assert one and said[0].startswith("Measured on 1 host that is a network namespace of one "
+                                      "machine (the embedded lab")  # fmt: skip
+    assert "2 cores" in said[0]
+    assert said[1].startswith('Its "Internet" path is emulated there: 20 ms added each way (40 ms')
+

@@ -24,6 +24,9 @@ from pipeline.analysis.article.sections import _FIT, SECTIONS
 # Profiles that check the pipeline rather than measure the answers (conf/profiles/).
 CHECK_PROFILES = {"demo", "smoke"}
 FACTS = ["kernel", "cpu_model", "cpu_count", "mem_total_bytes"]
+# what makes hosts one machine: the CPUs a host sees are not, since a CPU placement pins each
+# of the lab's hosts to a share of the machine's (the machine has the most any host saw)
+MACHINE = ["kernel", "cpu_model", "mem_total_bytes"]
 VIRTUALISATION = ("virtualization", "virtualisation", "virt")
 
 
@@ -73,10 +76,12 @@ def _machine(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> tuple[l
     for env, rows in hosts.groupby("environment", sort=True):
         names = rows["host"].nunique()
         facts = rows[FACTS].drop_duplicates()
-        one = len(facts) == 1 and (wan is not None or env == "lab")
+        one = len(rows[MACHINE].drop_duplicates()) == 1 and (wan is not None or env == "lab")
         lab |= one
         n = numbers.add(f"summary.setup.{env}.hosts", names, "hosts", source)
-        f = facts.iloc[0]
+        f = facts.iloc[0].copy()
+        if one:
+            f["cpu_count"] = rows["cpu_count"].max()
         parts = []
         if not missing(f["cpu_count"]):
             cores = numbers.add(f"summary.setup.{env}.cores", f["cpu_count"], "cores", source,
