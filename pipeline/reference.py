@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline.analysis import interference
+from pipeline.analysis import interference, tables
 
 ROOT = Path(__file__).resolve().parent.parent
 FIGURE_LINK = re.compile(r"\]\((?:\.\./)?(figures/[^)\s]+)\)")
@@ -99,14 +99,6 @@ def _campaigns(raw: Path) -> list[dict]:
     return rows
 
 
-def _table(frame: pd.DataFrame) -> str:
-    head = "| " + " | ".join(map(str, frame.columns)) + " |"
-    rule = "|" + "---|" * len(frame.columns)
-    body = ["| " + " | ".join("" if pd.isna(v) else str(v) for v in row) + " |"
-            for row in frame.itertuples(index=False)]  # fmt: skip
-    return "\n".join([head, rule, *body])
-
-
 def run_record(root: Path, profile: str) -> str:
     """RUN.md: what the reference run was, on what, and how long each campaign took."""
     raw = root / "data" / "raw"
@@ -130,19 +122,19 @@ def run_record(root: Path, profile: str) -> str:
         if "mem_total_bytes" in shown:
             shown["mem_total_bytes"] = [f"{v / 2**30:.1f} GiB" for v in shown["mem_total_bytes"]]
         shown = shown.rename(columns=HOST_COLUMNS)
-        lines += ["", "## Hosts", "", "As each campaign recorded them (the `hosts` table of "
-                  "every dataset).", "", _table(shown)]  # fmt: skip
+        lines += ["", "## Hosts", "", tables.to_markdown(
+            shown, "The hosts as each campaign recorded them (its `hosts` table).", "")]
     if not campaigns.empty:
         shown = campaigns.assign(
             started=campaigns["started"].dt.strftime("%Y-%m-%d %H:%M"),
             wall_min=[None if pd.isna(v) else f"{v:.1f}" for v in campaigns["wall_min"]],
             harness=[None if pd.isna(v) else f"{v:.0%}" for v in campaigns["harness"]],
         ).drop(columns="ended")  # fmt: skip
-        lines += ["", "## Campaigns", "", "Wall time of each campaign's sessions and the "
-                  "harness's share of it (SSH, starting and removing servers, waits), from "
-                  "`campaign.json`.", "",
-                  _table(shown.rename(columns={"wall_min": "wall time (min)"}))]  # fmt: skip
-    return "\n".join(lines) + "\n"
+        lines += ["", "## Campaigns", "", tables.to_markdown(
+            shown.rename(columns={"wall_min": "wall time (min)"}),
+            "Each campaign's wall time over its sessions and the harness's share of it (SSH, "
+            "starting and removing servers, waits), from its `campaign.json`.", "")]
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def export(root: Path, out: Path, profile: str) -> list[Path]:

@@ -157,8 +157,11 @@ def retry_counts(raw_dir: Path | str) -> pd.DataFrame:
 
 
 def summary(flags: pd.DataFrame) -> pd.DataFrame:
-    """Per campaign: windows, flagged ones (by the thresholds given to ``flag``), those
-    measured again and those kept flagged (collection's decisions), what ran beside them."""
+    """Per campaign: windows, flagged ones, those measured again and those kept flagged, what
+    ran beside the flagged ones. Flagged is collection's decision as each window ended, which
+    the re-measurement and the estimates follow; a campaign that recorded none is judged here
+    by the thresholds given to ``flag`` (against each host's median probe over the campaign,
+    where collection had only the median so far)."""
     rows = []
     per_window = flagged_windows(flags)
     # a campaign is its collection's label and its id: two collections may hold one id (the
@@ -172,13 +175,19 @@ def summary(flags: pd.DataFrame) -> pd.DataFrame:
         mine, steps = (f[(f["environment"] == env) & (f["benchmark"] == bench)
                          & (f["campaign"] == campaign)] for f in (per_window, decided))  # fmt: skip
         read = group[group["error"].isna()]
-        beside = read.loc[read["flagged"], "top"].dropna()
+        counts = _retry_counts(steps)
+        if len(steps):  # collection decided: its flags are the ones that counted
+            flagged = counts["flagged_measured"]
+            on = read["decided"].fillna("").astype(str) != ""
+        else:
+            flagged, on = int(mine["flagged"].sum()), read["flagged"].astype(bool)
+        beside = read.loc[on, "top"].dropna()
         names = pd.Series([t.split(" ")[0] for tops in beside for t in tops.split(", ") if t])
         rows.append({
             "environment": env, "benchmark": bench, "campaign": campaign,
-            "windows": len(mine), "flagged": int(mine["flagged"].sum()),
-            "flagged_share": float(mine["flagged"].mean()) if len(mine) else None,
-            **{k: v for k, v in _retry_counts(steps).items() if k != "flagged_measured"},
+            "windows": len(mine), "flagged": flagged,
+            "flagged_share": flagged / len(mine) if len(mine) else None,
+            **{k: v for k, v in counts.items() if k != "flagged_measured"},
             "other_cpus_median": read["other_cpus"].astype(float).median(),
             "other_cpus_max": read["other_cpus"].astype(float).max(),
             "steal_share_max": read["steal_share"].astype(float).max(),

@@ -313,3 +313,27 @@ def test_the_latency_loaders_leave_out_the_same_windows(tmp_path):
     measured = read[~read["warmup"]]
     assert sorted(set(zip(measured["mode"], measured["rep"], strict=True))) == [
         ("docker-bridge", 1), ("native", 3)]
+
+
+def test_the_summary_counts_the_windows_collection_flagged_and_measured_again(tmp_path):
+    """Collection flagged a window on a probe slower than its host's median so far, which the
+    campaign-wide median does not call slow: the summary counts the window collection flagged
+    (the one measured again), so "flagged" and "re-measured" agree; what ran beside is read
+    from that window."""
+    slow = "probe > 2x its median"
+    watch_of = {
+        (1, "native"): [{**_entry(1, "node1", 0, 0.3), "attempt": 1, "why": slow},
+                        {**_entry(3, "node1", 5, 0.0), "attempt": 2, "why": ""}],
+        (1, "docker-bridge"): [{**_entry(1, "node1", 10, 0.0), "attempt": 1, "why": ""}],
+    }  # fmt: skip
+    rows = [{"environment": "lab", "campaign": "c1", "benchmark": "throughput", "run": run,
+             "order": 1, "mode": mode, "path": "dc", "variant": "tcp", "status": "ok",
+             "watch": json.dumps(entries)} for (run, mode), entries in watch_of.items()]
+    schema.write_table(schema.to_table(rows, schema.RUNS),
+                       tmp_path / "throughput" / "lab" / "runs.parquet")  # fmt: skip
+    flags = interference.flag(interference.windows(tmp_path), cpus=0.5, steal=0.05, probe=2.0)
+    assert not flags["flagged"].any()  # the thresholds, afterwards: nothing over them
+    (row,) = interference.summary(flags).itertuples()
+    assert (row.windows, row.flagged, row.remeasured, row.kept_flagged) == (3, 1, 1, 0)
+    assert row.beside_flagged == "hog"
+    assert interference.table(interference.summary(flags)).loc[0, "Flagged"] == "1 (33%)"

@@ -479,8 +479,9 @@ def _interference(inputs: Inputs, numbers: Numbers) -> list[str]:
     text = (
         f"Interference watch. Before and after every measured window each host it used was "
         f"read: the CPU time of processes other than the study's, steal, and a fixed-work "
-        f"probe. {flagged.text()} of {windows.text()} measured windows were flagged (other "
-        f"processes, steal or a slowed probe above the thresholds of params.yaml){beside}. "
+        f"probe. {flagged.text()} of {windows.text()} measured windows were flagged as they "
+        f"ended (other processes, steal or a slowed probe above the thresholds of "
+        f"params.yaml){beside}. "
         f"{rule} The table names them per campaign."
     )
     blocks = figure_blocks(inputs, numbers, "noise")
