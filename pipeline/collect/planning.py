@@ -62,7 +62,6 @@ TARGET, BUDGET, MAX_RUNS, UNMEASURED, PILOT = ("target", "budget", "max_runs", "
                                                "pilot")  # fmt: skip
 # how a planned comparison's run count is fixed: from its pilot's SD (Stein), or max_runs
 STEIN, FIXED = "stein", "fixed"
-RULES = (STEIN, FIXED)
 # not one of the profile's headline comparisons: it keeps its pilot runs
 OUTSIDE = "not headline"
 
@@ -152,7 +151,7 @@ class Comparison:
     ``runs``: runs with both measured (the pairs); ``sd_log`` the SD of all pairs' log ratios;
     ``pilot``: the pairs among the pilot's runs, ``sd_pilot`` their SD (what planning goes by);
     ``half_width``: Stein's half-width at ``runs`` (``stein_half_width``; inf below 2 pilot
-    pairs; the fixed rule: the t interval's of all runs); ``runs_needed``: Stein's run count for
+    pairs; the fixed rule: the t interval's over all runs); ``runs_needed``: Stein's run count for
     the target, uncapped (``stein_runs``; the fixed rule: ``max_runs``); ``runs_planned``: the
     same capped by ``max_runs``; ``stop``: why it gets no more runs (``target``: it has its
     planned run count; ``budget``; ``max_runs``; ``unmeasured``: no pair
