@@ -42,7 +42,7 @@ HOST_COLUMNS = {
 }  # fmt: skip
 
 
-class ReferenceError(Exception):
+class RunRefused(Exception):
     """A run that cannot be the reference: the message says why and what to do."""
 
 
@@ -53,16 +53,16 @@ def _newest_data(raw: Path) -> float:
 def _check(root: Path, profile: str) -> Path:
     article = root / "reports" / "article.md"
     if not article.exists():
-        raise ReferenceError(f"no article at {article}: run `make demo` (or `dvc repro`) with "
+        raise RunRefused(f"no article at {article}: run `make demo` (or `dvc repro`) with "
                              f"profile {profile} first")  # fmt: skip
     text = article.read_text(encoding="utf-8")
     found = re.search(r"Profile: ([\w-]+)", text)
     if found is None or found.group(1) != profile:
         said = found.group(1) if found else "none named"
-        raise ReferenceError(f"{article} is from profile {said}, not {profile}: run the "
+        raise RunRefused(f"{article} is from profile {said}, not {profile}: run the "
                              f"pipeline with profile {profile}, or pass --profile {said}")
     if article.stat().st_mtime < _newest_data(root / "data" / "raw"):
-        raise ReferenceError(f"{article} is older than the newest collected data: the analysis "
+        raise RunRefused(f"{article} is older than the newest collected data: the analysis "
                              "has not caught up; run `dvc repro` to finish it")  # fmt: skip
     return article
 
@@ -138,35 +138,55 @@ def run_record(root: Path, profile: str) -> str:
 
 
 def export(root: Path, out: Path, profile: str) -> list[Path]:
-    """Copy the run under ``root`` into ``out`` (emptied first); the files written."""
+    """Copy the run under ``root`` into ``out``, replacing what was there only once every file
+    is written (a refusal half-way leaves the previous reference as it was); the files
+    written."""
     article = _check(root, profile)
+    partial = out.with_name(f"{out.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        names = _write(root, partial, article, profile)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
     if out.exists():
         shutil.rmtree(out)
+    partial.rename(out)
+    return [out / name for name in names]
+
+
+def _write(root: Path, out: Path, article: Path, profile: str) -> list[Path]:
+    """Every file of the reference written under ``out``; their paths relative to it."""
     (out / "tables").mkdir(parents=True)
     written = []
 
     def link(match: re.Match) -> str:
         source = root / match.group(1)
         if not source.exists():
-            raise ReferenceError(f"the article shows {source}, which does not exist: run "
-                                 "`dvc repro` to finish the analysis")  # fmt: skip
-        target = out / match.group(1)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
-        written.append(target)
+            raise RunRefused(f"the article shows {source}, which does not exist: run "
+                             "`dvc repro` to finish the analysis")  # fmt: skip
+        shutil.copyfile(source, _parent(out / match.group(1)))
+        written.append(Path(match.group(1)))
         return f"]({match.group(1)})"
 
     text = FIGURE_LINK.sub(link, article.read_text(encoding="utf-8"))
     (out / "article.md").write_text(text, encoding="utf-8")
-    written.append(out / "article.md")
+    written.append(Path("article.md"))
     for name in COPIED:
         if (root / "reports" / name).exists():
-            written.append(Path(shutil.copyfile(root / "reports" / name, out / name)))
+            shutil.copyfile(root / "reports" / name, out / name)
+            written.append(Path(name))
     for table in sorted((root / "reports" / "tables").glob("*")):
         if table.suffix in TABLE_SUFFIXES:
-            written.append(Path(shutil.copyfile(table, out / "tables" / table.name)))
+            shutil.copyfile(table, out / "tables" / table.name)
+            written.append(Path("tables") / table.name)
     (out / "RUN.md").write_text(run_record(root, profile), encoding="utf-8")
-    return [*written, out / "RUN.md"]
+    return [*written, Path("RUN.md")]
+
+
+def _parent(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -181,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or ROOT / "data" / "reference" / profile
     try:
         written = export(ROOT, out, profile)
-    except ReferenceError as exc:
+    except RunRefused as exc:
         print(f"reference: {exc}", file=sys.stderr)
         return 2
     print(f"reference: {len(written)} files in {out}; commit them with reports/metrics.json "

@@ -341,7 +341,7 @@ def compare(
 
 # Each summary stage writes its benchmark's rows of the frame as
 # ``data/processed/<benchmark>/<stem>_compared.parquet``; the article, metrics.json and the
-# spectrum read them there (``read_compared``) instead of the summaries' own columns.
+# spectrum read them there (``compared_files``) instead of the summaries' own columns.
 COMPARED_SUFFIX = "_compared.parquet"
 
 

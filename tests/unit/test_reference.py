@@ -83,16 +83,23 @@ def test_the_run_record_names_the_profile_the_hosts_and_the_campaigns(exported):
 
 
 def test_an_unfinished_run_or_another_profile_is_refused(tmp_path):
-    with pytest.raises(reference.ReferenceError, match="no article at .*make demo"):
+    with pytest.raises(reference.RunRefused, match="no article at .*make demo"):
         reference.export(tmp_path, tmp_path / "out", "study")
     root = _run(tmp_path / "run")
-    with pytest.raises(reference.ReferenceError, match="is from profile study, not demo"):
+    with pytest.raises(reference.RunRefused, match="is from profile study, not demo"):
         reference.export(root, root / "out", "demo")
     later = (root / "reports" / "article.md").stat().st_mtime + 60
     os.utime(root / "data" / "raw" / "latency" / "lab" / "runs.parquet", (later, later))
-    with pytest.raises(reference.ReferenceError, match="older than the newest collected data"):
+    with pytest.raises(reference.RunRefused, match="older than the newest collected data"):
         reference.export(root, root / "out", "study")
     assert not (root / "out").exists()
+    # a refusal half-way (a figure the article shows is gone) keeps the previous reference
+    os.utime(root / "reports" / "article.md", (later + 1, later + 1))
+    previous = reference.export(root, root / "out", "study")
+    (root / "figures" / "cpu" / "cpu.svg").unlink()
+    with pytest.raises(reference.RunRefused, match="cpu.svg, which does not exist"):
+        reference.export(root, root / "out", "study")
+    assert all(p.is_file() for p in previous) and not (root / "out.partial").exists()
 
 
 def test_dvc_metrics_diff_compares_a_new_run_with_the_committed_reference(exported, tmp_path):
