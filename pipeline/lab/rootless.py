@@ -6,7 +6,7 @@ directory), its /etc/subuid and /etc/subgid ranges, its XDG_RUNTIME_DIR /run/use
 /dev/net/tun readable by it (slirp4netns and pasta open it as the user), and Debian's
 `dockerd-rootless.sh` for it inside node1's network namespace (rootlesskit with its default
 slirp4netns network and builtin port driver; the modes record what actually runs). Rootless
-podman needs no daemon.
+podman needs no daemon; up() resets it when its pause process was killed.
 
 down() removes all of it, restores /dev/net/tun's original mode, removes the rootful podman
 containers and networks the campaigns labelled and, when /var/lib/containers and friends did
@@ -38,7 +38,10 @@ NODE = NODES[0]
 GECOS = "container-overhead lab rootless user"  # marks the user as the lab's own
 HOME = STATE_DIR / "rootless-home"
 RUNTIME_DIR = Path(f"/run/user/{UID}")
+PAUSE_PIDFILE = RUNTIME_DIR / "libpod" / "tmp" / "pause.pid"  # rootless podman's pause process
+PODMAN_LOCKS = Path(f"/dev/shm/libpod_rootless_lock_{UID}")  # rootless podman's shared locks
 DOCKER_SOCKET = RUNTIME_DIR / "docker.sock"  # dockerd-rootless.sh's default
+DOCKERD_PIDFILE = RUNTIME_DIR / "docker.pid"  # the rootless dockerd's own
 PIDFILE = RUN_DIR / "rootless-dockerd.pid"
 DOCKERD_LOG = STATE_DIR / "rootless-dockerd.log"
 RECORD = STATE_DIR / "rootless.json"
@@ -59,6 +62,7 @@ PODMAN_PATHS = (
     Path("/etc/cni/net.d/cni.lock"),
     Path("/var/lib/cni"),
     Path("/etc/containers/networks"),
+    Path("/dev/shm/libpod_lock"),
 )
 PODMAN_STORAGE = Path("/var/lib/containers/storage")
 LABEL = "org.container-overhead.campaign"  # pipeline.collect.modes.base.LABEL (no import: no cycle)
@@ -180,6 +184,20 @@ def _write_lines(path: Path, lines: list[str]) -> None:
     os.replace(tmp, path)
 
 
+def clear_stale_runtime() -> bool:
+    """Empty the user's runtime directory when none of its processes is alive, as a reboot
+    would: after the processes were killed (a session's SIGKILL to everything), it still holds
+    the pid files of the rootless dockerd and its containerd, whose restart waits on a pid that
+    exists while unreaped (pid 1 here does not reap), and podman's runtime state, which podman
+    rebuilds from its store when the directory and its shared locks are gone. True when it
+    was emptied."""
+    if not RUNTIME_DIR.is_dir() or user_pids() or not any(RUNTIME_DIR.iterdir()):
+        return False
+    for path in [*RUNTIME_DIR.iterdir(), PODMAN_LOCKS]:
+        _remove_created(path)
+    return True
+
+
 def ensure_dirs() -> None:
     HOME.mkdir(parents=True, exist_ok=True)
     RUNTIME_DIR.mkdir(mode=0o700, exist_ok=True)
@@ -219,6 +237,9 @@ def ensure_dockerd() -> None:
     stale = processes.running_pid(PIDFILE, "rootlesskit")
     if stale:
         processes.terminate([stale], timeout=10)
+    if not processes.running_pid(DOCKERD_PIDFILE, "dockerd"):
+        # a killed dockerd's; a new one refuses to start while its pid exists (as a zombie too)
+        DOCKERD_PIDFILE.unlink(missing_ok=True)
     log.info("starting the rootless dockerd of %s on %s", USER, NODE.name)
     # nsenter, setpriv, env and the script all exec: the pid is rootlesskit's.
     command = in_netns(NODE.name, as_user([DOCKERD_ROOTLESS, "--shutdown-timeout", "5"]))
@@ -267,8 +288,10 @@ def ensure() -> None:
     ensure_user()
     ensure_subids()
     ensure_tun()
+    cleared = clear_stale_runtime()
     ensure_dirs()
     ensure_podman_forwarding()
+    ensure_podman_state(cleared)
     ensure_dockerd()
 
 
@@ -291,6 +314,27 @@ def podman(*args: str) -> list[str | Path]:
     """Rootful podman in node1's namespace, where the modes ran it (its CNI rules live there)."""
     prefix = ["nsenter", f"--net={NODE.netns}"] if NODE.netns.exists() else []
     return [*prefix, "podman", *args]
+
+
+def ensure_podman_state(cleared: bool) -> None:
+    """Reset rootless podman after a killed run and remove the containers the campaigns
+    labelled. ``cleared``: its runtime directory was emptied (clear_stale_runtime). Else, when
+    only its pause process died, podman (which keeps its user namespace alive in that process)
+    fails every call with "invalid internal status" while it records containers as running:
+    its own reset, `podman system migrate`, stops them (and exits 1 on those whose processes
+    are already gone; the listing after it is the check)."""
+    paused = PAUSE_PIDFILE.exists() and not processes.running_pid(PAUSE_PIDFILE, "podman")
+    if not (cleared or paused):
+        return
+    log.info("rootless podman of %s lost its processes: resetting it", USER)
+    if paused:
+        run(in_netns(NODE.name, as_user(["podman", "system", "migrate"])), timeout=120,
+            check=False)  # fmt: skip
+    labelled = ["podman", "ps", "-aq", "--filter", f"label={LABEL}"]
+    ids = run(in_netns(NODE.name, as_user(labelled)), timeout=60).stdout.split()
+    if ids:
+        run(in_netns(NODE.name, as_user(["podman", "rm", "--force", *ids])), timeout=120,
+            check=False)  # fmt: skip
 
 
 def remove_podman_objects(record: dict | None) -> None:
@@ -339,6 +383,7 @@ def remove() -> None:
                 _write_lines(path, kept)
     for directory in (HOME, RUNTIME_DIR):
         shutil.rmtree(directory, ignore_errors=True)
+    PODMAN_LOCKS.unlink(missing_ok=True)
     if record is not None:
         for name in record["absent"]:
             _remove_created(Path(name))
@@ -385,6 +430,7 @@ def leftovers() -> list[str]:
         if path.exists() and any(line.startswith(f"{USER}:") for line in path.read_text().split()):
             found.append(f"{path} line for {USER}")
     found += [f"directory {d}" for d in (HOME, RUNTIME_DIR) if d.exists()]
+    found += [f"podman locks {PODMAN_LOCKS}"] if PODMAN_LOCKS.exists() else []
     found += [f"process {p} ({USER} or its subordinate ids)" for p in sorted(user_pids())]
     found += [f"pidfile {PIDFILE}"] if PIDFILE.exists() else []
     record = load_record()

@@ -21,11 +21,12 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from pipeline.lab import RUN_DIR, STATE_DIR, WanProfile, down, status, up
+from pipeline.lab import RUN_DIR, STATE_DIR, WanProfile, down, rootless, status, up
 from pipeline.lab import cpus as lab_cpus
 from pipeline.lab import dockerd as lab_dockerd
 from pipeline.lab import network as lab_network
 from pipeline.lab import sshd as lab_sshd
+from pipeline.lab.commands import in_netns
 from pipeline.lab.topology import (
     CLIENT_KEY,
     DC_CLIENT,
@@ -342,6 +343,44 @@ def test_status_notices_a_dead_sshd_and_up_repairs_it(lab):
     assert status()[f"sshd {DC_CLIENT.name}"] is False
     up()
     assert status()[f"sshd {DC_CLIENT.name}"] is True
+
+
+def test_up_resets_rootless_podman_whose_processes_were_killed(lab, tmp_path):
+    """A run killed with the lab up (SIGKILL to everything, as a machine's shutdown of a
+    session does) leaves podman's state recording a running container and its pause process
+    gone: every podman call then fails until up() resets it."""
+    podman = lambda *a: rootless.as_user(["podman", *a])  # noqa: E731
+    image = tmp_path / "image"
+    for f in ["/usr/bin/sleep", *shared_libraries("/usr/bin/sleep")]:
+        (image / f.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(f, image / f.lstrip("/"))
+    tar = subprocess.run(["tar", "-C", image, "-c", "."], capture_output=True, check=True).stdout
+    subprocess.run(podman("import", "-", "localhost/lab-test-sleep:1"), input=tar, check=True,
+                   capture_output=True)  # fmt: skip
+    subprocess.run(in_netns(NODES[0].name, podman(
+        "run", "-d", "--label", f"{rootless.LABEL}=test", "localhost/lab-test-sleep:1",
+        "/usr/bin/sleep", "600")), check=True, capture_output=True)  # fmt: skip
+    for pid in rootless.user_pids():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, 9)
+    deadline = time.monotonic() + 10
+    while rootless.user_pids() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    broken = subprocess.run(podman("ps", "-a"), capture_output=True, text=True)
+    assert "invalid internal status" in broken.stderr  # the state the reset is for
+
+    up()
+    listed = subprocess.run(podman("ps", "-aq", "--filter", f"label={rootless.LABEL}"),
+                            capture_output=True, text=True, check=True)  # fmt: skip
+    assert listed.stdout.split() == []  # the labelled container was removed
+    assert status()[f"rootless dockerd {NODES[0].name} ({rootless.USER})"] is True
+    subprocess.run(podman("rmi", "localhost/lab-test-sleep:1"), check=True, capture_output=True)
+
+
+def shared_libraries(binary: str) -> list[str]:
+    """The absolute paths of the libraries ldd lists for ``binary`` (its loader included)."""
+    out = sh("ldd", binary)
+    return [w for line in out.splitlines() for w in line.split() if w.startswith("/")]
 
 
 # ---- the lab down --------------------------------------------------------------------
