@@ -103,15 +103,16 @@ class Analysis:
 
     notebook: str
     # of: confidence, n_sim, predict_at, multiplicity, udp_loss_margin, internet_margin_us
-    # (analysis.*),
-    # margin (the benchmark's), seed (common.seed)
+    # (analysis.*), margin (the benchmark's), seed (common.seed), headline (the profile's
+    # headline questions, JSON: a family of their own in the table's adjustment)
     settings: tuple[str, ...]
     figures: tuple[str, ...]  # the figures' stems (figures/<stage>/<stem>.png: DVC plots)
     per_benchmark: bool = False  # one stage per benchmark (its name is a notebook parameter)
     plots: tuple[DataPlot, ...] = ()
 
 
-_VERDICTS = ("confidence", "margin", "multiplicity")  # summaries with verdicts against margins
+# summaries with verdicts against margins
+_VERDICTS = ("confidence", "margin", "multiplicity", "headline")
 ANALYSES: dict[str, Analysis] = {
     "throughput": Analysis("20-summarise-throughput.ipynb", (*_VERDICTS, "udp_loss_margin"),
                            ("throughput",), plots=(_ratio("throughput", "TCP throughput"),)),
@@ -126,7 +127,8 @@ ANALYSES: dict[str, Analysis] = {
                             _percentiles("http", "HTTP request latency", "us", _LATENCY_LEVELS))),
     "host": Analysis("26-summarise-host.ipynb", _VERDICTS, ("{benchmark}",), per_benchmark=True,
                      plots=(_ratio("{benchmark}", "{title}"),)),
-    "coldstart": Analysis("27-summarise-coldstart.ipynb", ("confidence", "multiplicity"),
+    "coldstart": Analysis("27-summarise-coldstart.ipynb",
+                          ("confidence", "multiplicity", "headline"),
                           ("coldstart",),
                           plots=(_percentiles("coldstart", "Cold start", "s",
                                               ("p50", "p95", "p99")),
@@ -199,12 +201,15 @@ def summary_stages() -> list[Stage]:
                 **({"benchmark": name} if spec.per_benchmark else {}),
                 "raw_dir": "data/raw", "processed_dir": f"data/processed/{key}",
                 "figures_dir": f"figures/{key}", "tables_dir": TABLES,
-                **{s: ("margin", margin) if s == "margin" else ("analysis", s)
-                   for s in spec.settings},
+                **{s: ("margin", margin) if s == "margin" else ("profile", s)
+                   if s == "headline" else ("analysis", s) for s in spec.settings},
             },  # fmt: skip
             deps=[f"data/raw/{m}" for m in members],
-            params=sorted({"common.seed" if s == "seed" else f"common.margins.{margin}"
-                           if s == "margin" else f"analysis.{s}" for s in spec.settings}),
+            params=[*sorted({"common.seed" if s == "seed" else f"common.margins.{margin}"
+                             if s == "margin" else f"analysis.{s}" for s in spec.settings
+                             if s != "headline"}),
+                    *([{f"{PROFILES_DIR}/${{profile}}.yaml": ["headline"]}]
+                      if "headline" in spec.settings else [])],
             outs=[f"data/processed/{key}", f"figures/{key}", *_tables(tables)],
             figures=[f"figures/{key}/{s.format(benchmark=name)}.png" for s in spec.figures],
             plots=[_data_plot(p, f"data/processed/{key}", name) for p in spec.plots],
@@ -437,6 +442,8 @@ def parameters(stage: Stage, params: Params, environment: str | None) -> dict:
             section, name = value
             if section == "margin":
                 value = raw["common"]["margins"][name]
+            elif section == "profile":
+                value = json.dumps(params.profile.get(name) or {})
             else:
                 value = raw["common"]["seed"] if name == "seed" else raw["analysis"][name]
         values[key] = value

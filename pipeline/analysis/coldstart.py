@@ -16,6 +16,7 @@ was doing), so they are not independent draws: the unit of inference is the run.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import altair as alt
@@ -52,6 +53,7 @@ def overheads(
     qs=QUANTILES,
     confidence: float = 0.95,
     multiplicity: str = "holm",
+    headline: Mapping | None = None,
 ) -> pd.DataFrame:
     """Per environment, (mode, baseline) pair and q: per-run q-quantile difference (``shift``,
     seconds) and ratio with paired t intervals, ``plus_pct``, and the verdict (overhead, faster
@@ -72,7 +74,8 @@ def overheads(
         statistic=[q_label(q) for q in values["q"]], higher_is_better=False,
         n_samples=counts.reindex(pd.MultiIndex.from_frame(values[[*KEYS, "run"]])).to_numpy(),
     )  # fmt: skip
-    out = engine.compare(values[engine.PER_RUN_COLUMNS], {}, confidence, multiplicity, pairs)
+    out = engine.compare(values[engine.PER_RUN_COLUMNS], {}, confidence, multiplicity, pairs,
+                         headline)
     if out.empty:
         return pd.DataFrame()
     wanted = pairs
@@ -113,6 +116,7 @@ def summarise(
     qs=QUANTILES,
     confidence: float = 0.95,
     multiplicity: str = "holm",
+    headline: Mapping | None = None,
 ) -> pd.DataFrame:
     """One row per (environment, mode, path, variant) planned or measured, with for each level
     ``pXX_s`` (geometric mean of the per-run quantiles, seconds) and its t interval
@@ -121,7 +125,7 @@ def summarise(
     mode ``rootful_mode`` and ``rootful_ratio_pXX``/``rootful_plus_pct_pXX`` against it."""
 
     data = measured(ok_samples(samples, runs))
-    shifts = overheads(data, None, qs, confidence, multiplicity)
+    shifts = overheads(data, None, qs, confidence, multiplicity, headline)
     rootful = dict(ROOTLESS_VS_ROOTFUL)
     cells = pd.concat([runs[list(CELL)], data[list(CELL)]]).drop_duplicates()
     rows = []

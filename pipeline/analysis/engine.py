@@ -283,12 +283,32 @@ def _comparison(key: dict, part: pd.DataFrame, mode: str, baseline: str, measure
     return row
 
 
+def _names(value: object) -> list[str]:
+    return [v.strip() for v in str(value).split(",") if v.strip()] if value else []
+
+
+def asks(headline: Mapping | None, benchmark: str, mode: str, path: str, variant: str) -> bool:
+    """Whether a profile's ``headline`` (params: benchmark -> comma-separated ``modes``, and
+    optionally ``paths`` and ``variants``; every path or variant when not given) names the
+    comparison of ``mode`` with native on this path and variant as one of its questions."""
+    entry = (headline or {}).get(benchmark)
+    if not entry or mode not in _names(entry.get("modes")):
+        return False
+    paths, variants = _names(entry.get("paths")), _names(entry.get("variants"))
+    return (not paths or path in paths) and (not variants or variant in variants)
+
+
+# The family of a profile's headline questions in a table: "<benchmark> headline".
+HEADLINE_FAMILY = "{benchmark} headline"
+
+
 def compare(
     per_run_values: pd.DataFrame,
     margins: Mapping[str, float],
     confidence: float = 0.95,
     multiplicity: str = "holm",
     pairs: Sequence[tuple[str, str]] | None = None,
+    headline: Mapping | None = None,
 ) -> pd.DataFrame:
     """The standard comparison frame (``COMPARE_COLUMNS``): one row per (environment,
     benchmark, path, variant, metric, statistic) and mode against its baseline (native on the
@@ -304,7 +324,10 @@ def compare(
     one gets the difference test alone), adjusted with the other comparisons of its summary
     table (``family``) by ``multiplicity``; ``resolvable`` the minimum detectable effect under
     that rule. A percentile some paired run is too short for has no estimate. ``pairs``:
-    only these (mode, baseline) comparisons, in this order, where both sides were measured."""
+    only these (mode, baseline) comparisons, in this order, where both sides were measured.
+    ``headline``: the profile's headline questions (``asks``), named before any data: the
+    statistic a reader quotes of each is adjusted with the benchmark's other headline
+    questions only (family ``HEADLINE_FAMILY``), the rest of the table without them."""
     data = per_run_values.assign(ok=lambda f: [bool(v) for v in _ok(f)])
     rows = []
     groups = ["environment", "benchmark", "path", "variant", "metric", "statistic"]
@@ -322,9 +345,15 @@ def compare(
     out = pd.DataFrame(rows, columns=COMPARE_COLUMNS)
     if out.empty:
         return out
+    if headline:
+        asked = out["headline"].astype(bool) & (out["baseline"] == BASELINE) & np.array(
+            [asks(headline, *r) for r in out[["benchmark", "mode", "path", "variant"]].itertuples(
+                index=False)], dtype=bool)  # fmt: skip
+        out.loc[asked, "family"] = [HEADLINE_FAMILY.format(benchmark=b)
+                                    for b in out.loc[asked, "benchmark"]]  # fmt: skip
     adjusted = []
     alpha = round(1.0 - confidence, 12)
-    for _, table in out.groupby("family", sort=False):
+    for family, table in out.groupby("family", sort=False):
         # a shift is read as a ratio to its centre: the side of "no difference" is what counts
         side = np.where(table["scale"] == "shift", 1.0 + table["estimate"], table["estimate"])
         table = table.assign(_side=side)
@@ -332,6 +361,9 @@ def compare(
             table, multiplicity, alpha, "higher_is_better", (("verdict", "tost_p", "diff_p",
                                                                "_side"),),
             mde=[stats.MdeColumns("resolvable", "sd", "n_runs", "margin_abs")])  # fmt: skip
+        if family.endswith(HEADLINE_FAMILY.format(benchmark="")):
+            table["multiplicity"] = table["multiplicity"].str.replace(
+                " comparisons", " headline comparisons")  # fmt: skip
         adjusted.append(table.drop(columns="_side"))
     out = pd.concat(adjusted, ignore_index=True)
     worse_high = ~out["higher_is_better"].astype(bool)
@@ -444,8 +476,10 @@ def add_comparison(row: dict, found: dict[tuple, pd.Series], key: tuple) -> None
 
 
 def multiplicity_text(compared: pd.DataFrame, method: str) -> str:
-    """The table's "holm across N comparisons" (``stats.adjust_verdicts``), also for none."""
+    """The table's "holm across N comparisons" (``stats.adjust_verdicts``), also for none; a
+    table with headline questions names both families ("holm across 2 headline comparisons;
+    holm across 6 comparisons")."""
     if len(compared):
-        return str(compared["multiplicity"].iloc[0])
+        return "; ".join(dict.fromkeys(compared["multiplicity"].astype(str)))
     return f"{method} across 0 comparisons"
 

@@ -20,6 +20,7 @@ every output with their reason.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import altair as alt
@@ -95,6 +96,7 @@ def summarise(
     confidence: float = 0.95,
     margin: float = 0.02,
     multiplicity: str = "holm",
+    headline: Mapping | None = None,
 ) -> pd.DataFrame:
     """One row per (environment, variant, metric, mode, path) with ``SUMMARY_COLUMNS``.
 
@@ -114,7 +116,7 @@ def summarise(
     values = per_run(samples, runs)
     compared = engine.compare(engine.values_of(benchmark, values.assign(statistic="median"), runs),
                               {engine.MEASURES[benchmark].margin: margin}, confidence,
-                              multiplicity)  # fmt: skip
+                              multiplicity, headline=headline)  # fmt: skip
     found = engine.by_comparison(compared)
     rows = []
     for env, mode, path, variant, metric in _cells(values, runs, samples, benchmark):

@@ -16,7 +16,7 @@ are that module's.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import altair as alt
@@ -122,6 +122,7 @@ def summarise(
     margin: float = 0.05,
     multiplicity: str = "holm",
     internet_margin_us: float | None = None,
+    headline: Mapping | None = None,
 ) -> pd.DataFrame:
     """One row per (environment, mode, path, variant) with the columns of ``summary_columns``.
 
@@ -152,7 +153,7 @@ def summarise(
     margins = {engine.MEASURES["latency"].margin: margin}
     if internet_margin_us is not None:
         margins["internet_us"] = internet_margin_us
-    compared = engine.compare(values, margins, confidence, multiplicity)
+    compared = engine.compare(values, margins, confidence, multiplicity, headline=headline)
     found = compared.set_index(["environment", "mode", "path", "variant", "statistic"])
     rows = []
     for env, mode, path, variant in all_cells:

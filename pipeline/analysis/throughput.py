@@ -18,6 +18,7 @@ Modes that were skipped or failed stay in every output with their reason.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import altair as alt
@@ -102,10 +103,11 @@ def _cell_row(cell: tuple, metric: str, confidence: float) -> dict:
 
 
 def _compare(values: pd.DataFrame, runs: pd.DataFrame, margin: float, confidence: float,
-             multiplicity: str, loss_margin: float | None = None) -> pd.DataFrame:  # fmt: skip
+             multiplicity: str, loss_margin: float | None = None,
+             headline: Mapping | None = None) -> pd.DataFrame:  # fmt: skip
     """The engine's comparisons of one variant's table with native (``values``: its per-run
     values, ``_long``), adjusted across it: the received rate against ``margin``, UDP's loss
-    against ``loss_margin``."""
+    against ``loss_margin``; the profile's ``headline`` questions as a family of their own."""
 
     # runs recorded before the UDP variant existed have none: they are TCP's
     tagged = runs.assign(variant=runs["variant"].fillna(TCP_VARIANT) if "variant" in runs
@@ -114,7 +116,7 @@ def _compare(values: pd.DataFrame, runs: pd.DataFrame, margin: float, confidence
     margins = {engine.MEASURES[BENCHMARK].margin: margin}
     if loss_margin is not None:
         margins["udp_loss"] = loss_margin
-    return engine.compare(values, margins, confidence, multiplicity)
+    return engine.compare(values, margins, confidence, multiplicity, headline=headline)
 
 
 def _add_ratio(row: dict, found: dict, variant: str, margin: float) -> None:
@@ -142,6 +144,7 @@ def summarise(
     confidence: float = 0.95,
     margin: float = 0.05,
     multiplicity: str = "holm",
+    headline: Mapping | None = None,
 ) -> pd.DataFrame:
     """One row per (environment, mode, path) with the columns of ``SUMMARY_COLUMNS``.
 
@@ -154,13 +157,15 @@ def summarise(
     ``verdict``: ``stats.verdict`` against the equivalence ``margin`` on the ratio (fixed in
     params.yaml before the data): the paired TOST and difference test on per-run log ratios
     (with at least 3 paired runs; ``tost_reason`` says why they were not run), adjusted across
-    the table by ``multiplicity``. ``resolvable``: the smallest relative difference the runs
-    could resolve. None for native itself and for cells without a comparison. The comparisons
-    are the engine's (``engine.compare``).
+    the table by ``multiplicity`` (the profile's ``headline`` questions among themselves).
+    ``resolvable``: the smallest relative difference the runs could resolve. None for native
+    itself and for cells without a comparison. The comparisons are the engine's
+    (``engine.compare``).
     """
 
     per_run = per_run_throughput(samples, runs)
-    compared = _compare(throughput_long(per_run, None), runs, margin, confidence, multiplicity)
+    compared = _compare(throughput_long(per_run, None), runs, margin, confidence, multiplicity,
+                        headline=headline)
     found = engine.by_comparison(compared)
     rows = []
     for cell in _cells(per_run, variant_rows(runs, TCP_VARIANT)):

@@ -7,12 +7,13 @@ from pipeline.data.interference import Thresholds
 from tests.integration.lab_campaign import SmokeRepo
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="module", autouse=True)
 def measured_once_unless_asked():
     """A campaign started here measures a flagged window once, unless its test asks for
     re-measurement (``interference_retries`` given, as test_interference_lab does): the other
     lab tests count windows, warm-ups and reps, which a background job on the CI machine must
-    not change. Re-measurement has tests of its own (unit and lab)."""
+    not change. Re-measurement has tests of its own (unit and lab). Per module: a session-wide
+    patch would outlive this directory's tests and reach the unit tests a worker runs next."""
     plain = Thresholds.from_params.__func__
 
     def from_params(cls, analysis: dict | None = None) -> Thresholds:

@@ -87,7 +87,9 @@ def test_table_figure_and_long_files(executed):
 
 
 def test_source_notebook_is_clean_and_thin():
-    nc.assert_source_clean_and_thin(NOTEBOOK, {*nc.DIR_PARAMETERS, "confidence", "multiplicity"})
+    nc.assert_source_clean_and_thin(
+        NOTEBOOK, {*nc.DIR_PARAMETERS, "confidence", "multiplicity", "headline"}
+    )
 
 
 def test_executed_copy_matches_source():

@@ -102,7 +102,8 @@ def test_table_figure_and_per_run_files(executed):
 
 def test_source_notebook_is_clean_and_thin():
     nc.assert_source_clean_and_thin(
-        NOTEBOOK, {*nc.DIR_PARAMETERS, "benchmark", "confidence", "margin", "multiplicity"}
+        NOTEBOOK,
+        {*nc.DIR_PARAMETERS, "benchmark", "confidence", "margin", "multiplicity", "headline"},
     )
 
 

@@ -279,7 +279,8 @@ def test_figure_and_table_files_exist(executed):
 
 def test_source_notebook_is_clean_and_thin():
     nc.assert_source_clean_and_thin(
-        NOTEBOOK, {*nc.DIR_PARAMETERS, "confidence", "margin", "multiplicity", "internet_margin_us"}
+        NOTEBOOK, {*nc.DIR_PARAMETERS, "confidence", "margin", "multiplicity", "internet_margin_us",
+                  "headline"}
     )
 
 

@@ -336,3 +336,54 @@ def test_the_engine_reads_no_summary_and_every_summary_reads_the_engine():
     assert not imports.closure(["pipeline.analysis.engine"]) & summaries
     for module in summaries - {"pipeline.analysis.network"}:
         assert "pipeline.analysis.engine" in imports.closure([module]), module
+
+
+HEADLINE = {"latency": {"modes": "docker-host,docker-bridge", "paths": "dc"},
+            "cpu": {"modes": "docker-bridge", "variants": "1thread"}}  # fmt: skip
+
+
+def test_a_profiles_headline_questions_are_adjusted_as_a_family_of_their_own(per_run, compared):
+    """The headline comparisons (the quoted statistic of each named mode, path and variant) are
+    adjusted among themselves, the rest of the table without them; their minimum detectable
+    effect follows the smaller family."""
+    asked = engine.compare(per_run, MARGINS, 0.95, "holm", headline=HEADLINE)
+    own = asked[asked["family"] == "latency headline"]
+    assert sorted(zip(own["mode"], own["variant"], own["statistic"], strict=True)) == [
+        (m, v, "p50") for m in ("docker-bridge", "docker-host") for v in ("tcp", "udp")]
+    assert set(own["path"]) == {"dc"} and set(own["multiplicity"]) == {
+        "holm across 4 headline comparisons"}  # fmt: skip
+    np.testing.assert_allclose(own["diff_p_adj"], stats.adjust_p(own["diff_p"].to_numpy(), "holm"))
+    rest = asked[asked["family"] == "latency"]
+    assert len(rest) == 36 - 4 and set(rest["multiplicity"]) == {"holm across 32 comparisons"}
+    # the same tests, each adjusted among fewer: never a larger adjusted p, a smaller MDE
+    before = compared.set_index(engine.KEYS[1:] + ["mode"])
+    after = asked.set_index(engine.KEYS[1:] + ["mode"])
+    latency = after[after.index.get_level_values("benchmark") == "latency"]
+    assert (latency["diff_p_adj"] <= before.loc[latency.index, "diff_p_adj"] + 1e-15).all()
+    shrunk = own.set_index(engine.KEYS[1:] + ["mode"])
+    assert (shrunk["resolvable"] < before.loc[shrunk.index, "resolvable"]).all()
+    # the tests themselves are the same
+    pd.testing.assert_series_equal(after["diff_p"].sort_index(), before["diff_p"].sort_index())
+    cpu = asked[(asked["benchmark"] == "cpu") & (asked["family"] == "cpu headline")]
+    assert list(cpu["mode"]) == ["docker-bridge"] and list(cpu["variant"]) == ["1thread"]
+    # another benchmark's table is untouched
+    same = asked[asked["benchmark"] == "throughput"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(same, compared[compared["benchmark"] == "throughput"]
+                                  .reset_index(drop=True))  # fmt: skip
+
+
+def test_the_summaries_adjust_the_headline_questions_as_the_engine_does(compared):
+    samples, runs = host.load(RAW, "cpu")
+    summary = host.summarise(samples, runs, "cpu", margin=0.02, headline=HEADLINE)
+    frame = engine.compare(engine.per_run(RAW, ["cpu"]), {"cpu": 0.02}, 0.95, "holm",
+                           headline=HEADLINE)  # fmt: skip
+    row = summary[(summary["mode"] == "docker-bridge") & (summary["variant"] == "1thread")]
+    mine = frame[(frame["mode"] == "docker-bridge") & (frame["variant"] == "1thread")]
+    assert len(row) == len(mine) == 1
+    assert row["verdict"].iloc[0] == mine["verdict"].iloc[0]
+    assert row["resolvable"].iloc[0] == pytest.approx(mine["resolvable"].iloc[0], rel=1e-12)
+    assert summary["multiplicity"].iloc[0] == (
+        "holm across 1 headline comparisons; holm across 8 comparisons")
+    questions = [c for c in comparisons(PROCESSED) if engine.asks(HEADLINE, c.benchmark, c.mode,
+                                                                   c.path, c.variant)]  # fmt: skip
+    assert {(c.benchmark, c.mode) for c in questions} >= {("cpu", "docker-bridge")}

@@ -219,9 +219,12 @@ def questions_paragraph(numbers: Numbers, asked: list[Comparison]) -> str:
     named = "; ".join(f"{MEASURES.get(c.benchmark, c.benchmark)} ({what(c)}), {label(c.mode)}"
                       for c in asked)  # fmt: skip
     return (
-        f"Headline questions: the profile names the comparisons it is for ({named}). "
-        "Planning gave its further runs to these only (how many: the planned campaigns "
-        "above); every other comparison kept its pilot runs. A test resolved "
+        f"Headline questions: the profile names the comparisons it is for ({named}), before "
+        "any data. Planning gave its further runs to these only (how many: the planned "
+        "campaigns above); every other comparison kept its pilot runs. Their p-values are "
+        "adjusted for multiplicity among themselves in each benchmark, the rest of its table "
+        "without them (a table's caption names both families), and the smallest effect beside "
+        "each holds under that rule. A test resolved "
         f"{done.text()} of these {total.text()} (a difference either way, or equivalence within "
         "the margin); for the others the first page gives the bound their interval allows."
     )

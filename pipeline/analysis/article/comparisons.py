@@ -174,27 +174,12 @@ def comparisons(processed: Path | str, raw: Path | str | None = None) -> list[Co
     return [replace(c, pinned=_pinned(raw, c.benchmark, c.__dict__)) for c in out]
 
 
-def _names(value: object) -> list[str] | None:
-    return None if not value else [v.strip() for v in str(value).split(",") if v.strip()]
-
-
 def questions(found: list[Comparison], headline: Mapping | None) -> list[Comparison]:
     """The comparisons a profile's ``headline`` (params: benchmark -> modes, and optionally
     paths and variants) names as its questions: their median or one ratio (p50), never a tail
     percentile; empty when the profile names none."""
-    out = []
-    for c in found:
-        entry = (headline or {}).get(c.benchmark)
-        if not entry or c.statistic not in (None, "p50") or c.pinned:
-            continue
-        if c.mode not in (_names(entry.get("modes")) or []):
-            continue
-        if (paths := _names(entry.get("paths"))) and c.path not in paths:
-            continue
-        if (variants := _names(entry.get("variants"))) and c.variant not in variants:
-            continue
-        out.append(c)
-    return out
+    return [c for c in found if c.statistic in (None, "p50") and not c.pinned
+            and engine.asks(headline, c.benchmark, c.mode, c.path, c.variant)]  # fmt: skip
 
 
 def resolved(c: Comparison) -> bool:
