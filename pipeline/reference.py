@@ -78,7 +78,15 @@ def _hosts(raw: Path) -> pd.DataFrame:
         return pd.DataFrame()
     hosts = pd.concat(frames, ignore_index=True)
     keep = [c for c in ["environment", "host", "role", *HOST_COLUMNS] if c in hosts.columns]
-    return hosts[keep].drop_duplicates().sort_values(["environment", "host"])
+    hosts = hosts[keep].drop_duplicates()
+    if "cpu_count" in hosts:
+        # a network campaign's placement pins a host to part of the machine's CPUs, so the
+        # campaigns saw different counts on one host: one row per host, the counts listed
+        same = [c for c in keep if c != "cpu_count"]
+        hosts = (hosts.groupby(same, sort=False, dropna=False)["cpu_count"]
+                 .agg(lambda n: ", ".join(str(v) for v in sorted(set(n)))).reset_index()
+                 [keep])  # fmt: skip
+    return hosts.sort_values(["environment", "host"])
 
 
 def _campaigns(raw: Path) -> list[dict]:
@@ -123,7 +131,9 @@ def run_record(root: Path, profile: str) -> str:
             shown["mem_total_bytes"] = [f"{v / 2**30:.1f} GiB" for v in shown["mem_total_bytes"]]
         shown = shown.rename(columns=HOST_COLUMNS)
         lines += ["", "## Hosts", "", tables.to_markdown(
-            shown, "The hosts as each campaign recorded them (its `hosts` table).", "")]
+            shown, "The hosts as each campaign recorded them (its `hosts` table); CPUs: "
+            "every count a campaign saw (a placement pins a host to some of the machine's).",
+            "")]
     if not campaigns.empty:
         shown = campaigns.assign(
             started=campaigns["started"].dt.strftime("%Y-%m-%d %H:%M"),

@@ -125,3 +125,19 @@ def test_dvc_metrics_diff_compares_a_new_run_with_the_committed_reference(export
     diff = json.loads(run(str(DVC), "metrics", "diff", "--json"))["reports/metrics.json"]
     assert list(diff) == [key]
     assert diff[key]["diff"] == pytest.approx(0.25)
+
+
+def test_a_host_pinned_to_fewer_cpus_by_a_placement_is_one_row(tmp_path):
+    """Campaigns under a placement record a host with the CPUs it was given: one row per host,
+    the counts listed."""
+    raw = tmp_path / "data" / "raw"
+    shutil.copytree(FIXTURES / "raw", raw)
+    campaign = sorted(raw.glob("*/*/hosts.parquet"))[0]
+    hosts = pd.read_parquet(campaign)
+    pinned = hosts.assign(cpu_count=1)  # the same host, as a pinned campaign records it
+    pd.concat([hosts, pinned.iloc[:1]]).to_parquet(campaign)
+    host = pinned.iloc[0]["host"]
+    rows = reference._hosts(raw)
+    mine = rows[(rows["host"] == host) & (rows["environment"] == pinned.iloc[0]["environment"])]
+    counts = sorted({1, *hosts.loc[hosts["host"] == host, "cpu_count"]})
+    assert len(mine) == 1 and mine["cpu_count"].iloc[0] == ", ".join(map(str, counts))
