@@ -345,12 +345,14 @@ def compare(
     out = pd.DataFrame(rows, columns=COMPARE_COLUMNS)
     if out.empty:
         return out
+    own: set[str] = set()  # the headline families
     if headline:
         asked = out["headline"].astype(bool) & (out["baseline"] == BASELINE) & np.array(
             [asks(headline, *r) for r in out[["benchmark", "mode", "path", "variant"]].itertuples(
                 index=False)], dtype=bool)  # fmt: skip
         out.loc[asked, "family"] = [HEADLINE_FAMILY.format(benchmark=b)
                                     for b in out.loc[asked, "benchmark"]]  # fmt: skip
+        own = set(out.loc[asked, "family"])
     adjusted = []
     alpha = round(1.0 - confidence, 12)
     for family, table in out.groupby("family", sort=False):
@@ -361,7 +363,7 @@ def compare(
             table, multiplicity, alpha, "higher_is_better", (("verdict", "tost_p", "diff_p",
                                                                "_side"),),
             mde=[stats.MdeColumns("resolvable", "sd", "n_runs", "margin_abs")])  # fmt: skip
-        if family.endswith(HEADLINE_FAMILY.format(benchmark="")):
+        if family in own:
             table["multiplicity"] = table["multiplicity"].str.replace(
                 " comparisons", " headline comparisons")  # fmt: skip
         adjusted.append(table.drop(columns="_side"))
