@@ -326,15 +326,15 @@ def ensure_podman_state(cleared: bool) -> None:
     paused = PAUSE_PIDFILE.exists() and not processes.running_pid(PAUSE_PIDFILE, "podman")
     if not (cleared or paused):
         return
+    def podman_of_user(*args: str) -> list[str | Path]:  # where the modes run it
+        return in_netns(NODE.name, as_user(["podman", *args]))
+
     log.info("rootless podman of %s lost its processes: resetting it", USER)
     if paused:
-        run(in_netns(NODE.name, as_user(["podman", "system", "migrate"])), timeout=120,
-            check=False)  # fmt: skip
-    labelled = ["podman", "ps", "-aq", "--filter", f"label={LABEL}"]
-    ids = run(in_netns(NODE.name, as_user(labelled)), timeout=60).stdout.split()
+        run(podman_of_user("system", "migrate"), timeout=120, check=False)
+    ids = run(podman_of_user("ps", "-aq", "--filter", f"label={LABEL}"), timeout=60).stdout.split()
     if ids:
-        run(in_netns(NODE.name, as_user(["podman", "rm", "--force", *ids])), timeout=120,
-            check=False)  # fmt: skip
+        run(podman_of_user("rm", "--force", *ids), timeout=120, check=False)
 
 
 def remove_podman_objects(record: dict | None) -> None:
