@@ -35,7 +35,7 @@ def _load(tmp_path: Path, profile: str, edit=None, profile_edit=None) -> params.
 
 @pytest.mark.parametrize(("profile", "enabled", "max_runs", "budget", "rule"),
                          [("demo", True, 8, 4, "fixed"), ("smoke", False, 10, 60, "stein"),
-                          ("study", True, 10, 20, "stein"),
+                          ("study", True, 10, 3, "stein"),
                           ("publication", True, 20, 120, "stein")])  # fmt: skip
 def test_study_publication_and_demo_plan_smoke_does_not(tmp_path, profile, enabled, max_runs,
                                                         budget, rule):  # fmt: skip
@@ -88,7 +88,7 @@ def test_the_profiles_block_wins_over_params_yaml(tmp_path):
                            "max_runs": 4}  # fmt: skip
 
     got = _load(tmp_path, "study", edit=off).planning()
-    assert (got["enabled"], got["target_half_width"], got["budget_minutes"]) == (True, 0.05, 20)
+    assert (got["enabled"], got["target_half_width"], got["budget_minutes"]) == (True, 0.05, 3)
 
 
 def test_a_profiles_planning_block_is_checked_by_name(tmp_path):
