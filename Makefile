@@ -97,9 +97,10 @@ LOADGEN_SRC := $(filter-out %_test.go,$(wildcard tools/loadgen/*.go)) tools/load
 .make/bin/sockperf: tools/sockperf/no_startup_pause.py $(wildcard /usr/bin/sockperf) | .make/apt.stamp
 	python3 tools/sockperf/no_startup_pause.py /usr/bin/sockperf $@
 
-# The demo profile by default (params.yaml), about 23 minutes on 2 cores. pipeline.demo runs each
-# benchmark's collection and then its summary before the next benchmark (a first figure within
-# minutes), prints each figure and table as it appears, and ends with `dvc repro`.
+# The demo profile by default (params.yaml), about 28 minutes on 2 cores from a fresh clone.
+# pipeline.demo runs each benchmark's collection and then its summary before the next benchmark
+# (a first figure within minutes), prints each figure and table as it appears, and ends with
+# `dvc repro`.
 demo: setup ## install, bring up the lab, run the pipeline on params.yaml's profile (demo)
 	$(PY) -m pipeline.params
 	$(PY) -m pipeline.stages --check

@@ -306,7 +306,7 @@ def fixed_stages(params: Params) -> list[Stage]:
               f"{EXECUTED}/compare-internet-datacenter.ipynb", deps=["data/raw/latency"],
               params=["common.seed", "analysis.confidence", "analysis.n_sim"],
               outs=["data/processed/internet_vs_dc", "figures/internet_vs_dc",
-                    *_tables(["internet_vs_dc"]), *_sentences(["internet_vs_dc_sentences"])],
+                    *_tables(["internet_vs_dc"]), *_sentences(["internet_vs_dc_answer"])],
               figures=[f"figures/internet_vs_dc/internet_vs_dc_{s}.png"
                        for s in ("components", "runs")]),
     ]  # fmt: skip

@@ -409,14 +409,19 @@ def figure(summary: pd.DataFrame, per_run_values: pd.DataFrame) -> tuple[alt.Cha
     else:
         chart = _panel(summary, per_run_values,
                        "Load balancing: requests per second as replicas grow")  # fmt: skip
-    not_measured = sorted(
-        {
-            f"{r.configuration}{f' ({r.orchestrator})' if shows_modes(summary) else ''} with "
-            f"{r.replicas} replica(s) ({status_text(r.status, r.reason)})"
-            for r in summary.itertuples()
-            if r.status != "ok"
-        }
-    )
+    # each reason once, with the configurations and replica counts it holds for
+    missing: dict[str, dict[str, set[int]]] = {}
+    for r in summary.itertuples():
+        if r.status != "ok":
+            what = f"{r.configuration}{f' ({r.orchestrator})' if shows_modes(summary) else ''}"
+            why = status_text(r.status, r.reason)
+            missing.setdefault(why, {}).setdefault(what, set()).add(r.replicas)
+    not_measured = [
+        "; ".join(f"{what} with {_counts(n)} replica{'s' if max(n) > 1 else ''}"
+                  for what, n in sorted(cells.items()))
+        + f": not measured ({why})."
+        for why, cells in sorted(missing.items())
+    ]  # fmt: skip
     short = int((summary["n_runs"] > 0).sum() - summary["rps_ci_reached"].astype(bool).sum())
     caption = (
         "Requests per second (2xx responses, wrk closed loop) through each balancer against the "
@@ -438,8 +443,14 @@ def figure(summary: pd.DataFrame, per_run_values: pd.DataFrame) -> tuple[alt.Cha
             "(the table gives its coverage)."
         )
     if not_measured:
-        caption += " Not measured: " + "; ".join(not_measured) + "."
+        caption += " " + " ".join(not_measured)
     return chart, caption
+
+
+def _counts(values: set[int]) -> str:
+    """{1, 2, 4} -> "1, 2 or 4"."""
+    ordered = [str(v) for v in sorted(values)]
+    return ordered[0] if len(ordered) == 1 else f"{', '.join(ordered[:-1])} or {ordered[-1]}"
 
 
 def _panel(summary: pd.DataFrame, per_run_values: pd.DataFrame, title: str) -> alt.Chart:

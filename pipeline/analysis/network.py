@@ -4,9 +4,10 @@ The 001 article's question. On each path and variant, the per-run summaries of t
 time (the per-run median and the per-run p99: per-run summaries are the unit of inference) are
 decomposed with a linear mixed model, mode fixed and run random (``stats.variance_components``):
 the between-mode spread (largest difference between modes, largest effect vs native) is set
-beside the run-to-run SD of one configuration and its parts (run effect, residual). A generated
-sentence per path says which is larger and by how much. The path itself (native's median RTT on
-the Internet path minus the datacenter one) is reported beside them.
+beside the run-to-run SD of one configuration and its parts (run effect, residual). The answer
+(``answer``) is one table: per variant, statistic and path, which of the two is larger and by how
+much, "not resolved" where their intervals overlap, and native's own value beside them (the
+Internet path's, with what it adds to the datacenter's).
 """
 
 from __future__ import annotations
@@ -107,51 +108,61 @@ def _factor(a: float, b: float) -> str:
     return f"{f:.0f}x" if f >= 10 else f"{f:.1f}x"
 
 
-def _path_clause(r) -> str:
-    where = PATH_LABELS.get(r.path, r.path)
-    where = "the Internet path" if r.path == "internet" else f"the {where} path"
-    word = STAT_WORDS.get(r.statistic, r.statistic)
+def larger(r) -> str | None:
+    """Which is larger on this path, the largest difference between modes or one mode's
+    run-to-run SD, and by how much: decided only when their two intervals do not overlap
+    (a difference of the two at least that clear), else "not resolved" with the estimates'
+    factor. None for a model that was not fitted."""
     if r.status != "ok":
-        return f"on {where} the model of the {word} was not fitted ({r.reason})"
-    within = f"SD {fmt_time(r.sd_within)} [{fmt_time(r.sd_within_lo)}, {fmt_time(r.sd_within_hi)}]"
-    spread = f"{fmt_time(r.mode_range)} [{fmt_time(r.mode_range_lo)}, {fmt_time(r.mode_range_hi)}]"
-    if r.sd_within >= r.mode_range:
-        return (
-            f"on {where} the run-to-run variation of the {word} ({within}) is "
-            f"{_factor(r.sd_within, r.mode_range)} the largest difference between modes "
-            f"({spread})"
-        )
-    return (
-        f"on {where} the mode differences dominate: the largest ({spread}, "
-        f"{r.max_effect_mode} vs native {r.max_effect:+.1f} us) is "
-        f"{_factor(r.mode_range, r.sd_within)} the run-to-run variation of the {word} ({within})"
+        return None
+    modes = r.mode_range > r.sd_within
+    factor = _factor(r.mode_range, r.sd_within) if modes else _factor(r.sd_within, r.mode_range)
+    which = "modes" if modes else "run to run"
+    if r.mode_range_lo > r.sd_within_hi or r.sd_within_lo > r.mode_range_hi:
+        return f"{which}, {factor}"
+    return f"not resolved ({which} {factor})"
+
+
+def answer(components: pd.DataFrame, paths: pd.DataFrame | None = None) -> str:
+    """The 001 article's question answered in one table (markdown): per variant, per-run
+    statistic and path, the largest difference between modes beside one mode's run-to-run SD,
+    which is larger (``larger``), and native's value (``paths``: ``path_effects``), the Internet
+    path's with what it adds to the datacenter's."""
+    if components.empty:
+        return ""
+    native = {} if paths is None else {
+        (r.environment, r.variant, r.statistic, r.path): r.native_median_us
+        for r in paths.itertuples()
+    }  # fmt: skip
+    several = components["environment"].nunique() > 1
+    head = ["Variant", "Per-run statistic", "Path", "Largest difference between modes",
+            "Run-to-run SD", "Larger", "Native"]  # fmt: skip
+    rows = []
+    for r in components.itertuples():
+        key = (r.environment, r.variant, r.statistic)
+        own = native.get((*key, r.path), np.nan)
+        base = fmt_time(own)
+        if r.path == "internet" and not np.isnan(dc := native.get((*key, "dc"), np.nan)):
+            base += f" ({'+' if own >= dc else '-'}{fmt_time(abs(own - dc))})"
+        where = "Internet" if r.path == "internet" else PATH_LABELS.get(r.path, r.path)
+        ok = r.status == "ok"
+        rows.append([
+            f"`{r.variant}`", STAT_WORDS.get(r.statistic, r.statistic),
+            f"`{r.environment}`, {where}" if several else where,
+            (_ci(r.mode_range, r.mode_range_lo, r.mode_range_hi) if ok else None) or "n/a",
+            (_ci(r.sd_within, r.sd_within_lo, r.sd_within_hi) if ok else None) or "n/a",
+            larger(r) if ok else f"not fitted: {r.reason}", base,
+        ])  # fmt: skip
+    conf = float(components["confidence"].iloc[0])
+    lead = (
+        "On each path, the largest difference between two modes beside the run-to-run SD of "
+        f"one mode ({conf:.0%} parametric-bootstrap intervals of a mixed model: mode fixed, run "
+        "random), which is larger (not resolved where the two intervals overlap), and native's "
+        "value (the Internet path's with what it adds to the datacenter's):"
     )
-
-
-def sentences(components: pd.DataFrame, paths: pd.DataFrame | None = None) -> str:
-    """One generated sentence per (environment, variant, statistic), one clause per path, plus
-    the path's own cost when both the datacenter and the Internet path were measured."""
-    out = []
-    for (env, variant, stat), part in components.groupby(
-        ["environment", "variant", "statistic"], sort=False
-    ):
-        clauses = [_path_clause(r) for r in part.itertuples()]
-        text = "; ".join(clauses)
-        text = f"{env}, {variant}: " + text[0].upper() + text[1:] + "."
-        if paths is not None:
-            p = paths[
-                (paths["environment"] == env)
-                & (paths["variant"] == variant)
-                & (paths["statistic"] == stat)
-            ].set_index("path")["native_median_us"]
-            if {"dc", "internet"} <= set(p.index):
-                text += (
-                    f" The Internet path itself adds {fmt_time(p['internet'] - p['dc'])} to "
-                    f"native's {STAT_WORDS.get(stat, stat)} ({fmt_time(p['dc'])} in the "
-                    f"datacenter, {fmt_time(p['internet'])} over the Internet)."
-                )
-        out.append(text)
-    return "\n\n".join(out)
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return lead + "\n\n" + "\n".join(lines)
 
 
 def _ci(point: float, lo: float, hi: float) -> str | None:
@@ -186,15 +197,7 @@ def article_table(components: pd.DataFrame) -> pd.DataFrame:
                     if ok
                     else None
                 ),
-                "Larger": (
-                    (
-                        f"run to run, {_factor(r.sd_within, r.mode_range)}"
-                        if r.sd_within >= r.mode_range
-                        else f"modes, {_factor(r.mode_range, r.sd_within)}"
-                    )
-                    if ok
-                    else None
-                ),
+                "Larger": larger(r),
                 "Note": "" if ok else f"not fitted: {r.reason}",
             }
         )
@@ -217,8 +220,9 @@ def table_caption(components: pd.DataFrame) -> str:
         "from the fit and refitted); the largest difference is biased upwards when the true "
         "differences are smaller than the noise, and where an interval lay wholly above its "
         "estimate (an SD fitted at 0, a largest difference within the noise) it is taken down "
-        "to 0: it then bounds the quantity from above only. Where the model could not be "
-        "fitted, the note says why."
+        "to 0: it then bounds the quantity from above only. Larger: which of the two is larger "
+        "and by what factor of the estimates, decided only where their intervals do not "
+        "overlap (else not resolved). Where the model could not be fitted, the note says why."
     )
 
 
@@ -422,15 +426,16 @@ def write_outputs(
 __all__ = [
     "KEYS",
     "STATISTICS",
+    "answer",
     "article_table",
     "components_figure",
     "decompose",
     "headline",
+    "larger",
     "path_effects",
     "per_run_summaries",
     "q_label",
     "runs_figure",
-    "sentences",
     "table_caption",
     "write_outputs",
 ]

@@ -210,8 +210,8 @@ def _check_latency_and_http(workdir: Path) -> None:
             assert (warm == warmup_count).all() and len(warm) == len(per_window)
             med = measured.groupby(["path"])["value"].median()
             assert med["internet"] > 30_000 > 10 * med["dc"], med  # the WAN path adds ~40 ms
-    sentence = (workdir / "reports" / "tables" / "internet_vs_dc_sentences.md").read_text()
-    assert "Internet" in sentence and "datacenter" in sentence
+    answer = (workdir / "reports" / "tables" / "internet_vs_dc_answer.md").read_text()
+    assert "| Internet |" in answer and "| datacenter |" in answer
     calibration = pd.read_csv(workdir / "reports" / "tables" / "wan_calibration.csv")
     # delays x protocols (the smoke profile calibrates UDP only) x (p50, p99)
     assert len(calibration) == 2 * 1 * 2 and set(calibration["Protocol"]) == {"UDP"}

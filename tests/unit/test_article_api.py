@@ -73,6 +73,23 @@ def test_noise_paragraph_leaves_out_a_benchmark_far_from_natives_level(tmp_path)
     assert "Left out: coldstart (a mode at 14.0x native)" in text
 
 
+def test_noise_paragraph_leaves_out_the_internet_path_judged_in_microseconds(tmp_path):
+    """Latency's Internet path: a 40 ms round trip's jitter over native's mean is no relative
+    noise of a ratio (its comparisons are on added microseconds), so neither its SD nor the
+    difference "resolved" from it is quoted; the datacenter path's are."""
+    rows = [{"benchmark": "latency", "environment": "lab", "path": path, "variant": "udp",
+             "metric": "udp_rtt", "status": "ok", "reason": None, "cv_sd_within_pct": cv,
+             "cv_sd_within_lo_pct": cv / 2, "cv_sd_within_hi_pct": cv * 2, "confidence": 0.95,
+             "resolvable_pct": res}
+            for path, cv, res in (("dc", 0.47, 1.5), ("internet", 57.59, 1127.1))]  # fmt: skip
+    (tmp_path / "processed" / "noise").mkdir(parents=True)
+    pd.DataFrame(rows).to_parquet(tmp_path / "processed" / "noise" / "noise_summary.parquet")
+    text = "\n\n".join(article._noise(_inputs(tmp_path), article.Numbers(root=tmp_path)))
+    assert "latency 0.47%" in text and "57.59" not in text and "1,127.1" not in text
+    assert "The Internet path (latency) is left out" in text
+    assert "resolves differences of 1.5% (latency); a smaller" in text
+
+
 def test_instrument_paragraph_and_its_tables(tmp_path):
     directory = tmp_path / "processed" / "instrument"
     directory.mkdir(parents=True)
@@ -92,7 +109,9 @@ def test_instrument_paragraph_and_its_tables(tmp_path):
     numbers = article.Numbers(root=tmp_path)
     text = "\n\n".join(article._instrument(inputs, numbers))
     assert "gave 12 comparisons" in text and "(false-difference rate 0.0%)" in text
-    assert text.count("expected value inside the interval") == 1
+    # a table row per injected overhead: expected, recovered with its interval, the error
+    assert "| CFS quota 0.5 CPU (`1thread`) | 0.500 ratio | 0.501 [0.490, 0.510] ratio | " in text
+    assert text.count("| yes |") == 1 and "| Expected inside the interval |" in text
     assert "instrument_aa.md" in text and "instrument_injected.md" in text
     assert numbers.entries["instrument.injected.lab.native-cpuquota.1thread.recovered"].value \
         == pytest.approx(0.501)  # fmt: skip
@@ -116,3 +135,23 @@ def test_build_on_nothing_says_so(tmp_path):
     assert "No processed summary carries a verdict against native yet" in md
     assert json.loads(paths["metrics"].read_text()) == {}
     assert paths["html"].read_text().count("<table>") == 1  # Limitations' not-measured table
+
+
+def test_a_caption_sentence_an_earlier_figure_said_is_left_out_and_pointed_to(tmp_path):
+    """Figures drawn alike (the host benchmarks') explain their marks once: a later caption
+    keeps its own sentences and points to the figure that said the rest."""
+    from pipeline.analysis.article.inputs import REPEATED, figure_blocks
+
+    marks = "Diamonds are medians. Bars are 95% intervals."
+    for name, own in (("cpu", "CPU rate per mode."), ("memory", "Memory bandwidth per mode."),
+                      ("disk", "Diamonds are medians. Bars are 95% intervals.")):  # fmt: skip
+        (tmp_path / "figures" / name).mkdir(parents=True)
+        (tmp_path / "figures" / name / f"{name}.svg").write_text("<svg/>")
+        caption = own if name == "disk" else f"{own} {marks}"
+        (tmp_path / "figures" / name / f"{name}.caption.md").write_text(caption + "\n")
+    inputs, numbers = _inputs(tmp_path), article.Numbers(root=tmp_path)
+    cpu, memory, disk = (figure_blocks(inputs, numbers, d)[0] for d in ("cpu", "memory", "disk"))
+    assert f"CPU rate per mode. {marks}" in cpu and REPEATED not in cpu
+    assert "Memory bandwidth per mode. Otherwise read as Figure 1.\n" in memory
+    assert f"memory.caption.md{REPEATED} -->" in memory and "Diamonds" not in memory
+    assert "**Figure 3.**" in disk and "Read as Figure 1.\n" in disk and "Diamonds" not in disk

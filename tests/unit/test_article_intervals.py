@@ -73,8 +73,8 @@ def tree(tmp_path_factory) -> Path:
                           root / "data" / "processed" / "internet_vs_dc")  # fmt: skip
     tables.write(network.article_table(components), tabs, "internet_vs_dc",
                  network.table_caption(components))  # fmt: skip
-    (tabs / "internet_vs_dc_sentences.md").write_text(
-        network.sentences(components, network.path_effects(per_run)) + "\n")
+    (tabs / "internet_vs_dc_answer.md").write_text(
+        network.answer(components, network.path_effects(per_run)) + "\n")
     density = pd.read_parquet(FIXTURES / "processed" / "footprint" / "density_summary.parquet")
     tables.write(footprint.density_table(density), tabs, "density",
                  footprint.density_caption(density))  # fmt: skip
@@ -128,8 +128,9 @@ def test_no_number_of_the_article_lies_outside_its_interval(tree):
     assert "## Internet vs datacenter" in md
     assert len(PRINTED.findall(md)) > 300
     assert outside(md) == []
-    sentences = (tree / "reports" / "tables" / "internet_vs_dc_sentences.md").read_text()
-    assert len(PRINTED.findall(sentences)) >= 12 and outside(sentences) == []
+    answer = (tree / "reports" / "tables" / "internet_vs_dc_answer.md").read_text()
+    assert len(PRINTED.findall(answer)) >= 12 and outside(answer) == []
+    assert answer.split("\n\n")[1] in md  # the section's table is the answer
 
 
 def test_an_interval_above_its_own_estimate_is_taken_down_to_the_boundary():

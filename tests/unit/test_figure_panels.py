@@ -45,7 +45,10 @@ def test_lb_draws_no_panel_for_an_orchestrator_never_measured():
     spec = chart.to_dict()
     assert "hconcat" not in spec and spec["title"].startswith("Docker Swarm")
     assert "One panel per orchestrator" not in caption
-    assert "Kubernetes is not built" in caption and "(Kubernetes) with 2 replica(s)" in caption
+    # the reason once, with every configuration and replica count it holds for
+    assert caption.count("Kubernetes is not built") == 1
+    assert "HAProxy (Kubernetes) with 2 replicas" in caption
+    assert "(Kubernetes) with 1 replica;" in caption or "(Kubernetes) with 1 replica:" in caption
 
 
 def test_lb_tooltip_gives_mode_estimate_interval_and_runs():

@@ -229,7 +229,8 @@ def test_outputs_name_the_orchestrator_when_kubernetes_rows_are_present():
     titles = [panel["title"] for panel in spec["hconcat"]]
     assert titles[0].startswith("Docker Swarm") and titles[1].startswith("Kubernetes")
     assert "One panel per orchestrator" in caption
-    assert "(Kubernetes) with 2 replica(s)" in caption and K8S_DNSRR in caption
+    assert "(Kubernetes) with 2 replicas: not measured (skipped: " in caption
+    assert caption.count(K8S_DNSRR) == 1
 
 
 def test_swarm_alone_keeps_the_articles_layout():
@@ -284,9 +285,34 @@ def test_the_article_states_each_orchestrators_numbers_under_its_own_keys(tmp_pa
     inputs = Inputs(processed=tmp_path, raw=tmp_path, tables=tmp_path, figures=tmp_path,
                     out=tmp_path, margins={}, confidence=0.95, root=tmp_path)  # fmt: skip
     numbers = Numbers(root=tmp_path)
-    swarm, kube = sections._lb(inputs, numbers)
-    assert swarm.startswith("Docker Swarm: One replica dialled directly served 1,025 req/s")
-    assert kube.startswith("Kubernetes: One replica dialled directly served 2,050 req/s")
-    assert "| Kubernetes Service (NodePort, kube-proxy iptables) | 60.0% [" in kube
+    (text,) = sections._lb(inputs, numbers)
+    assert text.startswith("One replica dialled directly served 1,025 req/s [")
+    assert "2,050 req/s [" in text.split(" on Docker Swarm ")[1]  # Kubernetes' after Swarm's
+    assert "| Kubernetes | Kubernetes Service (NodePort, kube-proxy iptables) | 60.0% [" in text
     assert numbers.entries["lb.lab.haproxy-r2.pct_of_direct"].value == pytest.approx(50.0)
     assert numbers.entries["lb.lab.k8s-pod.haproxy-r2.pct_of_direct"].value == pytest.approx(75.0)
+
+
+def test_the_article_states_each_orchestrators_direct_replica_in_one_sentence(tmp_path):
+    """Swarm and Kubernetes: one sentence names both direct replicas, one table holds both
+    orchestrators' balancers (not a paragraph per orchestrator with only its numbers changed)."""
+    from pipeline.analysis.article.inputs import Inputs
+    from pipeline.analysis.article.numbers import Numbers
+    from pipeline.analysis.article.sections import _lb
+
+    samples, runs = _both_modes()
+    (tmp_path / "lb").mkdir()
+    lb.summarise(samples, runs).to_parquet(tmp_path / "lb" / "lb_summary.parquet", index=False)
+    inputs = Inputs(tmp_path, tmp_path, tmp_path, tmp_path, tmp_path, {}, 0.95, tmp_path)
+    numbers = Numbers(tmp_path)
+    (text,) = _lb(inputs, numbers)
+    assert text.count("One replica dialled directly served") == 1
+    assert " on Docker Swarm (4 runs) and " in text and " on Kubernetes (4 runs) (medians" in text
+    assert text.count("| Orchestrator | Balancer |") == 1
+    assert "| Kubernetes | HAProxy | " in text and "| Docker Swarm | HAProxy | " in text
+    assert {"lb.lab.direct-r1.rps", "lb.lab.k8s-pod.direct-r1.rps"} <= set(numbers.entries)
+    # Swarm alone: its sentence as before, no orchestrator named
+    swarm = samples[samples["mode"] == "swarm-overlay"], runs[runs["mode"] == "swarm-overlay"]
+    lb.summarise(*swarm).to_parquet(tmp_path / "lb" / "lb_summary.parquet", index=False)
+    (alone,) = _lb(inputs, Numbers(tmp_path))
+    assert alone.startswith("One replica dialled directly served ") and "Orchestrator" not in alone

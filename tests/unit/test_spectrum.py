@@ -273,9 +273,8 @@ def test_article_section_states_registered_numbers(tmp_path):
     assert numbers["spectrum.lab.docker-bridge.n_overhead"].value == 11
     far = numbers["spectrum.lab.rootless-docker.furthest.coldstart.host.nginx_p50.pct_of_native"]
     assert (round(far.value, 2), round(far.lo, 2), round(far.hi, 2)) == (1399.99, 1395.0, 1405.01)
-    assert ("- Rootless Docker (`rootless-docker`; runc, rootless): 1 comparison in 1 benchmark "
-            "(1 overhead); furthest from native: cold start p50 (`nginx`) on the host at "
-            "1,400% [1,395, 1,405] of native.") in text  # fmt: skip
+    assert ("| Rootless Docker (`rootless-docker`; runc, rootless) | 1 in 1 | 1 overhead | cold "
+            "start p50 (`nginx`) on the host: 1,400% [1,395, 1,405] of native |") in text
     assert ("Not measured in this campaign: Docker bridge, crun runtime (`docker-crun`); Docker "
             "bridge, gVisor (runsc) (`docker-gvisor`); the VM") in text  # fmt: skip
     assert "`reports/tables/spectrum.md`" not in text and "tables/spectrum.md" in text

@@ -167,7 +167,7 @@ def test_the_methods_say_steins_coverage_only_for_a_stein_planned_campaign(tmp_p
     assert "Stein's two-stage rule" in said and "covers exactly its 95%" in said
     assert "a cap widens it but does not lower its coverage" in said
     assert "95% +- 1 point" in said and "cover 90-93%" not in said
-    assert "- `throughput` (`lab`): a 3-run pilot" in said
+    assert "| `throughput` (`lab`) | 3 | " in said  # its row: a 3-run pilot
 
 
 def test_a_fixed_rule_campaign_gets_the_usual_interval_and_says_why(tmp_path):
@@ -192,7 +192,7 @@ def test_a_fixed_rule_campaign_gets_the_usual_interval_and_says_why(tmp_path):
                                                   pytest.approx(hi, rel=1e-12))  # fmt: skip
     said = _methods_planning(tmp_path)
     assert "a run count fixed before any data" in said and "usual t intervals" in said
-    assert f"{len(NATIVE)} runs for each headline comparison" in said
+    assert f"| {len(NATIVE)} runs per headline comparison |" in said
     assert "Stein" not in said and "cover 90-93%" not in said
 
 

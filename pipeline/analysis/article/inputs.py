@@ -55,6 +55,8 @@ class Inputs:
     reason_ids: dict[str, str] = field(default_factory=dict)
     # figure directory -> its figures (number, file), in the order the body shows them
     figure_numbers: dict[str, list[tuple[Number, Path]]] = field(default_factory=dict)
+    # a caption sentence -> the number of the first figure whose caption says it
+    caption_sentences: dict[str, str] = field(default_factory=dict)
 
     def summary(self, benchmark: str, name: str) -> tuple[pd.DataFrame, Path] | None:
         path = self.processed / benchmark / f"{name}.parquet"
@@ -193,12 +195,35 @@ def figure_blocks(inputs: Inputs, numbers: Numbers, directory: str) -> list[str]
         block = [f"![{stem}]({link})", ""]
         caption = path.with_name(f"{stem}.caption.md")
         if caption.exists():
-            text = caption.read_text(encoding="utf-8")
-            block.append(f"**Figure {number.text()}.**\n{include(text, rel(inputs, caption))}")
+            text, left_out = _once(inputs, caption.read_text(encoding="utf-8"), number.text())
+            shown = include(text, rel(inputs, caption) + left_out)
+            block.append(f"**Figure {number.text()}.**\n{shown}")
         else:
             block.append(f"**Figure {number.text()}** (`{stem}`).")
         blocks.append("\n".join(block))
     return blocks
+
+
+CAPTION_SENTENCE = re.compile(r"(?<=\.)\s+(?=[A-Z\"“(])")
+REPEATED = " (sentences an earlier caption says left out)"
+
+
+def _once(inputs: Inputs, caption: str, number: str) -> tuple[str, str]:
+    """A figure's caption without the sentences an earlier figure's caption already says (how
+    to read the marks of figures drawn alike), pointing to that figure instead; and what its
+    include marker adds to the file's name ("" when nothing was left out)."""
+    sentences = [x for x in CAPTION_SENTENCE.split(caption.strip()) if x.strip()]
+    kept, earlier = [], []
+    for sentence in sentences:
+        first = inputs.caption_sentences.setdefault(sentence, number)
+        if first == number:
+            kept.append(sentence)
+        elif first not in earlier:
+            earlier.append(first)
+    if not earlier:
+        return caption, ""
+    said = f"Figure{'s' if len(earlier) > 1 else ''} {', '.join(earlier)}"
+    return " ".join([*kept, f"{'Otherwise read' if kept else 'Read'} as {said}."]), REPEATED
 
 
 def figure_refs(inputs: Inputs, directories: list[str]) -> str:

@@ -28,7 +28,7 @@ from pipeline.analysis.article.inputs import (
     tables_for,
 )
 from pipeline.analysis.article.numbers import Number, Numbers
-from pipeline.analysis.article.sections import Section, missing_text
+from pipeline.analysis.article.sections import Section, grid, missing_text
 
 FAR_FROM_NATIVE = 2.0  # a mode this many times native's level (or its inverse) or more
 WAN_TABLES = ["wan_calibration_sentence", "wan_calibration"]
@@ -157,7 +157,10 @@ def _seeds(inputs: Inputs) -> set:
 
 
 def _duty_cycle(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[str]:
-    lines: list[str] = []
+    """A table row per campaign with a session record (duty cycle, seconds inside its windows
+    and of wall time, the harness's server and client seconds where recorded, where its hosts
+    ran), then one line per reason a campaign has no record."""
+    rows: list[list[str]] = []
     unrecorded: dict[str, list[str]] = {}
     for b in benchmarks:
         for dataset in sorted((inputs.raw / b).glob("*/runs.parquet")):
@@ -174,21 +177,20 @@ def _duty_cycle(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list
             d = numbers.add(key, data["duty_cycle"], "fraction", record, decimals=2)
             w = numbers.add(f"{key}.window_s", data["window_s"], "s", record, decimals=0)
             t = numbers.add(f"{key}.wall_s", data["wall_s"], "s", record, decimals=0)
-            where = ""
+            servers = client = "n/a"
             if data.get("client_s") is not None:  # not every campaign record splits the overhead
                 servers = numbers.add(f"{key}.servers_s", data["deploy_s"] + data["stop_s"],
-                                      "s", record, decimals=0)  # fmt: skip
+                                      "s", record, decimals=0).text()  # fmt: skip
                 client = numbers.add(f"{key}.client_overhead_s", data["client_overhead_s"],
-                                     "s", record, decimals=0)  # fmt: skip
-                where = (f"; {servers.text()} s starting and stopping servers, {client.text()} s "
-                         "in client commands outside their windows (SSH, the tool's own "
-                         "start-up)")  # fmt: skip
-            lines.append(
-                f"- `{b}` (`{env}`): {d.text()} ({w.text()} s inside load windows of "
-                f"{t.text()} s wall{where}){_placement(data.get('placements') or [])}."
-            )
+                                     "s", record, decimals=0).text()  # fmt: skip
+            where = _placement(data.get("placements") or []).removeprefix("; ") or "not recorded"
+            rows.append([f"`{b}` (`{env}`)", d.text(), w.text(), t.text(), servers, client,
+                         where])  # fmt: skip
+    lines = [grid(["Campaign", "Duty cycle", "Inside windows, s", "Wall, s",
+                   "Starting and stopping servers, s", "Client commands outside windows, s",
+                   "Hosts' CPUs"], rows)] if rows else []  # fmt: skip
     for why, named in unrecorded.items():
-        lines.append(f"- not recorded ({why}): {', '.join(named)}.")
+        lines.append(f"Not recorded ({why}): {', '.join(named)}.")
     return lines
 
 
@@ -207,7 +209,7 @@ def _planning(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[s
     their rule does to the intervals: Stein's (``rule`` "stein") and a count fixed before the
     data ("fixed") keep their 95%, the earlier stop rule did not; nothing when no campaign was
     planned."""
-    lines: dict[str, list[str]] = {"stein": [], "fixed": [], "earlier": []}
+    lines: dict[str, list[list[str]]] = {"stein": [], "fixed": [], "earlier": []}
     for b in benchmarks:
         for record in sorted((inputs.raw / b).glob("*/campaign.json")):
             plan = json.loads(record.read_text()).get("planning") or {}
@@ -219,11 +221,11 @@ def _planning(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[s
             rounds = numbers.add(f"{key}.rounds", plan.get("rounds", 0), "runs", record)
             if rule == "fixed":
                 runs = numbers.add(f"{key}.max_runs", plan["max_runs"], "runs", record)
-                aim = f"{runs.text()} runs for each headline comparison"
+                aim = f"{runs.text()} runs per headline comparison"
             else:
                 target = numbers.add(f"{key}.target_half_width", plan["target_half_width"],
                                      "log ratio", record, decimals=3)  # fmt: skip
-                aim = f"target half-width {target.text()} of the log ratio"
+                aim = f"half-width {target.text()} of the log ratio"
             stops: dict[str, int] = {}
             for cell in plan.get("cells", []):
                 if "half_width" in cell:  # a comparison with native
@@ -231,11 +233,8 @@ def _planning(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[s
                     stops[why] = stops.get(why, 0) + 1
             said = [f"{numbers.add(f'{key}.stopped.{why}', n, 'comparisons', record).text()} {why}"
                     for why, n in sorted(stops.items())]  # fmt: skip
-            lines[rule].append(
-                f"- `{b}` (`{record.parent.name}`): a {pilot.text()}-run pilot and "
-                f"{rounds.text()} planned runs, {aim}; comparisons stopped: "
-                f"{', '.join(said) or 'none'}."
-            )
+            lines[rule].append([f"`{b}` (`{record.parent.name}`)", pilot.text(), rounds.text(),
+                                aim, ", ".join(said) or "none"])  # fmt: skip
     out = []
     sim = "simulation: tests/unit/test_planning.py"
     if lines["stein"]:
@@ -250,14 +249,14 @@ def _planning(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[s
             "normal; a cap widens it but does not lower its coverage (in simulation, a "
             f"{c['pilot_runs'].text()}-run pilot and at most {c['max_runs_lo'].text()} or "
             f"{c['max_runs_hi'].text()} runs: {c['label_pct'].text()}% "
-            f"+- {c['within_pct'].text()} point):\n\n" + "\n".join(lines["stein"])
+            f"+- {c['within_pct'].text()} point):\n\n" + _plan_table(lines["stein"])
         )
     if lines["fixed"]:
         out.append(
             "Headline comparisons given a run count fixed before any data (the others keep "
             "their pilot's runs): their intervals are the usual t intervals on all their runs, "
             "exact at their confidence when per-run log ratios are normal:\n\n"
-            + "\n".join(lines["fixed"])
+            + _plan_table(lines["fixed"])
         )
     if lines["earlier"]:
         earlier = "simulation: the stop rule before Stein's (docs/methods.md, precision planning)"
@@ -271,9 +270,14 @@ def _planning(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> list[s
             f"(a {c['pilot_runs'].text()}-run pilot, at most {c['max_runs'].text()} runs) their "
             f"intervals labelled {c['label_pct'].text()}% cover "
             f"{c['lo_pct'].text()}-{c['hi_pct'].text()}%:"
-            "\n\n" + "\n".join(lines["earlier"])
+            "\n\n" + _plan_table(lines["earlier"])
         )
     return out
+
+
+def _plan_table(rows: list[list[str]]) -> str:
+    return grid(["Campaign", "Pilot runs", "Planned runs", "Aim", "Comparisons stopped by"],
+                rows)  # fmt: skip
 
 
 def _placement(placements: list[dict]) -> str:
@@ -356,26 +360,28 @@ def _instrument(inputs: Inputs, numbers: Numbers) -> list[str]:
         share = 100 * rate["false_difference_rate"]
         pct = numbers.add("instrument.aa.false_difference_pct", share, "%", rate_path, decimals=1)
         text += f" (false-difference rate {pct.text()}%)"
-    lines = [text + "."]
+    paragraphs = [text + "."]
     injected, path = found
-    if len(injected):
-        lines.append("Injected overheads, recovered by the same pipeline:\n")
-        for r in injected.itertuples():
-            key = f"instrument.injected.{r.environment}.{r.control}.{r.variant}".replace(" ", "_")
-            exp = numbers.add(f"{key}.expected", r.expected, r.unit, path)
-            got = numbers.add(f"{key}.recovered", r.recovered, r.unit, path, r.recovered_lo,
-                              r.recovered_hi, r.coverage, r.interval_kind)  # fmt: skip
-            inside = "n/a" if pd.isna(r.recovered_within) else (
-                "inside" if r.recovered_within else "outside")  # fmt: skip
-            err = numbers.add(f"{key}.error_pct", r.error_pct, "%", path, decimals=2)
-            lines.append(
-                f"- {r.injected} ({r.variant}): expected {exp.text()} {r.unit}, recovered "
-                f"{got.with_ci()} {r.unit} ({err.text(signed=True)}%): expected value {inside} "
-                "the interval."
-            )
+    rows = []
+    for r in injected.itertuples():
+        key = f"instrument.injected.{r.environment}.{r.control}.{r.variant}".replace(" ", "_")
+        exp = numbers.add(f"{key}.expected", r.expected, r.unit, path)
+        got = numbers.add(f"{key}.recovered", r.recovered, r.unit, path, r.recovered_lo,
+                          r.recovered_hi, r.coverage, r.interval_kind)  # fmt: skip
+        inside = "n/a" if pd.isna(r.recovered_within) else (
+            "yes" if r.recovered_within else "no")  # fmt: skip
+        err = numbers.add(f"{key}.error_pct", r.error_pct, "%", path, decimals=2)
+        rows.append([f"{r.injected} (`{r.variant}`)", f"{exp.text()} {r.unit}",
+                     f"{got.with_ci()} {r.unit}", f"{err.text(signed=True)}%", inside])  # fmt: skip
+    if rows:
+        paragraphs.append(
+            "Injected overheads, recovered by the same pipeline:\n\n"
+            + grid(["Injected", "Expected", "Recovered", "Error", "Expected inside the interval"],
+                   rows)  # fmt: skip
+        )
     blocks = figure_blocks(inputs, numbers, "instrument")
     blocks += tables_for(inputs, INSTRUMENT_TABLES, "Methods: instrument check")
-    return ["\n".join(lines), *blocks]
+    return [*paragraphs, *blocks]
 
 
 def _noise(inputs: Inputs, numbers: Numbers) -> list[str]:
@@ -399,6 +405,11 @@ def _noise(inputs: Inputs, numbers: Numbers) -> list[str]:
             far[c.benchmark] = max(far.get(c.benchmark, 0.0), size)
     left_out = [b for b in dict.fromkeys(fitted["benchmark"]) if b in far]
     fitted = fitted[~fitted["benchmark"].isin(left_out)]
+    # The Internet path's comparisons are judged on the microseconds a mode adds, not on a
+    # ratio: a relative SD there (a 40 ms round trip's jitter) is no noise floor of a ratio.
+    internet = fitted["path"].eq("internet")
+    wan = sorted(set(fitted.loc[internet, "benchmark"]))
+    fitted = fitted[~internet]
     parts = []
     for bench, rows in fitted.groupby("benchmark", sort=False):
         ends = []
@@ -428,6 +439,12 @@ def _noise(inputs: Inputs, numbers: Numbers) -> list[str]:
             f" Left out: {', '.join(said)}, where one SD as % of native's mean is the slow "
             "modes' spread over native's small mean, no relative noise; its comparisons' own "
             "intervals (the findings table) say what its runs resolve."
+        )
+    if wan:
+        text += (
+            f" The Internet path ({', '.join(wan)}) is left out: its comparisons are on the "
+            "microseconds a mode adds (the Internet vs datacenter section sets them beside its "
+            "run-to-run SD)."
         )
     sized = fitted.dropna(subset=["resolvable_pct"]) if "resolvable_pct" in fitted else fitted[:0]
     if not sized.empty:
@@ -545,12 +562,13 @@ def methods(inputs: Inputs, numbers: Numbers, benchmarks: list[str]) -> str:
     blocks += _instrument(inputs, numbers)
     duty = _duty_cycle(inputs, numbers, benchmarks)
     blocks.append(
-        "Duty cycle (seconds inside load windows / wall seconds of the campaign) and, on the "
-        "embedded lab, where its hosts ran (they share one machine's CPUs: \"every host on "
-        'every CPU" leaves a client and its server to the scheduler, which now and then puts '
-        "them on one CPU; a colocated placement puts every host on one CPU, a split one gives "
-        "the server's host and the clients' hosts disjoint CPUs):\n\n"
-        + ("\n".join(duty) if duty else "not recorded.")
+        "Duty cycle (seconds inside load windows / wall seconds of the campaign), the harness's "
+        "own seconds where the campaign recorded them (client commands: SSH and the tool's own "
+        "start-up), and, on the embedded lab, where its hosts ran (they share one machine's "
+        "CPUs: \"every host on every CPU\" leaves a client and its server to the scheduler, "
+        "which now and then puts them on one CPU; a colocated placement puts every host on one "
+        "CPU, a split one gives the server's host and the clients' hosts disjoint CPUs):\n\n"
+        + ("\n\n".join(duty) if duty else "not recorded.")
     )
     return "\n\n".join(b for b in blocks if b != "")
 

@@ -267,9 +267,17 @@ def _percentiles(benchmark: str, stage: str, what: str) -> Callable:
 
 
 def _internet(inputs: Inputs, numbers: Numbers) -> list[str] | None:
-    """Measured when the decomposition exists; its generated sentences
-    (``internet_vs_dc_sentences.md``, included by the section) state its numbers once."""
-    return None if inputs.summary("internet_vs_dc", "internet_vs_dc_components") is None else []
+    """Measured when the decomposition exists. Its generated answer
+    (``internet_vs_dc_answer.md``: which is larger on each path, the mode differences or the
+    run-to-run variation) is the section's table, included here; the full decomposition goes
+    to the appendix."""
+    if inputs.summary("internet_vs_dc", "internet_vs_dc_components") is None:
+        return None
+    path = inputs.tables / "internet_vs_dc_answer.md"
+    if not path.exists():
+        return []
+    inputs.used_tables.add(path.name)
+    return [include(path.read_text(encoding="utf-8").strip(), rel(inputs, path))]
 
 
 PUBLISHED = Path("data") / "reference" / "published.csv"  # under the repository root
@@ -305,14 +313,15 @@ def _against(inputs: Inputs, numbers: Numbers) -> list[str] | None:
 def _lb(inputs: Inputs, numbers: Numbers) -> list[str] | None:
     """Per environment and orchestrator (Swarm's mode first): the direct replica's rate, then
     each balancer's rate as a share of it (paired t interval) at every replica count measured
-    (pipeline.analysis.lb). Swarm's numbers are ``lb.<env>.*``, another mode's
-    ``lb.<env>.<mode>.*``."""
+    (pipeline.analysis.lb), in one sentence and one table however many orchestrators ran.
+    Swarm's numbers are ``lb.<env>.*``, another mode's ``lb.<env>.<mode>.*``."""
     found = inputs.summary("lb", "lb_summary")
     if found is None:
         return None
     summary, source = found
-    paragraphs = []
     modes = sorted(set(summary["mode"]), key=lambda m: (m != lb_analysis.SWARM_MODE, m))
+    several_envs = summary["environment"].nunique() > 1
+    directs, rows, counts = [], [], []
     for env, mode in sorted(
         set(zip(summary["environment"], summary["mode"], strict=True)),
         key=lambda em: (em[0], modes.index(em[1])),
@@ -323,20 +332,15 @@ def _lb(inputs: Inputs, numbers: Numbers) -> list[str] | None:
         if base.empty:
             continue
         b = base.iloc[0]
-        swarm = mode == lb_analysis.SWARM_MODE
-        key = f"lb.{env}" if swarm else f"lb.{env}.{mode}"
-        who = "" if swarm and len(modes) == 1 else f"{lb_analysis.orchestrator(mode)}: "
+        key = f"lb.{env}" if mode == lb_analysis.SWARM_MODE else f"lb.{env}.{mode}"
+        who = lb_analysis.orchestrator(mode) + (f" (`{env}`)" if several_envs else "")
         rate = numbers.add(
             f"{key}.direct-r1.rps", b["rps"], "req/s", source, b["rps_lo"], b["rps_hi"],
             col(b, "rps_coverage"),
             "distribution-free order-statistic interval of the median across runs",
         )  # fmt: skip
         runs = numbers.add(f"{key}.direct-r1.n_runs", b["n_runs"], "runs", source)
-        text = (
-            f"{who}One replica dialled directly served {rate.with_ci(' req/s')} (median of "
-            f"{runs.text()} runs, wrk closed loop)."
-        )
-        rows, counts = [], []
+        directs.append((who, rate, runs))
         for _, group in ok[ok["variant"] != "direct-r1"].groupby("balancer", sort=False):
             shares = {}
             for r in group.sort_values("replicas").itertuples():
@@ -353,18 +357,32 @@ def _lb(inputs: Inputs, numbers: Numbers) -> list[str] | None:
                 shares[n.text()] = f"{pct.with_ci('%')}{said}"
                 counts += [n.text()] if n.text() not in counts else []
             if shares:
-                rows.append((group["configuration"].iloc[0], shares))
-        if rows:
-            text += (
-                " Each balancer's rate as % of that one replica's, by the replicas behind it "
-                "(verdicts: no margin was fixed for a balancer, so overhead, faster or "
-                "inconclusive):\n\n"
-                + grid(["Balancer", *(f"{n} replicas" if n != "1" else "1 replica"
-                                      for n in counts)],
-                       [[name, *(shares.get(n, "") for n in counts)] for name, shares in rows])
-            )  # fmt: skip
-        paragraphs.append(text)
-    return paragraphs
+                rows.append((who, group["configuration"].iloc[0], shares))
+    if not directs:
+        return []
+    if len(directs) == 1:
+        who, rate, runs = directs[0]
+        solo_swarm = modes == [lb_analysis.SWARM_MODE]
+        text = (f"{'' if solo_swarm else who + ': '}One replica dialled directly served "
+                f"{rate.with_ci(' req/s')} (median of {runs.text()} runs, wrk closed loop).")
+    else:
+        served = [f"{rate.with_ci(' req/s')} on {who} ({runs.text()} runs)"
+                  for who, rate, runs in directs]  # fmt: skip
+        text = (f"One replica dialled directly served {', '.join(served[:-1])} and "
+                f"{served[-1]} (medians across runs, wrk closed loop).")  # fmt: skip
+    if rows:
+        own = "that one replica's" if len(directs) == 1 else "its own direct replica's"
+        head = ["Balancer", *(f"{n} replicas" if n != "1" else "1 replica" for n in counts)]
+        body = [[name, *(shares.get(n, "") for n in counts)] for _, name, shares in rows]
+        if len(directs) > 1:
+            head, body = ["Orchestrator", *head], [[who, *row] for (who, _, _), row
+                                                   in zip(rows, body, strict=True)]  # fmt: skip
+        text += (
+            f" Each balancer's rate as % of {own}, by the replicas behind it (verdicts: no "
+            "margin was fixed for a balancer, so overhead, faster or inconclusive):\n\n"
+            + grid(head, body)
+        )
+    return [text]
 
 
 def _coldstart(inputs: Inputs, numbers: Numbers) -> list[str] | None:
@@ -578,8 +596,7 @@ def _spectrum(inputs: Inputs, numbers: Numbers) -> list[str] | None:
     shown = table[table["statistic"].isna() | (table["statistic"] == "p50")]
     if shown.empty:
         return ["No benchmark measured a mode of the isolation spectrum in this campaign."]
-    lines = ["Each mode of the isolation spectrum against native, from native to the VM, over "
-             "the figure's panels (each benchmark's one ratio, or its p50):", ""]  # fmt: skip
+    rows = []
     several = table["environment"].nunique() > 1
     for _, part in shown.groupby("rank", sort=True):
         first = part.iloc[0]
@@ -611,14 +628,16 @@ def _spectrum(inputs: Inputs, numbers: Numbers) -> list[str] | None:
                     f"{first['privilege']}{where})")  # fmt: skip
         measure = MEASURES.get(far["benchmark"], far["benchmark"])
         stat = f" {far['statistic']}" if isinstance(far["statistic"], str) else ""
-        lines.append(
-            f"- {what}: {n.text()} comparison{'s' * (n.value != 1)} in {benchmarks.text()} "
-            f"benchmark{'s' * (benchmarks.value != 1)}"
-            + (f" ({', '.join(counts)})" if counts else "")
-            + f"; furthest from native: {measure}{stat} (`{far['variant']}`) {on_path(far['path'])}"
-            f" at {pct.with_ci('%')} of native."
-        )  # fmt: skip
-    paragraphs = ["\n".join(lines)]
+        rows.append([what, f"{n.text()} in {benchmarks.text()}", ", ".join(counts) or "none",
+                     f"{measure}{stat} (`{far['variant']}`) {on_path(far['path'])}: "
+                     f"{pct.with_ci('%')} of native"])  # fmt: skip
+    paragraphs = [
+        "Each mode of the isolation spectrum against native, from native to the VM, over the "
+        "figure's panels (each benchmark's one ratio, or its p50), and its furthest point from "
+        "native:\n\n"
+        + grid(["Mode (runtime, privilege)", "Comparisons in benchmarks", "Verdicts",
+                "Furthest from native"], rows)  # fmt: skip
+    ]
     missing = inputs.summary("spectrum", "spectrum_not_measured")
     if missing is not None:
         frame, _ = missing
@@ -676,7 +695,7 @@ SECTIONS: dict[str, Section] = {
         "internet_vs_dc",
         "Internet vs datacenter",
         _internet,
-        tables=["internet_vs_dc_sentences", "internet_vs_dc"],
+        tables=["internet_vs_dc"],
         raw=None,
         collect="collect-latency",
         analyse="compare-internet-datacenter",
