@@ -96,12 +96,18 @@ def windows(raw_dir: Path | str) -> pd.DataFrame:
 
 def flag(watched: pd.DataFrame, cpus: float, steal: float, probe: float) -> pd.DataFrame:
     """``watched`` with ``probe_ratio`` (the slower probe beside the window over the host's
-    campaign median), ``flagged`` and ``why`` per window and host."""
+    campaign median among the readings taken with the same hosts), ``flagged`` and ``why``
+    per window and host."""
     out = watched.copy()
     read = out["error"].isna()
     slower = out[["probe_before_ms", "probe_after_ms"]].astype(float).max(axis=1)
-    median = out.loc[read].groupby(["benchmark", "campaign", "host"])[
+    # the hosts read beside each one (their probes ran at once), as collection compares them
+    window = [k for k in (*WINDOW, "attempt") if k in out.columns]
+    out["_company"] = out.groupby(window, dropna=False)["host"].transform(
+        lambda hosts: ",".join(sorted(hosts)))  # fmt: skip
+    median = out.loc[read].groupby(["benchmark", "campaign", "host", "_company"])[
         "probe_before_ms"].transform("median")  # fmt: skip
+    out = out.drop(columns="_company")
     out["probe_ratio"] = (slower / median).where(read)
     out["why"] = [
         reasons(o, s, p, cpus, steal, probe)

@@ -218,7 +218,8 @@ class Campaign:
         # the interference watch around every measured window (pipeline/collect/watch.py)
         self._reading: str | None = None  # after prepare(): a benchmark may name tools there
         self._watched: list[dict] = []  # the step's windows, per host
-        self._probes: dict[str, list[float]] = {}  # the probe's times so far, per host
+        # the probe's times so far, per host and the hosts read with it (``_decide_flag``)
+        self._probes: dict[tuple[str, tuple[str, ...]], list[float]] = {}
         self._clocks: dict[str, list[int]] = {}  # the step's host clock readings (ClockWatch)
         self._rep0 = 0  # the step's first rep in this measurement (a step measured again)
         self._attempt = 1  # which measurement of the step this is
@@ -718,6 +719,7 @@ class Campaign:
         before = self._timed("watch_s", partial(self._read_all, ctx, hosts))
         result = call()
         afters = self._timed("watch_s", partial(self._read_all, ctx, hosts))
+        company = tuple(sorted(h.name for h in hosts))
         for h in hosts:
             after = afters[h.name]
             entry = {"rep": rep + self._rep0, "host": h.name, "attempt": self._attempt}
@@ -728,14 +730,18 @@ class Campaign:
             except ValueError as exc:  # no reading, or a clock that went back
                 entry["error"] = str(exc)
             else:
-                entry["why"] = self._decide_flag(h.name, entry)
+                entry["why"] = self._decide_flag(h.name, entry, company)
             self._watched.append(entry)
         return result
 
-    def _decide_flag(self, host: str, entry: dict) -> str:
+    def _decide_flag(self, host: str, entry: dict, company: tuple[str, ...] = ()) -> str:
         """Why the window is flagged on ``host`` ("" when it is not), by params.yaml's
-        thresholds; the probe is compared with its median on the host in this session."""
-        probes = self._probes.setdefault(host, [])
+        thresholds; the probe is compared with its median on the host in this session, over
+        the readings taken with the same hosts (``company``). The hosts' probes run at once,
+        and on hosts that share a CPU (the lab's colocated placement) they share it: such a
+        probe takes about twice as long as one read alone, and against a median of lone
+        readings a third of a latency campaign's datacenter windows read as slowed."""
+        probes = self._probes.setdefault((host, company), [])
         probes.append(entry["probe_before_ms"])
         median = float(np.median(probes))
         slower = max(entry["probe_before_ms"], entry["probe_after_ms"])

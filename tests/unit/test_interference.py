@@ -337,3 +337,39 @@ def test_the_summary_counts_the_windows_collection_flagged_and_measured_again(tm
     assert (row.windows, row.flagged, row.remeasured, row.kept_flagged) == (3, 1, 1, 0)
     assert row.beside_flagged == "hog"
     assert interference.table(interference.summary(flags)).loc[0, "Flagged"] == "1 (33%)"
+
+
+def test_a_probe_is_judged_against_readings_taken_with_the_same_hosts():
+    """The hosts of a window are read at once: on hosts that share a CPU (the colocated
+    placement) their probes share it and take about twice a lone reading's time. Judged
+    against lone readings, every such window would read as slowed; judged against readings
+    taken with the same hosts, only one slowed beyond them is."""
+    from types import SimpleNamespace
+
+    from pipeline.collect.campaign import Campaign
+
+    campaign = SimpleNamespace(_probes={}, thresholds=Thresholds())
+    alone, pair = ("node1",), ("dc-client", "node1")
+
+    def why(probe: float, company: tuple[str, ...]) -> str:
+        entry = {"probe_before_ms": probe, "probe_after_ms": probe, "other_cpus": 0.0,
+                 "steal_share": 0.0}  # fmt: skip
+        return Campaign._decide_flag(campaign, "node1", entry, company)
+
+    assert [why(25.0, alone) for _ in range(5)] == [""] * 5
+    assert [why(55.0, pair) for _ in range(5)] == [""] * 5  # 2.2x the lone median: their own
+    assert why(120.0, pair) == "probe > 2x its median"  # slowed beyond its company
+    assert why(60.0, alone) == "probe > 2x its median"
+    # the analysis's after-the-fact flags group the same way
+    rows = []
+    for i, (hosts, probe) in enumerate([(alone, 25.0)] * 5 + [(pair, 55.0)] * 5
+                                       + [(pair, 120.0)]):  # fmt: skip
+        for host in hosts:
+            rows.append({"environment": "lab", "benchmark": "latency", "campaign": "c1",
+                         "run": i, "mode": "native", "path": "dc", "variant": "udp",
+                         **_entry(1, host, i, 0.0, probe), "error": None, "attempt": 1,
+                         "decided": ""})  # fmt: skip
+    flags = interference.flag(pd.DataFrame(rows), cpus=0.25, steal=0.05, probe=2.0)
+    slowed = flags[flags["flagged"]]
+    assert set(zip(slowed["run"], slowed["host"], strict=True)) == {(10, "node1"),
+                                                                     (10, "dc-client")}
