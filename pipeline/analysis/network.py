@@ -18,7 +18,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from pipeline.analysis import figures, stats
+from pipeline.analysis import figures, stats, tables
 from pipeline.analysis.latency import BASELINE, KEYS, PATH_LABELS, PATH_ORDER, q_label
 from pipeline.analysis.per_run import STATISTICS, per_run_summaries  # noqa: F401
 
@@ -154,15 +154,13 @@ def answer(components: pd.DataFrame, paths: pd.DataFrame | None = None) -> str:
             larger(r) if ok else f"not fitted: {r.reason}", base,
         ])  # fmt: skip
     conf = float(components["confidence"].iloc[0])
-    lead = (
+    caption = (
         "On each path, the largest difference between two modes beside the run-to-run SD of "
         f"one mode ({conf:.0%} parametric-bootstrap intervals of a mixed model: mode fixed, run "
         "random), which is larger (not resolved where the two intervals overlap), and native's "
-        "value (the Internet path's with what it adds to the datacenter's):"
+        "value (the Internet path's with what it adds to the datacenter's)."
     )
-    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return lead + "\n\n" + "\n".join(lines)
+    return tables.to_markdown(pd.DataFrame(rows, columns=head), caption).rstrip("\n")
 
 
 def _ci(point: float, lo: float, hi: float) -> str | None:

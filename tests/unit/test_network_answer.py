@@ -31,7 +31,7 @@ def test_the_answer_is_one_table_with_the_internet_paths_own_cost():
                           "path": ["dc", "internet"], "native_median_us": [14.0, 48_000.0]})
     text = network.answer(components, paths)
     lines = text.splitlines()
-    assert lines[0].startswith("On each path") and lines[1] == ""
+    assert lines[0].startswith("Table: On each path") and lines[1] == ""
     assert lines[2].startswith("| Variant |") and len(lines) == 6  # head, rule, two rows
     assert lines[4] == ("| `udp` | p99 | datacenter | 2.00 us [1.80 us, 2.20 us] "
                         "| 0.20 us [0.10 us, 0.30 us] | modes, 10x | 14.0 us |")
