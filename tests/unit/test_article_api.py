@@ -51,6 +51,19 @@ def test_noise_paragraph_states_the_range_and_names_its_table(tmp_path):
     assert numbers.entries["noise.cpu.lab.host.1thread.cpu_events_per_s.cv_pct"].value == 0.41
 
 
+def _noise_row(benchmark: str, path: str, cv: float, resolvable: float) -> dict:
+    """A noise_summary row: the SD as % of native's mean with an interval, what it resolves."""
+    return {"benchmark": benchmark, "environment": "lab", "path": path, "variant": "v",
+            "metric": "m", "status": "ok", "reason": None, "cv_sd_within_pct": cv,
+            "cv_sd_within_lo_pct": cv / 2, "cv_sd_within_hi_pct": cv * 2, "confidence": 0.95,
+            "resolvable_pct": resolvable}  # fmt: skip
+
+
+def _noise_summary(tmp_path, rows: list[dict]) -> None:
+    (tmp_path / "processed" / "noise").mkdir(parents=True)
+    pd.DataFrame(rows).to_parquet(tmp_path / "processed" / "noise" / "noise_summary.parquet")
+
+
 def test_noise_paragraph_leaves_out_a_benchmark_far_from_natives_level(tmp_path):
     """Cold start's modes run at 14x native's p50 in the fixture: its noise model's SD over
     native's mean (and the "resolvable" built on it) is no relative noise, and is not quoted."""
@@ -59,13 +72,8 @@ def test_noise_paragraph_leaves_out_a_benchmark_far_from_natives_level(tmp_path)
 
     fixture = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "processed"
     shutil.copytree(fixture / "coldstart", tmp_path / "processed" / "coldstart")
-    rows = [{"benchmark": b, "environment": "lab", "path": "host", "variant": "v",
-             "metric": "m", "status": "ok", "reason": None, "cv_sd_within_pct": cv,
-             "cv_sd_within_lo_pct": cv / 2, "cv_sd_within_hi_pct": cv * 2, "confidence": 0.95,
-             "resolvable_pct": res}
-            for b, cv, res in (("cpu", 0.41, 1.2), ("coldstart", 812.0, 34262.6))]  # fmt: skip
-    (tmp_path / "processed" / "noise").mkdir(parents=True)
-    pd.DataFrame(rows).to_parquet(tmp_path / "processed" / "noise" / "noise_summary.parquet")
+    _noise_summary(tmp_path, [_noise_row("cpu", "host", 0.41, 1.2),
+                              _noise_row("coldstart", "host", 812.0, 34262.6)])  # fmt: skip
     numbers = article.Numbers(root=tmp_path)
     text = "\n\n".join(article._noise(_inputs(tmp_path), numbers))
     assert "34,262.6" not in text and "812" not in text
@@ -77,13 +85,8 @@ def test_noise_paragraph_leaves_out_the_internet_path_judged_in_microseconds(tmp
     """Latency's Internet path: a 40 ms round trip's jitter over native's mean is no relative
     noise of a ratio (its comparisons are on added microseconds), so neither its SD nor the
     difference "resolved" from it is quoted; the datacenter path's are."""
-    rows = [{"benchmark": "latency", "environment": "lab", "path": path, "variant": "udp",
-             "metric": "udp_rtt", "status": "ok", "reason": None, "cv_sd_within_pct": cv,
-             "cv_sd_within_lo_pct": cv / 2, "cv_sd_within_hi_pct": cv * 2, "confidence": 0.95,
-             "resolvable_pct": res}
-            for path, cv, res in (("dc", 0.47, 1.5), ("internet", 57.59, 1127.1))]  # fmt: skip
-    (tmp_path / "processed" / "noise").mkdir(parents=True)
-    pd.DataFrame(rows).to_parquet(tmp_path / "processed" / "noise" / "noise_summary.parquet")
+    _noise_summary(tmp_path, [_noise_row("latency", "dc", 0.47, 1.5),
+                              _noise_row("latency", "internet", 57.59, 1127.1)])  # fmt: skip
     text = "\n\n".join(article._noise(_inputs(tmp_path), article.Numbers(root=tmp_path)))
     assert "latency 0.47%" in text and "57.59" not in text and "1,127.1" not in text
     assert "The Internet path (latency) is left out" in text
