@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import re
 
+from pipeline.analysis.article.inputs import CAPTION_SENTENCE as SENTENCE
 from pipeline.analysis.article.inputs import INCLUDE_END, is_table
 
 INCLUDED = re.compile(r"<!-- include: ([^>]*?) -->\n(.*?)\n<!-- end include -->", re.S)
-SENTENCE = re.compile(r"(?<=\.)\s+(?=[A-Z\"“(])")
 NUMBER = re.compile(r"[±+-]?\d[\d,]*(?:\.\d+)?%?")
 CAPTION = "Table: "
 FACTORED = " (shared caption sentences and recorded reasons stated once)"

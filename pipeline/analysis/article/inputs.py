@@ -204,6 +204,7 @@ def figure_blocks(inputs: Inputs, numbers: Numbers, directory: str) -> list[str]
     return blocks
 
 
+# Where a caption's sentence ends (the appendix splits table captions the same way).
 CAPTION_SENTENCE = re.compile(r"(?<=\.)\s+(?=[A-Z\"“(])")
 REPEATED = " (sentences an earlier caption says left out)"
 
